@@ -1,0 +1,120 @@
+# hprof build. `make` builds everything into build/; `make test` runs every test;
+# `make run` profiles the bundled demo workload and writes out.svg. V=1 shows full commands.
+
+BUILD      := build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+ARCH       := x86
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS     ?= -O2 -g
+CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
+CPPFLAGS   += -I$(BUILD) -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
+LDLIBS     += -lbpf -lelf -lz
+UNWIND_LIBS := -lunwind-generic -lunwind
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -MMD -MP \
+              -I$(BUILD) -Icommon
+
+DEPS_STAMP := $(BUILD)/.deps-installed
+VMLINUX_H  := $(BUILD)/vmlinux.h
+
+BPF_SRCS   := $(wildcard kernel/*.bpf.c)
+BPF_OBJS   := $(patsubst kernel/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst kernel/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+# Everything but main.c is shared by hprof, the unit tests and the benchmarks.
+LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard flamegraph/*.c)
+LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+HPROF      := $(BUILD)/hprof
+
+UNIT_SRCS  := $(wildcard tests/unit/*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+# Workloads: fp_* keep frame pointers, nofp_* omit them (the DWARF fallback's targets).
+WL_FP_C    := $(wildcard tests/workloads/fp_*.c)
+WL_NOFP_C  := $(wildcard tests/workloads/nofp_*.c)
+WL_NOFP_CC := $(wildcard tests/workloads/nofp_*.cc)
+WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C)) \
+              $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC))
+WL_CFLAGS  := -g -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
+
+.PHONY: all deps test test-full run bench clean
+.DELETE_ON_ERROR:
+
+all: $(HPROF) $(UNIT_BINS) $(BENCH_BINS) $(WORKLOADS)
+
+deps: $(DEPS_STAMP)
+
+# Installs what is missing (Debian packages); a no-op when everything is there.
+$(DEPS_STAMP): scripts/install-deps.sh
+	$(call msg,DEPS,$@)
+	$(Q)mkdir -p $(@D) && bash scripts/install-deps.sh && touch $@
+
+$(VMLINUX_H): | $(DEPS_STAMP)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/%.bpf.o: kernel/%.bpf.c $(VMLINUX_H) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/obj/%.o: %.c $(SKELS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(HPROF): $(BUILD)/obj/user/main.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+$(BUILD)/workloads/fp_%: tests/workloads/fp_%.c | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O1 -fno-omit-frame-pointer $(WL_CFLAGS) $< -o $@
+
+$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
+
+$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc | $(DEPS_STAMP)
+	$(call msg,CXX-WL,$@)
+	$(Q)mkdir -p $(@D) && g++ -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
+
+test: all
+	$(Q)bash tests/run.sh
+
+test-full: all
+	$(Q)HPROF_FULL=1 bash tests/run.sh
+
+bench: all
+	$(Q)bash bench/run.sh
+
+# The main job: profile the bundled demo workload for 5 s and write out.svg.
+run: all
+	$(Q)$(HPROF) --svg out.svg --time 5000 -- $(BUILD)/workloads/fp_demo 5
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d)

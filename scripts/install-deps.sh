@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs hprof's build and test dependencies from Debian's packages.
+# The Makefile runs this when a tool or header it needs is missing; it is safe to rerun.
+set -euo pipefail
+
+packages=(
+	clang llvm                 # BPF compiler (clang -target bpf) and llvm-strip
+	bpftool                    # vmlinux.h and skeleton generation
+	libbpf-dev libelf-dev zlib1g-dev
+	uthash-dev                 # stack aggregation hash tables
+	libunwind-dev              # reference unwinder for the cross-check tests and bench
+	binutils                   # readelf, the independent CFI oracle in tests
+	gdb                        # `hprof stack` is checked against gdb's bt
+	make gcc g++ pkg-config
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "hprof: missing packages: ${missing[*]}; run 'make deps' as root" >&2
+	exit 1
+fi
+echo "hprof: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,10 @@
+/* Entry points of hprof's subcommands; user/main.c dispatches on argv[1]. */
+#ifndef HPROF_COMMANDS_H
+#define HPROF_COMMANDS_H
+
+/* Each returns the process exit status. argv[0] is the subcommand's name. */
+int cmd_record(int argc, char **argv);     /* user/record.c: sample and render (default) */
+int cmd_table(int argc, char **argv);      /* user/table.c: print a binary's unwind rows */
+int cmd_flamegraph(int argc, char **argv); /* flamegraph/cli.c: folded stacks to SVG */
+
+#endif
