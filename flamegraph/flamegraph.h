@@ -1,0 +1,51 @@
+/* Flamegraph renderer: folded stacks in, a standalone interactive SVG out.
+ *
+ * Input is the folded format flamegraph.pl, inferno and speedscope read: one stack a line,
+ * `comm;outer;...;inner COUNT`, repeated stacks adding up. Frames ending in `_[k]` are
+ * kernel frames, frames written `[...]` are synthetic ones (`[unknown]`, `[truncated: ...]`);
+ * each family gets its own colours. The output depends only on the multiset of stacks,
+ * never on line order, so the same profile always gives the same bytes. */
+#ifndef HPROF_FLAMEGRAPH_H
+#define HPROF_FLAMEGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Lines longer than this are rejected rather than buffered: input is untrusted. */
+#define FLAMEGRAPH_MAX_LINE (16u << 20)
+#define FLAMEGRAPH_DEFAULT_WIDTH 1200u
+/* Narrower frames than this are left out (their samples still count toward the parent). */
+#define FLAMEGRAPH_DEFAULT_MIN_WIDTH 0.1
+
+struct flamegraph_opts {
+	const char *title;    /* NULL = "Flame Graph" */
+	const char *subtitle; /* NULL or "" = no subtitle line */
+	unsigned width;       /* image width in px; 0 = FLAMEGRAPH_DEFAULT_WIDTH */
+	double min_width;     /* px; 0 = FLAMEGRAPH_DEFAULT_MIN_WIDTH */
+};
+
+/* Reads folded stacks from `in`, writes the SVG to `out`. Returns 0 or -errno; on error
+ * writes a one-line message (e.g. "line 12: missing sample count") into err. */
+int flamegraph__render(FILE *in, FILE *out, const struct flamegraph_opts *opts,
+		       char *err, size_t errlen);
+
+/* Lower level: build the call tree in memory, then write it. For callers that already
+ * hold aggregated stacks and need not round-trip through text. */
+struct flamegraph;
+
+int flamegraph__new(struct flamegraph **out);
+/* Adds `count` samples of the stack frames[0] (outermost, usually comm) .. frames[n-1]
+ * (innermost). Returns 0, -EINVAL for an empty frame name or n == 0, -EOVERFLOW when the
+ * sample total would pass UINT64_MAX, -E2BIG for too many distinct frames, -ENOMEM. */
+int flamegraph__add(struct flamegraph *fg, const char *const *frames, size_t n, uint64_t count);
+/* Parses one folded line (without its newline) and adds it; blank lines are skipped.
+ * Returns 0 or -errno with the reason, without a line number, in err. */
+int flamegraph__add_folded(struct flamegraph *fg, const char *line, size_t len,
+			   char *err, size_t errlen);
+uint64_t flamegraph__total(const struct flamegraph *fg);
+/* Returns 0 or -errno (the stream's write error). */
+int flamegraph__write_svg(struct flamegraph *fg, FILE *out, const struct flamegraph_opts *opts);
+void flamegraph__free(struct flamegraph *fg);
+
+#endif
