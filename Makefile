@@ -17,7 +17,7 @@ endif
 
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
-CPPFLAGS   += -I$(BUILD) -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
+CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
 LDLIBS     += -lbpf -lelf -lz
 UNWIND_LIBS := -lunwind-generic -lunwind
 
@@ -51,6 +51,7 @@ WL_CFLAGS  := -g -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -
 
 .PHONY: all deps test test-full run bench clean
 .DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
 
 all: $(HPROF) $(UNIT_BINS) $(BENCH_BINS) $(WORKLOADS)
 
@@ -89,9 +90,10 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
 
+# clang: gcc 12 drops the frame of leaf functions despite -mno-omit-leaf-frame-pointer.
 $(BUILD)/workloads/fp_%: tests/workloads/fp_%.c | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
-	$(Q)mkdir -p $(@D) && $(CC) -O1 -fno-omit-frame-pointer $(WL_CFLAGS) $< -o $@
+	$(Q)mkdir -p $(@D) && $(CLANG) -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $(WL_CFLAGS) $< -o $@
 
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)

@@ -1,0 +1,82 @@
+/* The sample record the BPF program sends to userspace through the ring buffer,
+ * and the counters it keeps. Shared by kernel/hprof.bpf.c and user/. */
+#ifndef HPROF_SAMPLE_H
+#define HPROF_SAMPLE_H
+
+#include "types.h"
+
+#define HPROF_COMM_LEN 16
+
+/* User frame-pointer chain: the sampled ip plus up to this many return addresses. */
+#define HPROF_MAX_FP_DEPTH 256
+/* Kernel frames from bpf_get_stack; the kernel's default perf_event_max_stack. */
+#define HPROF_MAX_KERNEL_DEPTH 127
+/* Largest user stack copy --stack-size accepts. */
+#define HPROF_MAX_STACK_COPY 65536
+/* The stack copy is read a page at a time so that a copy running past the end of the
+ * stack mapping keeps the pages before it instead of failing whole. */
+#define HPROF_STACK_CHUNK 4096
+#define HPROF_MAX_STACK_CHUNKS (HPROF_MAX_STACK_COPY / HPROF_STACK_CHUNK + 1)
+#define HPROF_DEFAULT_STACK_COPY 16384
+
+_Static_assert(HPROF_MAX_FP_DEPTH >= 127, "FP chains must reach at least 127 frames");
+_Static_assert(HPROF_MAX_STACK_COPY % HPROF_STACK_CHUNK == 0, "stack copy is whole chunks");
+_Static_assert((HPROF_MAX_STACK_CHUNKS - 1) * HPROF_STACK_CHUNK >= HPROF_MAX_STACK_COPY,
+	       "enough chunks for the largest copy, plus one for a partial first page");
+
+/* Why the in-kernel frame-pointer walk stopped. */
+enum fp_end {
+	FP_END_ZERO_LINK = 0,     /* saved rbp or return address was 0: the outermost frame */
+	FP_END_READ_FAILED = 1,   /* bp pointed at unreadable memory */
+	FP_END_NOT_ASCENDING = 2, /* the next bp was not above the current one */
+	FP_END_DEPTH_LIMIT = 3,   /* HPROF_MAX_FP_DEPTH reached */
+	FP_END_NO_USER = 4,       /* kernel thread: no user stack at all */
+};
+
+/* hprof_sample.flags */
+#define SAMPLE_IN_KERNEL   (1u << 0) /* the sample interrupted kernel code */
+#define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp are valid */
+#define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
+
+/* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
+ * __u8 stack[stack_len] (user memory from user_sp upwards). user_ips[0] is user_ip. */
+struct hprof_sample {
+	__u64 timestamp_ns;
+	__u64 user_ip;
+	__u64 user_sp;
+	__u64 user_bp;
+	__u32 pid; /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u32 flags;
+	__u16 nr_user;
+	__u16 nr_kernel;
+	__u32 stack_len;
+	__u8 fp_end; /* enum fp_end */
+	__u8 pad[7];
+	char comm[HPROF_COMM_LEN];
+	__u8 data[];
+};
+_Static_assert(sizeof(struct hprof_sample) == 80, "hprof_sample layout is shared with BPF");
+
+#define HPROF_SAMPLE_MAX_SIZE                                                              \
+	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
+	 HPROF_MAX_STACK_COPY)
+
+/* Per-CPU counters kept by the BPF program, indexed by enum kernel_counter. */
+enum kernel_counter {
+	KC_SAMPLES = 0,          /* perf events handled (after idle/pid filtering) */
+	KC_IDLE,                 /* samples of the idle task, not recorded */
+	KC_FILTERED,             /* samples of processes not being profiled */
+	KC_DROP_RINGBUF_FULL,    /* lost: no room in the ring buffer */
+	KC_DROP_NO_SCRATCH,      /* lost: per-CPU scratch buffer unavailable */
+	KC_USER_REGS_MISSING,    /* recorded without user registers */
+	KC_FP_READ_FAILED,       /* FP walk ended on an unreadable bp (frames lost) */
+	KC_STACK_COPY_FAILED,    /* the stack copy read nothing */
+	KC_STACK_COPY_CLAMPED,   /* the stack copy stopped at the end of readable memory */
+	KC_KERNEL_STACK_FAILED,  /* bpf_get_stack failed on a kernel-mode sample */
+	KC_FORKS_FOLLOWED,       /* children added to the pid filter */
+	KC_NR,
+};
+
+#endif

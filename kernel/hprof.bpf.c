@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/* hprof's sampler: runs on every cpu-clock perf event, records who was running, the
+ * user registers, the user frame-pointer chain, the kernel stack and a copy of the user
+ * stack, and sends it to userspace through a ring buffer. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "sample.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by userspace before load. */
+const volatile bool filter_pids = false;   /* record only tgids in the pids map */
+const volatile bool follow_forks = false;  /* add children of filtered tgids as they fork */
+const volatile __u32 stack_copy_size = 0;  /* bytes of user stack to copy; 0 = FP-only */
+
+/* Room for the largest record plus one chunk of slack, so that the verifier's bound on
+ * (offset of the stack copy) + (chunk length) stays inside the buffer. */
+#define SCRATCH_SIZE (HPROF_SAMPLE_MAX_SIZE + HPROF_STACK_CHUNK)
+
+struct scratch {
+	__u8 buf[SCRATCH_SIZE];
+};
+
+/* One scratch record per CPU (max_entries set to the CPU count at load time); perf
+ * event programs do not nest on a CPU, so the slot is ours for the whole sample. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_buffers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KC_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(enum kernel_counter which)
+{
+	__u32 key = which;
+	__u64 *value = bpf_map_lookup_elem(&counters, &key);
+
+	if (value)
+		*value += 1;
+}
+
+/* True when the sample interrupted user mode. The context allows only 8-byte loads of
+ * pt_regs, and cs shares its word with padding (or FRED state): load the word, test the
+ * privilege level in its low bits. */
+static __always_inline bool sampled_user_mode(struct bpf_perf_event_data *ctx)
+{
+	__u64 cs_word = *(volatile __u64 *)((void *)&ctx->regs +
+					      __builtin_offsetof(struct pt_regs, cs));
+
+	return cs_word & 3;
+}
+
+/* The user registers of the sampled task: the interrupted registers for a user-mode
+ * sample, the registers saved on kernel entry for a kernel-mode one. */
+static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
+					   struct hprof_sample *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (!task->mm)
+		return false; /* kernel thread */
+	if (sampled_user_mode(ctx)) {
+		s->user_ip = ctx->regs.ip;
+		s->user_sp = ctx->regs.sp;
+		s->user_bp = ctx->regs.bp;
+		return true;
+	}
+	s->flags |= SAMPLE_IN_KERNEL;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return false;
+	s->user_ip = BPF_CORE_READ(regs, ip);
+	s->user_sp = BPF_CORE_READ(regs, sp);
+	s->user_bp = BPF_CORE_READ(regs, bp);
+	return s->user_ip != 0;
+}
+
+/* Walks saved-rbp links: [bp] is the caller's bp, [bp + 8] the return address. */
+static __always_inline void walk_frame_pointers(struct hprof_sample *s)
+{
+	__u64 *ips = (__u64 *)s->data;
+	__u64 bp = s->user_bp;
+	__u64 frame[2];
+	__u32 n = 1;
+
+	ips[0] = s->user_ip;
+	s->fp_end = FP_END_DEPTH_LIMIT;
+	for (int i = 1; i < HPROF_MAX_FP_DEPTH; i++) {
+		if (bp == 0) {
+			s->fp_end = FP_END_ZERO_LINK;
+			break;
+		}
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)bp)) {
+			s->fp_end = FP_END_READ_FAILED;
+			count(KC_FP_READ_FAILED);
+			break;
+		}
+		if (frame[1] == 0) {
+			s->fp_end = FP_END_ZERO_LINK;
+			break;
+		}
+		ips[i] = frame[1];
+		n = i + 1;
+		if (frame[0] != 0 && frame[0] <= bp) {
+			s->fp_end = FP_END_NOT_ASCENDING;
+			break;
+		}
+		bp = frame[0];
+	}
+	s->nr_user = n;
+}
+
+/* Copies stack_copy_size bytes from sp. When one read fails (the copy runs off the end of
+ * the stack mapping), retries a page at a time and keeps what could be read. */
+static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst)
+{
+	__u64 sp = s->user_sp;
+	__u64 want = stack_copy_size;
+	__u64 copied = 0;
+
+	if (want > HPROF_MAX_STACK_COPY)
+		want = HPROF_MAX_STACK_COPY;
+	if (want == 0)
+		return;
+	if (bpf_probe_read_user(dst, want, (void *)sp) == 0) {
+		s->stack_len = want;
+		return;
+	}
+	for (int c = 0; c < HPROF_MAX_STACK_CHUNKS; c++) {
+		__u64 len = HPROF_STACK_CHUNK - ((sp + copied) & (HPROF_STACK_CHUNK - 1));
+
+		if (copied >= want)
+			break;
+		if (len > want - copied)
+			len = want - copied;
+		/* Keep clang from testing a copy of len and passing another to the helper:
+		 * the verifier must see the bound on the register it checks. */
+		barrier_var(len);
+		if (len == 0 || len > HPROF_STACK_CHUNK)
+			break;
+		barrier_var(copied);
+		if (copied > HPROF_MAX_STACK_COPY)
+			break;
+		if (bpf_probe_read_user(dst + copied, len, (void *)(sp + copied)))
+			break;
+		copied += len;
+	}
+	s->stack_len = copied;
+	s->flags |= SAMPLE_COPY_CLAMPED;
+	if (copied == 0)
+		count(KC_STACK_COPY_FAILED);
+	else
+		count(KC_STACK_COPY_CLAMPED);
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, zero = 0;
+	struct hprof_sample *s;
+	struct scratch *scratch;
+	__u32 off, size;
+	long kbytes;
+
+	if (tgid == 0) {
+		count(KC_IDLE);
+		return 0;
+	}
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid)) {
+		count(KC_FILTERED);
+		return 0;
+	}
+	count(KC_SAMPLES);
+	zero = bpf_get_smp_processor_id();
+	scratch = bpf_map_lookup_elem(&scratch_buffers, &zero);
+	if (!scratch) {
+		count(KC_DROP_NO_SCRATCH);
+		return 0;
+	}
+	s = (struct hprof_sample *)scratch->buf;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->timestamp_ns = bpf_ktime_get_ns();
+	s->pid = tgid;
+	s->tid = (__u32)id;
+	s->cpu = bpf_get_smp_processor_id();
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+
+	if (read_user_regs(ctx, s)) {
+		s->flags |= SAMPLE_USER_REGS;
+		walk_frame_pointers(s);
+	} else {
+		s->fp_end = FP_END_NO_USER;
+		if (!sampled_user_mode(ctx))
+			s->flags |= SAMPLE_IN_KERNEL;
+		count(KC_USER_REGS_MISSING);
+	}
+
+	off = s->nr_user * 8;
+	if (off > HPROF_MAX_FP_DEPTH * 8)
+		return 0;
+	if (s->flags & SAMPLE_IN_KERNEL) {
+		kbytes = bpf_get_stack(ctx, s->data + off, HPROF_MAX_KERNEL_DEPTH * 8, 0);
+		if (kbytes > 0)
+			s->nr_kernel = kbytes / 8;
+		else
+			count(KC_KERNEL_STACK_FAILED);
+	}
+	off += s->nr_kernel * 8;
+	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8)
+		return 0;
+	if (s->flags & SAMPLE_USER_REGS)
+		copy_user_stack(s, s->data + off);
+
+	size = sizeof(*s) + off + s->stack_len;
+	if (size > HPROF_SAMPLE_MAX_SIZE)
+		return 0;
+	if (bpf_ringbuf_output(&samples, s, size, 0))
+		count(KC_DROP_RINGBUF_FULL);
+	return 0;
+}
+
+/* With -- COMMAND, children of profiled processes are profiled too. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+	__u8 one = 1;
+
+	if (!follow_forks || parent_tgid == child_tgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&pids, &parent_tgid))
+		return 0;
+	if (bpf_map_update_elem(&pids, &child_tgid, &one, BPF_NOEXIST) == 0)
+		count(KC_FORKS_FOLLOWED);
+	return 0;
+}

@@ -1,0 +1,134 @@
+#include "modules.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "procmaps.h"
+
+struct module_entry {
+	struct module mod;
+	UT_hash_handle hh; /* keyed by mod.path */
+};
+
+struct module_registry {
+	struct module_entry *by_path;
+	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
+	uint32_t nr, cap;
+};
+
+int module_registry__new(struct module_registry **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+/* The vDSO is the same image in every process of this kernel: read it from our own
+ * address space, where the auxiliary vector says it starts. */
+static int load_vdso_symbols(struct module *mod)
+{
+	uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+	struct process_maps *maps = NULL;
+	const struct mapping *m;
+	int err;
+
+	if (!base)
+		return -ENOENT;
+	err = process_maps__read(getpid(), &maps);
+	if (err)
+		return err;
+	m = process_maps__find(maps, base);
+	if (!m)
+		err = -ENOENT;
+	else
+		err = elf_symbols__load_image((const void *)base, m->end - base, &mod->syms,
+					      mod->load_msg, sizeof(mod->load_msg));
+	process_maps__free(maps);
+	return err;
+}
+
+static void load_symbols(struct module *mod)
+{
+	if (strcmp(mod->path, "[vdso]") == 0)
+		mod->load_err = load_vdso_symbols(mod);
+	else if (mod->path[0] == '/')
+		mod->load_err = elf_symbols__load(mod->path, &mod->syms, mod->load_msg,
+						  sizeof(mod->load_msg));
+	else
+		mod->load_err = -ENOENT;
+}
+
+static struct module_entry *add_entry(struct module_registry *reg, const char *path)
+{
+	struct module_entry *e;
+	const char *slash;
+
+	if (reg->nr == reg->cap) {
+		uint32_t cap = reg->cap ? reg->cap * 2 : 64;
+		struct module_entry **bigger = realloc(reg->by_id, cap * sizeof(*bigger));
+
+		if (!bigger)
+			return NULL;
+		reg->by_id = bigger;
+		reg->cap = cap;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->mod.path = strdup(path))) {
+		free(e);
+		return NULL;
+	}
+	slash = strrchr(e->mod.path, '/');
+	e->mod.name = slash ? slash + 1 : e->mod.path;
+	e->mod.id = MODULE_FIRST_FILE + reg->nr;
+	reg->by_id[reg->nr++] = e;
+	HASH_ADD_KEYPTR(hh, reg->by_path, e->mod.path, strlen(e->mod.path), e);
+	load_symbols(&e->mod);
+	return e;
+}
+
+struct module *module_registry__get(struct module_registry *reg, const char *path)
+{
+	struct module_entry *e;
+
+	HASH_FIND_STR(reg->by_path, path, e);
+	if (!e)
+		e = add_entry(reg, path);
+	return e ? &e->mod : NULL;
+}
+
+struct module *module_registry__by_id(struct module_registry *reg, uint32_t id)
+{
+	if (id < MODULE_FIRST_FILE || id - MODULE_FIRST_FILE >= reg->nr)
+		return NULL;
+	return &reg->by_id[id - MODULE_FIRST_FILE]->mod;
+}
+
+int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uint64_t addr,
+			  uint64_t *vaddr)
+{
+	if (!mod->syms)
+		return -ENOENT;
+	return elf_symbols__offset_to_vaddr(mod->syms, addr - m->start + m->file_offset, vaddr);
+}
+
+uint32_t module_registry__count(const struct module_registry *reg)
+{
+	return reg->nr;
+}
+
+void module_registry__free(struct module_registry *reg)
+{
+	if (!reg)
+		return;
+	HASH_CLEAR(hh, reg->by_path);
+	for (uint32_t i = 0; i < reg->nr; i++) {
+		elf_symbols__free(reg->by_id[i]->mod.syms);
+		free(reg->by_id[i]->mod.path);
+		free(reg->by_id[i]);
+	}
+	free(reg->by_id);
+	free(reg);
+}

@@ -1,0 +1,347 @@
+#include "profile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "sample.h"
+
+/* A distinct stack: the key is the whole blob (header then frames). */
+struct stack_key {
+	char comm[HPROF_COMM_LEN];
+	const char *root; /* interned: compared by pointer */
+	uint32_t nr_frames;
+	uint32_t pad;
+};
+
+struct stack_entry {
+	uint64_t count;
+	size_t key_len;
+	UT_hash_handle hh;
+	struct stack_key key; /* followed by struct frame[nr_frames] */
+};
+
+/* The frames stored right after the entry continue the key: hashed as one blob. */
+_Static_assert(offsetof(struct stack_entry, key) + sizeof(struct stack_key) ==
+		       sizeof(struct stack_entry),
+	       "stack key must end the entry");
+
+struct name_entry {
+	struct frame frame; /* key */
+	char *name;
+	UT_hash_handle hh;
+};
+
+struct root_entry {
+	char *name;
+	UT_hash_handle hh;
+};
+
+struct profile {
+	struct module_registry *modules;
+	const struct ksyms *ksyms;
+	struct stack_entry *stacks;
+	struct name_entry *names;
+	struct root_entry *roots;
+	uint64_t nr_samples;
+	uint64_t nr_stacks;
+	/* Scratch key for lookups, grown as needed. */
+	struct stack_entry *probe;
+	size_t probe_cap;
+};
+
+int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
+		 struct profile **out)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	*out = p;
+	if (!p)
+		return -ENOMEM;
+	p->modules = modules;
+	p->ksyms = ksyms;
+	return 0;
+}
+
+static const char *intern_root(struct profile *p, const char *root)
+{
+	struct root_entry *r;
+
+	if (!root)
+		return NULL;
+	HASH_FIND_STR(p->roots, root, r);
+	if (r)
+		return r->name;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->name = strdup(root))) {
+		free(r);
+		return NULL;
+	}
+	HASH_ADD_KEYPTR(hh, p->roots, r->name, strlen(r->name), r);
+	return r->name;
+}
+
+static int ensure_probe(struct profile *p, size_t frames_bytes)
+{
+	size_t need = sizeof(struct stack_entry) + frames_bytes;
+	struct stack_entry *bigger;
+
+	if (need <= p->probe_cap)
+		return 0;
+	bigger = realloc(p->probe, need);
+	if (!bigger)
+		return -ENOMEM;
+	p->probe = bigger;
+	p->probe_cap = need;
+	return 0;
+}
+
+int profile__add(struct profile *p, const char *comm, const char *root,
+		 const struct frame *frames, uint32_t n)
+{
+	size_t frames_bytes = (size_t)n * sizeof(*frames);
+	size_t key_len = sizeof(struct stack_key) + frames_bytes;
+	struct stack_entry *e;
+	int err;
+
+	err = ensure_probe(p, frames_bytes);
+	if (err)
+		return err;
+	memset(&p->probe->key, 0, sizeof(p->probe->key));
+	strncpy(p->probe->key.comm, comm, HPROF_COMM_LEN - 1);
+	p->probe->key.root = intern_root(p, root);
+	p->probe->key.nr_frames = n;
+	memcpy(p->probe + 1, frames, frames_bytes);
+	HASH_FIND(hh, p->stacks, &p->probe->key, key_len, e);
+	if (!e) {
+		e = malloc(sizeof(*e) + frames_bytes);
+		if (!e)
+			return -ENOMEM;
+		memcpy(e, p->probe, sizeof(*e) + frames_bytes);
+		e->count = 0;
+		e->key_len = key_len;
+		HASH_ADD(hh, p->stacks, key, key_len, e);
+		p->nr_stacks++;
+	}
+	e->count++;
+	p->nr_samples++;
+	return 0;
+}
+
+uint64_t profile__nr_stacks(const struct profile *p)
+{
+	return p->nr_stacks;
+}
+
+uint64_t profile__nr_samples(const struct profile *p)
+{
+	return p->nr_samples;
+}
+
+static char *format_frame_name(struct profile *p, const struct frame *f)
+{
+	/* caller frames: look up ra-1, the call instruction, not the one after it */
+	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr;
+	const struct module *mod;
+	const char *sym = NULL;
+	uint64_t off;
+	char *name = NULL;
+
+	switch (f->module) {
+	case MODULE_KERNEL:
+		sym = ksyms__lookup(p->ksyms, pc, &off);
+		if ((sym ? asprintf(&name, "%s_[k]", sym)
+			 : asprintf(&name, "[kernel]+0x%" PRIx64 "_[k]", pc)) < 0)
+			name = NULL;
+		return name;
+	case MODULE_UNMAPPED:
+		return asprintf(&name, "[unmapped]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
+	case MODULE_ANON:
+		return asprintf(&name, "[anon]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
+	}
+	mod = module_registry__by_id(p->modules, f->module);
+	if (mod)
+		sym = elf_symbols__lookup(mod->syms, pc, &off);
+	if (sym)
+		return strdup(sym);
+	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", f->addr) < 0 ? NULL
+										      : name;
+}
+
+const char *profile__frame_name(struct profile *p, const struct frame *f)
+{
+	struct name_entry *e;
+
+	HASH_FIND(hh, p->names, f, sizeof(*f), e);
+	if (e)
+		return e->name;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->frame = *f;
+	e->name = format_frame_name(p, f);
+	if (!e->name) {
+		free(e);
+		return NULL;
+	}
+	HASH_ADD(hh, p->names, frame, sizeof(e->frame), e);
+	return e->name;
+}
+
+/* Appends a frame name; folded stacks separate frames with ';' and end in " COUNT",
+ * so names must not carry ';' or control characters. Returns 0 or -ENOMEM. */
+static int append_frame(char **buf, size_t *len, size_t *cap, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (*len + n + 2 > *cap) {
+		size_t new_cap = (*len + n + 2) * 2;
+		char *bigger = realloc(*buf, new_cap);
+
+		if (!bigger)
+			return -ENOMEM;
+		*buf = bigger;
+		*cap = new_cap;
+	}
+	if (*len > 0)
+		(*buf)[(*len)++] = ';';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		(*buf)[(*len)++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+/* Builds "comm;root;outer;...;inner" for one stack. Returns NULL when out of memory. */
+static char *fold_stack(struct profile *p, const struct stack_entry *e)
+{
+	const struct frame *frames = (const struct frame *)(e + 1);
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int err;
+
+	err = append_frame(&buf, &len, &cap, e->key.comm[0] ? e->key.comm : "?");
+	if (!err && e->key.root)
+		err = append_frame(&buf, &len, &cap, e->key.root);
+	for (uint32_t i = e->key.nr_frames; !err && i-- > 0;) {
+		const char *name = profile__frame_name(p, &frames[i]);
+
+		err = name ? append_frame(&buf, &len, &cap, name) : -ENOMEM;
+	}
+	if (err) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+struct folded_entry {
+	char *line;
+	uint64_t count;
+	UT_hash_handle hh;
+};
+
+static int compare_folded(const void *a, const void *b)
+{
+	const struct folded_entry *x = *(const struct folded_entry *const *)a;
+	const struct folded_entry *y = *(const struct folded_entry *const *)b;
+
+	return strcmp(x->line, y->line);
+}
+
+static void free_folded(struct folded_entry **head)
+{
+	struct folded_entry *f, *tmp;
+
+	HASH_ITER(hh, *head, f, tmp) {
+		HASH_DEL(*head, f);
+		free(f->line);
+		free(f);
+	}
+}
+
+/* Merges stacks whose frames differ but whose names agree (two return addresses in one
+ * function), keyed by the folded line. */
+static int merge_by_name(struct profile *p, struct folded_entry **head)
+{
+	struct stack_entry *e, *tmp;
+
+	HASH_ITER(hh, p->stacks, e, tmp) {
+		struct folded_entry *f;
+		char *line = fold_stack(p, e);
+
+		if (!line)
+			return -ENOMEM;
+		HASH_FIND_STR(*head, line, f);
+		if (f) {
+			free(line);
+		} else {
+			f = calloc(1, sizeof(*f));
+			if (!f) {
+				free(line);
+				return -ENOMEM;
+			}
+			f->line = line;
+			HASH_ADD_KEYPTR(hh, *head, f->line, strlen(f->line), f);
+		}
+		f->count += e->count;
+	}
+	return 0;
+}
+
+int profile__write_folded(struct profile *p, FILE *out)
+{
+	struct folded_entry *head = NULL, *f, *tmp, **sorted = NULL;
+	size_t n = 0;
+	int err;
+
+	err = merge_by_name(p, &head);
+	if (err)
+		goto cleanup;
+	sorted = malloc((HASH_COUNT(head) + 1) * sizeof(*sorted));
+	if (!sorted) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	HASH_ITER(hh, head, f, tmp)
+		sorted[n++] = f;
+	qsort(sorted, n, sizeof(*sorted), compare_folded);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %" PRIu64 "\n", sorted[i]->line, sorted[i]->count);
+	err = ferror(out) ? -EIO : 0;
+cleanup:
+	free(sorted);
+	free_folded(&head);
+	return err;
+}
+
+void profile__free(struct profile *p)
+{
+	struct stack_entry *e, *etmp;
+	struct name_entry *n, *ntmp;
+	struct root_entry *r, *rtmp;
+
+	if (!p)
+		return;
+	HASH_ITER(hh, p->stacks, e, etmp) {
+		HASH_DEL(p->stacks, e);
+		free(e);
+	}
+	HASH_ITER(hh, p->names, n, ntmp) {
+		HASH_DEL(p->names, n);
+		free(n->name);
+		free(n);
+	}
+	HASH_ITER(hh, p->roots, r, rtmp) {
+		HASH_DEL(p->roots, r);
+		free(r->name);
+		free(r);
+	}
+	free(p->probe);
+	free(p);
+}

@@ -1,0 +1,38 @@
+/* Aggregates identical stacks and writes them as folded stacks, symbolized. */
+#ifndef HPROF_PROFILE_H
+#define HPROF_PROFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "modules.h"
+#include "symbols.h"
+
+struct frame {
+	uint32_t module; /* MODULE_* or a module id */
+	uint32_t flags;  /* FRAME_* */
+	uint64_t addr;   /* ELF vaddr in the module, or absolute for pseudo-modules */
+};
+
+/* The address is a return address: name the call instruction before it. */
+#define FRAME_CALLER (1u << 0)
+
+struct profile;
+
+int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
+		 struct profile **out);
+/* Counts one sample of frames[0..n), innermost first. root, when not NULL, is a
+ * frame placed right under comm (e.g. the reason a stack is incomplete). */
+int profile__add(struct profile *p, const char *comm, const char *root,
+		 const struct frame *frames, uint32_t n);
+uint64_t profile__nr_stacks(const struct profile *p);
+uint64_t profile__nr_samples(const struct profile *p);
+/* Writes "comm;root;outer;...;inner COUNT" lines, sorted, identical names merged.
+ * Returns 0 or -errno. */
+int profile__write_folded(struct profile *p, FILE *out);
+/* The printable name of a frame ("func", "func_[k]", "module+0x1234"); valid until the
+ * profile is freed. */
+const char *profile__frame_name(struct profile *p, const struct frame *f);
+void profile__free(struct profile *p);
+
+#endif

@@ -1,0 +1,33 @@
+/* Options of a recording and the outputs shared with other subcommands. */
+#ifndef HPROF_RECORD_H
+#define HPROF_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "session.h"
+
+struct output_opts {
+	const char *svg_path;    /* NULL: no flamegraph */
+	const char *folded_path; /* NULL: no folded file; "-" is stdout */
+	const char *title;
+	const char *subtitle;
+};
+
+struct record_opts {
+	struct output_opts out;
+	long time_ms;        /* 0: until Ctrl-C, the command's exit or the pids' exit */
+	unsigned frequency;  /* Hz */
+	pid_t *pids;
+	size_t nr_pids;
+	bool no_dwarf;
+	unsigned stack_size; /* bytes */
+	char **command;      /* NULL or argv of the command to run */
+};
+
+/* Writes the folded stacks and the flamegraph of a session, each whole or not at all.
+ * Returns 0 or -errno after printing a one-line error. */
+int write_outputs(struct session *s, const struct output_opts *opts);
+
+#endif

@@ -1,0 +1,38 @@
+/* Names for addresses: function symbols of ELF files (libelf) and of the kernel
+ * (/proc/kallsyms). Tables are built once, sorted, and binary-searched. */
+#ifndef HPROF_SYMBOLS_H
+#define HPROF_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUILD_ID_MAX 20
+
+struct elf_symbols;
+
+/* Loads function symbols (.symtab, else .dynsym; a separate debug file found through the
+ * build-id under /usr/lib/debug when the file has no .symtab) and the PT_LOAD segments.
+ * Returns 0 or -errno with a one-line reason in err. */
+int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen);
+/* The same for an ELF image in memory (the vDSO). The image is copied. */
+int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
+			    size_t errlen);
+/* Translates an offset in the file to the ELF virtual address it is loaded at.
+ * Returns 0, or -ENOENT when no PT_LOAD segment holds the offset. */
+int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t file_offset,
+				 uint64_t *vaddr);
+/* The function holding vaddr and vaddr's offset into it, or NULL. */
+const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *offset);
+/* The GNU build-id; its length (0 when the file has none). */
+size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
+size_t elf_symbols__count(const struct elf_symbols *syms);
+void elf_symbols__free(struct elf_symbols *syms);
+
+struct ksyms;
+
+/* Loads /proc/kallsyms (or another file of that format). Returns 0 or -errno. */
+int ksyms__load(const char *path, struct ksyms **out);
+const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *offset);
+void ksyms__free(struct ksyms *ks);
+
+#endif
