@@ -658,7 +658,8 @@ static struct rgb frame_colour(uint32_t name, const char *s)
 	}
 	case FRAME_USER:
 	default:
-		return (struct rgb){ 205 + (unsigned)(50 * v1), 60 + (unsigned)(150 * v2),
+		/* green stays below red: reds to oranges, never yellow-green */
+		return (struct rgb){ 205 + (unsigned)(50 * v1), 50 + (unsigned)(150 * v2),
 				     (unsigned)(50 * v3) };
 	}
 }
