@@ -34,7 +34,6 @@
 struct fg_name {
 	uint64_t off; /* into strs, NUL-terminated */
 	uint32_t len;
-	uint32_t hash;
 	uint32_t rank; /* position in byte order of all names: sorts children cheaply */
 };
 
@@ -47,9 +46,15 @@ struct fg_node {
 	bool shown;
 };
 
-/* Open addressing over ids: a slot holds id + 1, 0 is empty. Load stays at most 1/2. */
+/* Open addressing over ids. A slot keeps its id's hash, so probes and resizes rarely touch
+ * the (cache-cold) entries themselves. id + 1 is stored: 0 marks an empty slot. Load <= 1/2. */
+struct islot {
+	uint32_t hash;
+	uint32_t id1;
+};
+
 struct itab {
-	uint32_t *slots;
+	struct islot *slots;
 	size_t cap;
 	size_t used;
 };
@@ -76,7 +81,6 @@ struct node_key {
 };
 
 typedef bool (*itab_eq_fn)(const struct flamegraph *fg, uint32_t id, const void *key);
-typedef uint32_t (*itab_hash_fn)(const struct flamegraph *fg, uint32_t id);
 
 static uint64_t fnv1a(const char *s, size_t len)
 {
@@ -120,21 +124,22 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static uint32_t *itab_probe(const struct itab *t, uint32_t hash, itab_eq_fn eq,
-			    const struct flamegraph *fg, const void *key)
+static struct islot *itab_probe(const struct itab *t, uint32_t hash, itab_eq_fn eq,
+				const struct flamegraph *fg, const void *key)
 {
 	size_t i = hash & (t->cap - 1);
 
-	while (t->slots[i] && !eq(fg, t->slots[i] - 1, key))
+	while (t->slots[i].id1 &&
+	       (t->slots[i].hash != hash || !eq(fg, t->slots[i].id1 - 1, key)))
 		i = (i + 1) & (t->cap - 1);
 	return &t->slots[i];
 }
 
 /* Makes room for one more id; call before itab_probe so the slot it returns stays valid. */
-static int itab_reserve(struct itab *t, itab_hash_fn hash, const struct flamegraph *fg)
+static int itab_reserve(struct itab *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : 1024;
-	uint32_t *ns;
+	struct islot *ns;
 
 	if ((t->used + 1) * 2 <= t->cap)
 		return 0;
@@ -144,10 +149,10 @@ static int itab_reserve(struct itab *t, itab_hash_fn hash, const struct flamegra
 	for (size_t i = 0; i < t->cap; i++) {
 		size_t j;
 
-		if (!t->slots[i])
+		if (!t->slots[i].id1)
 			continue;
-		j = hash(fg, t->slots[i] - 1) & (ncap - 1);
-		while (ns[j])
+		j = t->slots[i].hash & (ncap - 1);
+		while (ns[j].id1)
 			j = (j + 1) & (ncap - 1);
 		ns[j] = t->slots[i];
 	}
@@ -155,6 +160,14 @@ static int itab_reserve(struct itab *t, itab_hash_fn hash, const struct flamegra
 	t->slots = ns;
 	t->cap = ncap;
 	return 0;
+}
+
+/* Fills the empty slot itab_probe returned. */
+static void itab_set(struct itab *t, struct islot *slot, uint32_t hash, uint32_t id)
+{
+	slot->hash = hash;
+	slot->id1 = id + 1;
+	t->used++;
 }
 
 static const char *name_str(const struct flamegraph *fg, uint32_t name)
@@ -169,11 +182,6 @@ static bool name_eq(const struct flamegraph *fg, uint32_t id, const void *key)
 	return fg->names[id].len == k->len && memcmp(fg->strs + fg->names[id].off, k->s, k->len) == 0;
 }
 
-static uint32_t name_rehash(const struct flamegraph *fg, uint32_t id)
-{
-	return fg->names[id].hash;
-}
-
 static bool node_eq(const struct flamegraph *fg, uint32_t id, const void *key)
 {
 	const struct node_key *k = key;
@@ -181,27 +189,22 @@ static bool node_eq(const struct flamegraph *fg, uint32_t id, const void *key)
 	return fg->nodes[id].parent == k->parent && fg->nodes[id].name == k->name;
 }
 
-static uint32_t node_rehash(const struct flamegraph *fg, uint32_t id)
-{
-	return node_hash(fg->nodes[id].parent, fg->nodes[id].name);
-}
-
 static int intern(struct flamegraph *fg, const char *s, size_t len, uint32_t *out)
 {
 	struct name_key key = { s, len };
 	uint32_t hash = (uint32_t)fnv1a(s, len);
-	uint32_t *slot;
+	struct islot *slot;
 	struct fg_name *n;
 	int err;
 
 	if (len > UINT32_MAX || fg->nnames >= MAX_IDS)
 		return -E2BIG;
-	err = itab_reserve(&fg->name_tab, name_rehash, fg);
+	err = itab_reserve(&fg->name_tab);
 	if (err)
 		return err;
 	slot = itab_probe(&fg->name_tab, hash, name_eq, fg, &key);
-	if (*slot) {
-		*out = *slot - 1;
+	if (slot->id1) {
+		*out = slot->id1 - 1;
 		return 0;
 	}
 	err = grow((void **)&fg->names, &fg->names_cap, fg->nnames + 1, sizeof(*fg->names));
@@ -212,13 +215,11 @@ static int intern(struct flamegraph *fg, const char *s, size_t len, uint32_t *ou
 	n = &fg->names[fg->nnames];
 	n->off = fg->strs_len;
 	n->len = (uint32_t)len;
-	n->hash = hash;
 	memcpy(fg->strs + fg->strs_len, s, len);
 	fg->strs[fg->strs_len + len] = '\0';
 	fg->strs_len += len + 1;
-	*out = (uint32_t)fg->nnames;
-	*slot = (uint32_t)++fg->nnames;
-	fg->name_tab.used++;
+	*out = (uint32_t)fg->nnames++;
+	itab_set(&fg->name_tab, slot, hash, *out);
 	return 0;
 }
 
@@ -242,24 +243,25 @@ static int new_node(struct flamegraph *fg, uint32_t parent, uint32_t name, uint3
 static int descend(struct flamegraph *fg, uint32_t *cur, const char *s, size_t len)
 {
 	struct node_key key = { *cur, 0 };
-	uint32_t *slot;
+	struct islot *slot;
+	uint32_t hash;
 	int err;
 
 	err = intern(fg, s, len, &key.name);
 	if (!err)
-		err = itab_reserve(&fg->node_tab, node_rehash, fg);
+		err = itab_reserve(&fg->node_tab);
 	if (err)
 		return err;
-	slot = itab_probe(&fg->node_tab, node_hash(key.parent, key.name), node_eq, fg, &key);
-	if (*slot) {
-		*cur = *slot - 1;
+	hash = node_hash(key.parent, key.name);
+	slot = itab_probe(&fg->node_tab, hash, node_eq, fg, &key);
+	if (slot->id1) {
+		*cur = slot->id1 - 1;
 		return 0;
 	}
 	err = new_node(fg, key.parent, key.name, cur);
 	if (err)
 		return err;
-	*slot = *cur + 1;
-	fg->node_tab.used++;
+	itab_set(&fg->node_tab, slot, hash, *cur);
 	return 0;
 }
 
