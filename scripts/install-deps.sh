@@ -11,6 +11,7 @@ packages=(
 	libunwind-dev              # reference unwinder for the cross-check tests and bench
 	binutils                   # readelf, the independent CFI oracle in tests
 	gdb                        # `hprof stack` is checked against gdb's bt
+	libxml2-utils              # xmllint: tests check flamegraph SVGs are well-formed XML
 	make gcc g++ pkg-config
 )
 
