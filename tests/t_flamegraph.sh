@@ -62,3 +62,32 @@ check "usage: unknown option, exit 2" test $? -eq 2
 $HPROF flamegraph --help >"$TMP/help"
 check "usage: --help exits 0" test $? -eq 0
 check "usage: --help prints usage" grep -q '^usage: hprof flamegraph' "$TMP/help"
+
+# The embedded script: a syntax check when node is around; under `make test-full` with
+# chromium installed, a headless run that zooms (#z=) and searches (#s=) via the URL.
+sed -n '/<script><!\[CDATA\[/,/\]\]><\/script>/p' "$SVG" | sed '1d;$d' >"$TMP/fg.js"
+if command -v node >/dev/null; then
+	check "script: node --check" node --check "$TMP/fg.js"
+else
+	echo "# node not installed: script syntax not checked"
+fi
+
+browser_dom() {
+	chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$TMP/chromium" --dump-dom "file://$(realpath "$1")$2" 2>/dev/null
+}
+if [ "${HPROF_FULL:-}" = 1 ] && command -v chromium >/dev/null; then
+	# zoom into compute (4 of 8 samples) and search for "[" (an invalid regex, so literal):
+	# [unknown] 1 + write_[k] 2 = 37.50% of all samples
+	browser_dom "$SVG" '#z=compute&s=%5B' >"$TMP/dom"
+	check "browser: zoomed frame fills the width" \
+		grep -q '<title>compute (4 samples, 50.00%)</title><rect x="10.00" y="56" width="400.00"' "$TMP/dom"
+	check "browser: ancestors span the width, dimmed" \
+		grep -q 'class="anc"><title>main (7 samples, 87.50%)</title><rect x="10.00" y="72" width="400.00"' "$TMP/dom"
+	check "browser: siblings hidden" \
+		grep -q 'style="display: none;"><title>x&lt;&amp;&gt; (' "$TMP/dom"
+	check "browser: search share of all samples" grep -q '>Matched: 37.50%<' "$TMP/dom"
+	check "browser: matches highlighted" \
+		grep -q '<title>write_\[k\] (2 samples, 25.00%)</title><rect [^>]*fill="rgb(230,0,230)"' "$TMP/dom"
+fi
