@@ -31,3 +31,28 @@ bpf_available() {
 	if [ ! -r /sys/kernel/btf/vmlinux ]; then echo "no kernel BTF" >&2; return 1; fi
 	return 0
 }
+
+# share_matching FILE COMM REGEX: percent (integer) of COMM's samples in folded FILE whose
+# stack (without the count) matches the extended REGEX; prints "matched/total".
+share_matching() {
+	awk -v comm="$2" -v re="$3" '
+		{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		  split(stack, f, ";"); if (f[1] != comm) next
+		  total += count; if (stack ~ re) matched += count }
+		END { printf "%d/%d\n", matched, total }' "$1"
+}
+
+# at_least PCT "matched/total": true when matched is at least PCT percent of a non-zero total.
+at_least() {
+	local m=${2%/*} t=${2#*/}
+	[ "$t" -gt 0 ] && [ $((m * 100)) -ge $(($1 * t)) ]
+}
+
+# require_bpf NAME: skips (fails under CI) the rest of the script when BPF is unusable.
+require_bpf() {
+	local why
+	if ! why=$(bpf_available 2>&1); then
+		skip "$1" "$why"
+		exit 0
+	fi
+}

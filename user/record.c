@@ -354,11 +354,13 @@ static void print_summary(const struct recorder *r)
 			" times, %" PRIu64 " frames outside any mapping, %" PRIu64
 			" samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
-	if (!r->opts.no_dwarf)
-		fprintf(stderr, "hprof: stack copies: %" PRIu64 " clamped at the end of the stack, %" PRIu64
-				" failed; %.1f KiB received per sample\n",
-			kc[KC_STACK_COPY_CLAMPED], kc[KC_STACK_COPY_FAILED],
-			st->samples ? st->bytes / 1024.0 / st->samples : 0.0);
+	fprintf(stderr, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
+	if (r->opts.no_dwarf)
+		fprintf(stderr, " (frame pointers only, no stack copies)\n");
+	else
+		fprintf(stderr, " (stack copies: %" PRIu64 " clamped at the end of the stack, %" PRIu64
+				" failed)\n",
+			kc[KC_STACK_COPY_CLAMPED], kc[KC_STACK_COPY_FAILED]);
 }
 
 static int write_folded_file(struct session *s, const char *path)

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# End to end: the real BPF program sampling real processes built with frame pointers.
+source "$(dirname "$0")/lib.sh"
+require_bpf "record"
+
+CHAIN='^fp_chain;([^;]*;)*main;a;b;c$'
+
+# -- COMMAND: the workload's samples carry main -> a -> b -> c, symbolized.
+"$HPROF" --folded "$TMP/cmd.folded" --svg "$TMP/cmd.svg" -- "$WL/fp_chain" 3 >"$TMP/cmd.out" 2>"$TMP/cmd.err"
+rc=$?
+check "command: exits with the command's status (0)" [ "$rc" -eq 0 ]
+share=$(share_matching "$TMP/cmd.folded" fp_chain "$CHAIN")
+echo "# command: $share samples carry main;a;b;c"
+check "command: >= 90% of samples carry main;a;b;c ($share)" at_least 90 "$share"
+# 3 s of CPU at 99 Hz is ~297 samples; a loaded machine gives the workload less CPU.
+check "command: >= 100 samples in 3 s at 99 Hz (${share#*/})" [ "${share#*/}" -ge 100 ]
+check "command: the command's output passes through" grep -qx "done [01]" "$TMP/cmd.out"
+check "command: summary names lost samples" grep -q "lost samples:" "$TMP/cmd.err"
+check "command: summary gives the FP-complete share" grep -Eq "FP-complete: [0-9.]+%" "$TMP/cmd.err"
+check "command: summary says where the flamegraph is" grep -q "wrote flamegraph to $TMP/cmd.svg" "$TMP/cmd.err"
+check "command: SVG holds the hot frame" grep -q ">c<\|>c \|\"c\"\|<title>c " "$TMP/cmd.svg"
+check "command: no temporary files left" [ -z "$(ls "$TMP" | grep '\.tmp\.')" ]
+
+# The command's exit status is hprof's.
+"$HPROF" --folded "$TMP/status.folded" -- sh -c 'exit 7' 2>/dev/null
+check "command: exit status 7 passes through" [ $? -eq 7 ]
+
+# Children are followed: the workload runs under a shell.
+"$HPROF" --folded "$TMP/child.folded" -- sh -c "$WL/fp_chain 2; true" >/dev/null 2>&1
+share=$(share_matching "$TMP/child.folded" fp_chain "$CHAIN")
+check "command: a child process is profiled too ($share)" at_least 90 "$share"
+
+# --pid attaches to a running process; other processes are filtered out in the kernel.
+"$WL/fp_chain" 6 >/dev/null &
+wl=$!
+cp "$WL/fp_chain" "$TMP/bystander"
+"$TMP/bystander" 6 >/dev/null &
+other=$!
+sleep 0.3
+"$HPROF" --pid "$wl" --time 2000 --folded "$TMP/pid.folded" 2>"$TMP/pid.err"
+rc=$?
+kill "$wl" "$other" 2>/dev/null; wait "$wl" "$other" 2>/dev/null
+check "pid: exits 0" [ "$rc" -eq 0 ]
+share=$(share_matching "$TMP/pid.folded" fp_chain "$CHAIN")
+check "pid: >= 90% of samples carry main;a;b;c ($share)" at_least 90 "$share"
+check "pid: the busy bystander is not sampled" bash -c "! grep -q '^bystander;' '$TMP/pid.folded'"
+check "pid: one process in the summary" grep -q " 1 processes" "$TMP/pid.err"
+
+# System-wide: no filter, the workload shows up among everything else.
+"$WL/fp_chain" 3 >/dev/null &
+wl=$!
+sleep 0.2
+"$HPROF" --time 1500 --folded "$TMP/all.folded" 2>"$TMP/all.err"
+rc=$?
+wait "$wl"
+check "system-wide: exits 0" [ "$rc" -eq 0 ]
+share=$(share_matching "$TMP/all.folded" fp_chain "$CHAIN")
+check "system-wide: the workload is sampled with its chain ($share)" at_least 90 "$share"
+
+# Ctrl-C stops sampling and still writes every output.
+"$HPROF" --folded "$TMP/int.folded" --svg "$TMP/int.svg" 2>"$TMP/int.err" &
+hp=$!
+sleep 1.5
+kill -INT "$hp"
+wait "$hp"
+rc=$?
+check "SIGINT: exits 0" [ "$rc" -eq 0 ]
+check "SIGINT: folded stacks written" [ -s "$TMP/int.folded" ]
+check "SIGINT: flamegraph written" [ -s "$TMP/int.svg" ]
+
+# --no-dwarf copies no stack: fewer bytes per sample.
+"$HPROF" --no-dwarf --folded "$TMP/nd.folded" -- "$WL/fp_chain" 1 >/dev/null 2>"$TMP/nd.err"
+share=$(share_matching "$TMP/nd.folded" fp_chain "$CHAIN")
+check "no-dwarf: FP chains still complete ($share)" at_least 90 "$share"
+bytes_per_sample() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }
+nd=$(bytes_per_sample "$TMP/nd.err") full=$(bytes_per_sample "$TMP/cmd.err")
+echo "# bytes per sample: --no-dwarf $nd, default $full"
+less_than() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]; }
+check "no-dwarf: fewer bytes per sample ($nd < $full)" less_than "$nd" "$full"
