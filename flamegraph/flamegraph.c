@@ -15,7 +15,7 @@
 #include "flamegraph_js.h"
 
 #define NONE UINT32_MAX
-/* Node and name ids are u32 indices; the last values are reserved (NONE, slot 0 = empty). */
+/* Node and name ids are u32 indices; NONE is reserved, and tables store id + 1. */
 #define MAX_IDS (UINT32_MAX - 2)
 
 /* Geometry in px. Labels are sized with an average glyph width, as no font metrics exist. */
@@ -284,12 +284,13 @@ int flamegraph__new(struct flamegraph **out)
 	if (!fg)
 		return -ENOMEM;
 	err = new_node(fg, NONE, NONE, &root);
-	if (err) {
-		flamegraph__free(fg);
-		return err;
-	}
+	if (err)
+		goto cleanup;
 	*out = fg;
-	return 0;
+	fg = NULL;
+cleanup:
+	flamegraph__free(fg);
+	return err;
 }
 
 void flamegraph__free(struct flamegraph *fg)
