@@ -1,0 +1,143 @@
+/* Internals shared by the CFI compiler's files: user/cfi_elf.c finds the sections,
+ * user/dwarf_cfa.c parses CIEs and FDEs and runs CFA programs, user/ehframe.c builds and
+ * searches the table. Not an API: user/ehframe.h is. */
+#ifndef HPROF_CFI_INTERNAL_H
+#define HPROF_CFI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ehframe.h"
+
+/* Deepest DW_CFA_remember_state nesting accepted; compilers nest one or two deep. */
+#define CFI_MAX_REMEMBER 64
+
+/* One call-frame section, bytes in memory. */
+struct cfi_section {
+	const uint8_t *data;
+	size_t size;
+	uint64_t vaddr;        /* address of data[0]: the base of pc-relative pointers */
+	bool is_eh;            /* .eh_frame rules (CIE id 0, relative CIE pointers) */
+	bool stop_at_zero;     /* found through .eh_frame_hdr: a zero length ends it */
+	const char *name;      /* ".eh_frame" or ".debug_frame", for messages */
+};
+
+/* Where messages go. */
+struct cfi_err {
+	const char *file;
+	char *buf;
+	size_t len;
+};
+
+/* Formats "FILE: SECTION+0xOFF: message" into e (sec may be NULL) and returns -EINVAL. */
+int cfi_fail(struct cfi_err *e, const struct cfi_section *sec, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The sections of one ELF image. Decompressed copies are owned and freed by release. */
+struct cfi_elf {
+	struct cfi_section sec[2];
+	int nr_sec;
+	void *owned[2];
+};
+
+/* Finds the requested sections. -ENOENT (with a message) when there are none. */
+int cfi_elf__locate(const uint8_t *image, size_t size, unsigned int sources, struct cfi_elf *out,
+		    struct cfi_err *e);
+void cfi_elf__release(struct cfi_elf *elf);
+
+/* A register rule as DWARF states it, before it is mapped onto the row's kinds. */
+enum cfi_reg_how {
+	CFI_REG_UNREFERENCED = 0, /* no rule given: the ABI default */
+	CFI_REG_UNDEFINED,
+	CFI_REG_SAME_VALUE,
+	CFI_REG_OFFSET,           /* saved at CFA + arg */
+	CFI_REG_VAL_OFFSET,       /* value is CFA + arg */
+	CFI_REG_REGISTER,         /* value is in register arg */
+	CFI_REG_EXPR_AT_SP,       /* DW_CFA_expression (DW_OP_breg7 arg): saved at rsp + arg */
+	CFI_REG_EXPRESSION,
+	CFI_REG_VAL_EXPRESSION,
+};
+
+struct cfi_reg_rule {
+	uint8_t how;  /* enum cfi_reg_how */
+	int64_t arg;
+};
+
+struct cfi_cfa_rule {
+	uint64_t reg;
+	int64_t offset;
+	uint8_t expr; /* 0, or the enum unwind_cfa_kind of a DW_CFA_def_cfa_expression */
+	int64_t expr_arg;
+};
+
+/* The rules hprof tracks: the CFA, rbp and the return-address column. */
+struct cfi_state {
+	struct cfi_cfa_rule cfa;
+	struct cfi_reg_rule rbp;
+	struct cfi_reg_rule ra;
+};
+
+struct cfi_cie {
+	uint64_t off;          /* offset of the CIE in its section */
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint64_t insn_off;     /* initial instructions */
+	uint64_t insn_end;
+	uint8_t fde_enc;       /* DW_EH_PE_* of FDE pointers */
+	uint8_t addr_size;
+	bool has_z;            /* FDEs carry augmentation data */
+	uint8_t sec;           /* index into cfi_elf.sec */
+	struct cfi_state init; /* state after the initial instructions */
+};
+
+struct cfi_fde {
+	uint64_t lo, hi;       /* [pc_begin, pc_begin + pc_range) */
+	uint64_t off;          /* offset of the FDE in its section, for messages */
+	uint64_t insn_off;
+	uint32_t insn_len;
+	uint32_t cie;          /* index into the CIE array */
+};
+
+/* Bounded little-endian reader over [p, end). */
+struct cfi_cur {
+	const uint8_t *p;
+	const uint8_t *end;
+};
+
+/* Parses the CIE at section offset off (its length field). */
+int cfi_parse_cie(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
+		  struct cfi_err *e);
+
+/* Reads the header of the entry at *off: on return *off is the next entry's offset,
+ * *kind is 0 for a terminator, 1 for a CIE, 2 for an FDE (then *cie_off names its CIE and
+ * body/body_end bound the rest of the entry). */
+enum cfi_entry_kind { CFI_ENTRY_ZERO, CFI_ENTRY_CIE, CFI_ENTRY_FDE };
+int cfi_next_entry(const struct cfi_section *sec, uint64_t *off, enum cfi_entry_kind *kind,
+		   uint64_t *cie_off, uint64_t *body, uint64_t *body_end, struct cfi_err *e);
+
+/* Parses an FDE body (after its CIE pointer) for the given CIE. */
+int cfi_parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, uint64_t entry_off,
+		  uint64_t body, uint64_t body_end, struct cfi_fde *fde, struct cfi_err *e);
+
+/* Receives the rows a CFA program produces. */
+struct cfi_sink;
+int cfi_sink__row(struct cfi_sink *sink, uint64_t pc, const struct cfi_state *state,
+		  const struct cfi_cie *cie);
+
+/* Runs the FDE's program over its CIE's initial state, handing the sink one state per
+ * location in [fde->lo, hi). */
+int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,
+		const struct cfi_fde *fde, uint64_t hi, struct cfi_sink *sink, struct cfi_err *e);
+
+/* Maps a DWARF state onto the row's rule kinds. */
+void cfi_state__rules(const struct cfi_state *state, const struct cfi_cie *cie,
+		      struct unwind_rules *rules);
+
+/* Reads a DW_EH_PE-encoded pointer; field_vaddr is the address of the field (pc-relative
+ * base), datarel_base the DW_EH_PE_datarel base. Indirect encodings are refused. */
+int cfi_read_encoded(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t field_vaddr,
+		     uint64_t datarel_base, uint64_t *out);
+
+#endif

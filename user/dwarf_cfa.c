@@ -1,0 +1,859 @@
+/* DWARF call-frame information: CIE and FDE headers, DW_EH_PE pointers, and the CFA
+ * program interpreter. Only the CFA, rbp and the return-address column are tracked; every
+ * other register's rules are parsed (to stay in step) and dropped.
+ *
+ * Every read goes through a bounded cursor; every loop consumes at least one byte of a
+ * bounded buffer per iteration, so no input can make it spin. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cfi_internal.h"
+
+/* DW_EH_PE pointer encodings (LSB 3.0, "DWARF Extensions"). */
+enum {
+	DW_EH_PE_absptr = 0x00,
+	DW_EH_PE_uleb128 = 0x01,
+	DW_EH_PE_udata2 = 0x02,
+	DW_EH_PE_udata4 = 0x03,
+	DW_EH_PE_udata8 = 0x04,
+	DW_EH_PE_signed = 0x08,
+	DW_EH_PE_sleb128 = 0x09,
+	DW_EH_PE_sdata2 = 0x0a,
+	DW_EH_PE_sdata4 = 0x0b,
+	DW_EH_PE_sdata8 = 0x0c,
+	DW_EH_PE_pcrel = 0x10,
+	DW_EH_PE_textrel = 0x20,
+	DW_EH_PE_datarel = 0x30,
+	DW_EH_PE_funcrel = 0x40,
+	DW_EH_PE_aligned = 0x50,
+	DW_EH_PE_indirect = 0x80,
+	DW_EH_PE_omit = 0xff,
+};
+
+/* DW_CFA opcodes (DWARF 5, 6.4.2, plus the GNU extensions). */
+enum {
+	DW_CFA_advance_loc = 0x40,
+	DW_CFA_offset = 0x80,
+	DW_CFA_restore = 0xc0,
+	DW_CFA_nop = 0x00,
+	DW_CFA_set_loc = 0x01,
+	DW_CFA_advance_loc1 = 0x02,
+	DW_CFA_advance_loc2 = 0x03,
+	DW_CFA_advance_loc4 = 0x04,
+	DW_CFA_offset_extended = 0x05,
+	DW_CFA_restore_extended = 0x06,
+	DW_CFA_undefined = 0x07,
+	DW_CFA_same_value = 0x08,
+	DW_CFA_register = 0x09,
+	DW_CFA_remember_state = 0x0a,
+	DW_CFA_restore_state = 0x0b,
+	DW_CFA_def_cfa = 0x0c,
+	DW_CFA_def_cfa_register = 0x0d,
+	DW_CFA_def_cfa_offset = 0x0e,
+	DW_CFA_def_cfa_expression = 0x0f,
+	DW_CFA_expression = 0x10,
+	DW_CFA_offset_extended_sf = 0x11,
+	DW_CFA_def_cfa_sf = 0x12,
+	DW_CFA_def_cfa_offset_sf = 0x13,
+	DW_CFA_val_offset = 0x14,
+	DW_CFA_val_offset_sf = 0x15,
+	DW_CFA_val_expression = 0x16,
+	DW_CFA_MIPS_advance_loc8 = 0x1d,
+	DW_CFA_GNU_window_save = 0x2d,
+	DW_CFA_GNU_args_size = 0x2e,
+	DW_CFA_GNU_negative_offset_extended = 0x2f,
+};
+
+/* The DWARF expression opcodes hprof recognises. */
+enum {
+	DW_OP_deref = 0x06,
+	DW_OP_and = 0x1a,
+	DW_OP_plus = 0x22,
+	DW_OP_shl = 0x24,
+	DW_OP_ge = 0x2a,
+	DW_OP_lit0 = 0x30,
+	DW_OP_lit3 = 0x33,
+	DW_OP_lit15 = 0x3f,
+	DW_OP_breg6 = 0x76,
+	DW_OP_breg7 = 0x77,
+	DW_OP_breg16 = 0x80,
+};
+
+int cfi_fail(struct cfi_err *e, const struct cfi_section *sec, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (!e || !e->buf || e->len == 0)
+		return -EINVAL;
+	if (sec)
+		n = snprintf(e->buf, e->len, "%s: %s offset 0x%llx: ", e->file, sec->name,
+			     (unsigned long long)off);
+	else
+		n = snprintf(e->buf, e->len, "%s: ", e->file);
+	if (n < 0 || (size_t)n >= e->len)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(e->buf + n, e->len - n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* ---- bounded reads: each returns 0, or -1 when the buffer ends first ---- */
+
+static inline int rd_u8(struct cfi_cur *c, uint8_t *v)
+{
+	if (c->p >= c->end)
+		return -1;
+	*v = *c->p++;
+	return 0;
+}
+
+static inline int rd_un(struct cfi_cur *c, size_t n, uint64_t *v)
+{
+	uint8_t b[8] = { 0 };
+
+	if ((size_t)(c->end - c->p) < n)
+		return -1;
+	memcpy(b, c->p, n);
+	c->p += n;
+	/* x86-64 is little-endian, and so is every ELF hprof accepts */
+	memcpy(v, b, 8);
+	return 0;
+}
+
+static inline int rd_uleb(struct cfi_cur *c, uint64_t *v)
+{
+	uint64_t r = 0;
+	unsigned int shift = 0;
+	uint8_t b;
+
+	do {
+		if (c->p >= c->end)
+			return -1;
+		b = *c->p++;
+		if (shift < 64)
+			r |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*v = r;
+	return 0;
+}
+
+static inline int rd_sleb(struct cfi_cur *c, int64_t *v)
+{
+	uint64_t r = 0;
+	unsigned int shift = 0;
+	uint8_t b;
+
+	do {
+		if (c->p >= c->end)
+			return -1;
+		b = *c->p++;
+		if (shift < 64)
+			r |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		r |= ~(uint64_t)0 << shift;
+	*v = (int64_t)r;
+	return 0;
+}
+
+static inline uint64_t cur_off(const struct cfi_section *sec, const struct cfi_cur *c)
+{
+	return (uint64_t)(c->p - sec->data);
+}
+
+int cfi_read_encoded(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t field_vaddr,
+		     uint64_t datarel_base, uint64_t *out)
+{
+	uint64_t v = 0, base = 0;
+	int64_t s;
+
+	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect))
+		return -1;
+	if ((enc & 0x70) == DW_EH_PE_aligned) {
+		/* the value is an absolute pointer at the next address-size boundary */
+		uint64_t pad = (addr_size - (field_vaddr % addr_size)) % addr_size;
+
+		if ((uint64_t)(c->end - c->p) < pad)
+			return -1;
+		c->p += pad;
+		if (rd_un(c, addr_size, &v))
+			return -1;
+		*out = v;
+		return 0;
+	}
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+		if (rd_un(c, addr_size, &v))
+			return -1;
+		break;
+	case DW_EH_PE_signed:
+		if (rd_un(c, addr_size, &v))
+			return -1;
+		if (addr_size < 8 && (v >> (addr_size * 8 - 1)) & 1)
+			v |= ~(uint64_t)0 << (addr_size * 8);
+		break;
+	case DW_EH_PE_uleb128:
+		if (rd_uleb(c, &v))
+			return -1;
+		break;
+	case DW_EH_PE_udata2:
+		if (rd_un(c, 2, &v))
+			return -1;
+		break;
+	case DW_EH_PE_udata4:
+		if (rd_un(c, 4, &v))
+			return -1;
+		break;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		if (rd_un(c, 8, &v))
+			return -1;
+		break;
+	case DW_EH_PE_sleb128:
+		if (rd_sleb(c, &s))
+			return -1;
+		v = (uint64_t)s;
+		break;
+	case DW_EH_PE_sdata2:
+		if (rd_un(c, 2, &v))
+			return -1;
+		v = (uint64_t)(int64_t)(int16_t)v;
+		break;
+	case DW_EH_PE_sdata4:
+		if (rd_un(c, 4, &v))
+			return -1;
+		v = (uint64_t)(int64_t)(int32_t)v;
+		break;
+	default:
+		return -1;
+	}
+	switch (enc & 0x70) {
+	case DW_EH_PE_absptr:
+		break;
+	case DW_EH_PE_pcrel:
+		base = field_vaddr;
+		break;
+	case DW_EH_PE_datarel:
+		base = datarel_base;
+		break;
+	case DW_EH_PE_textrel:
+		/* x86-64 libgcc and readelf both use a zero text base */
+		break;
+	default: /* funcrel has no meaning for an FDE's own address */
+		return -1;
+	}
+	*out = v + base;
+	return 0;
+}
+
+/* Bytes a value of this encoding's format takes, for pc_range (never pc-relative). */
+static int rd_encoded_value(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t *out)
+{
+	return cfi_read_encoded(c, enc & 0x0f, addr_size, 0, 0, out);
+}
+
+/* Skips an encoded pointer that hprof does not use (personality): indirect is fine here. */
+static int skip_encoded(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t vaddr)
+{
+	uint64_t v;
+
+	if (enc == DW_EH_PE_omit)
+		return 0;
+	return cfi_read_encoded(c, enc & 0x7f, addr_size, vaddr, 0, &v);
+}
+
+/* ---- entries ---- */
+
+int cfi_next_entry(const struct cfi_section *sec, uint64_t *off, enum cfi_entry_kind *kind,
+		   uint64_t *cie_off, uint64_t *body, uint64_t *body_end, struct cfi_err *e)
+{
+	struct cfi_cur c = { sec->data + *off, sec->data + sec->size };
+	uint64_t start = *off, len, id, id_pos;
+	bool dwarf64 = false;
+
+	if (rd_un(&c, 4, &len))
+		return cfi_fail(e, sec, start, "truncated entry length");
+	if (len == 0) {
+		*kind = CFI_ENTRY_ZERO;
+		*off = start + 4;
+		return 0;
+	}
+	if (len == 0xffffffff) {
+		dwarf64 = true;
+		if (rd_un(&c, 8, &len))
+			return cfi_fail(e, sec, start, "truncated 64-bit entry length");
+	}
+	if (len > (uint64_t)(c.end - c.p))
+		return cfi_fail(e, sec, start, "entry length 0x%llx runs past the end of the section",
+				(unsigned long long)len);
+	*body_end = cur_off(sec, &c) + len;
+	id_pos = cur_off(sec, &c);
+	if (rd_un(&c, dwarf64 ? 8 : 4, &id))
+		return cfi_fail(e, sec, start, "entry too short for its CIE pointer");
+	*body = cur_off(sec, &c);
+	*off = *body_end;
+	if (sec->is_eh ? id == 0 : id == (dwarf64 ? ~(uint64_t)0 : 0xffffffffu)) {
+		*kind = CFI_ENTRY_CIE;
+		*cie_off = start;
+		return 0;
+	}
+	*kind = CFI_ENTRY_FDE;
+	if (sec->is_eh) {
+		/* .eh_frame: the pointer counts back from its own position */
+		if (id > id_pos)
+			return cfi_fail(e, sec, start, "CIE pointer 0x%llx points before the section",
+					(unsigned long long)id);
+		*cie_off = id_pos - id;
+	} else {
+		*cie_off = id;
+	}
+	if (*cie_off >= sec->size)
+		return cfi_fail(e, sec, start, "CIE pointer 0x%llx is outside the section",
+				(unsigned long long)*cie_off);
+	return 0;
+}
+
+static int parse_cie_augmentation(const struct cfi_section *sec, struct cfi_cur *c,
+				  const char *aug, struct cfi_cie *cie, struct cfi_err *e)
+{
+	uint64_t aug_len;
+	struct cfi_cur a;
+
+	if (aug[0] != 'z') {
+		/* without 'z' nothing says how long unknown data is */
+		if (aug[0] && strcmp(aug, "eh") != 0)
+			return cfi_fail(e, sec, cie->off, "unknown CIE augmentation \"%s\"", aug);
+		return 0;
+	}
+	cie->has_z = true;
+	if (rd_uleb(c, &aug_len) || aug_len > (uint64_t)(c->end - c->p))
+		return cfi_fail(e, sec, cie->off, "CIE augmentation data runs past the CIE");
+	a.p = c->p;
+	a.end = c->p + aug_len;
+	c->p += aug_len;
+	for (const char *s = aug + 1; *s; s++) {
+		uint8_t enc;
+
+		switch (*s) {
+		case 'L':
+			if (rd_u8(&a, &enc))
+				return cfi_fail(e, sec, cie->off, "truncated 'L' augmentation");
+			break;
+		case 'R':
+			if (rd_u8(&a, &cie->fde_enc))
+				return cfi_fail(e, sec, cie->off, "truncated 'R' augmentation");
+			break;
+		case 'P':
+			if (rd_u8(&a, &enc) ||
+			    skip_encoded(&a, enc, cie->addr_size, sec->vaddr + (uint64_t)(a.p - sec->data)))
+				return cfi_fail(e, sec, cie->off, "bad 'P' (personality) augmentation");
+			break;
+		case 'S': /* signal frame: the pc is not after a call; nothing to read */
+		case 'B': /* AArch64 BTI, 'G' MTE: no data */
+		case 'G':
+			break;
+		default:
+			/* 'z' gave the length, so the rest can be skipped safely */
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static int run_program(const struct cfi_section *sec, const struct cfi_cie *cie,
+		       struct cfi_state *st, uint64_t start, uint64_t end, uint64_t lo, uint64_t hi,
+		       struct cfi_sink *sink, struct cfi_err *e);
+
+int cfi_parse_cie(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
+		  struct cfi_err *e)
+{
+	uint64_t next = off, body, body_end, cie_off, ra;
+	enum cfi_entry_kind kind;
+	struct cfi_cur c;
+	const char *aug;
+	uint8_t version, b;
+	int err;
+
+	err = cfi_next_entry(sec, &next, &kind, &cie_off, &body, &body_end, e);
+	if (err)
+		return err;
+	if (kind != CFI_ENTRY_CIE)
+		return cfi_fail(e, sec, off, "CIE pointer leads to a%s, not a CIE",
+				kind == CFI_ENTRY_FDE ? "n FDE" : " zero terminator");
+	memset(cie, 0, sizeof(*cie));
+	cie->off = off;
+	cie->addr_size = 8;
+	cie->fde_enc = DW_EH_PE_absptr;
+	c.p = sec->data + body;
+	c.end = sec->data + body_end;
+	if (rd_u8(&c, &version))
+		return cfi_fail(e, sec, off, "truncated CIE");
+	if (version != 1 && version != 3 && version != 4)
+		return cfi_fail(e, sec, off, "unsupported CIE version %u", version);
+	aug = (const char *)c.p;
+	if (!memchr(c.p, 0, (size_t)(c.end - c.p)))
+		return cfi_fail(e, sec, off, "CIE augmentation string is not terminated");
+	c.p += strlen(aug) + 1;
+	if (strcmp(aug, "eh") == 0 && rd_un(&c, cie->addr_size, &cie_off))
+		return cfi_fail(e, sec, off, "truncated \"eh\" augmentation");
+	if (version >= 4) {
+		if (rd_u8(&c, &cie->addr_size) || rd_u8(&c, &b))
+			return cfi_fail(e, sec, off, "truncated CIE address size");
+		if (cie->addr_size != 4 && cie->addr_size != 8)
+			return cfi_fail(e, sec, off, "unsupported address size %u", cie->addr_size);
+		if (b != 0)
+			return cfi_fail(e, sec, off, "segment selectors are not supported");
+	}
+	if (rd_uleb(&c, &cie->code_align) || rd_sleb(&c, &cie->data_align))
+		return cfi_fail(e, sec, off, "truncated CIE alignment factors");
+	if (version == 1) {
+		if (rd_u8(&c, &b))
+			return cfi_fail(e, sec, off, "truncated CIE return-address column");
+		ra = b;
+	} else if (rd_uleb(&c, &ra)) {
+		return cfi_fail(e, sec, off, "truncated CIE return-address column");
+	}
+	cie->ra_reg = ra;
+	err = parse_cie_augmentation(sec, &c, aug, cie, e);
+	if (err)
+		return err;
+	cie->insn_off = cur_off(sec, &c);
+	cie->insn_end = body_end;
+	/* the initial rules: CFA unknown until the program says, registers unreferenced */
+	memset(&cie->init, 0, sizeof(cie->init));
+	return run_program(sec, cie, &cie->init, cie->insn_off, cie->insn_end, 0, 0, NULL, e);
+}
+
+int cfi_parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, uint64_t entry_off,
+		  uint64_t body, uint64_t body_end, struct cfi_fde *fde, struct cfi_err *e)
+{
+	struct cfi_cur c = { sec->data + body, sec->data + body_end };
+	uint64_t range, aug_len;
+
+	if (cfi_read_encoded(&c, cie->fde_enc, cie->addr_size, sec->vaddr + body, 0, &fde->lo))
+		return cfi_fail(e, sec, entry_off, "bad FDE pc_begin (encoding 0x%02x)", cie->fde_enc);
+	if (rd_encoded_value(&c, cie->fde_enc, cie->addr_size, &range))
+		return cfi_fail(e, sec, entry_off, "bad FDE pc_range");
+	if (cie->addr_size == 4) {
+		fde->lo &= 0xffffffffu;
+		range &= 0xffffffffu;
+	}
+	if (fde->lo + range < fde->lo)
+		return cfi_fail(e, sec, entry_off, "FDE pc range wraps around the address space");
+	fde->hi = fde->lo + range;
+	if (cie->has_z) {
+		if (rd_uleb(&c, &aug_len) || aug_len > (uint64_t)(c.end - c.p))
+			return cfi_fail(e, sec, entry_off, "FDE augmentation data runs past the FDE");
+		c.p += aug_len;
+	}
+	if ((uint64_t)(c.end - c.p) > UINT32_MAX)
+		return cfi_fail(e, sec, entry_off, "FDE program too long");
+	fde->off = entry_off;
+	fde->insn_off = cur_off(sec, &c);
+	fde->insn_len = (uint32_t)(c.end - c.p);
+	return 0;
+}
+
+/* ---- expressions ---- */
+
+/* CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0): the lazy-binding PLT's rule; N = 11 for the
+ * classic 16-byte .plt entry, 10 for the IBT layout. */
+static bool match_plt(const uint8_t *x, uint64_t len, int64_t *threshold)
+{
+	static const uint8_t head[] = { DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and };
+	static const uint8_t tail[] = { DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus };
+
+	if (len != sizeof(head) + 1 + sizeof(tail) || memcmp(x, head, sizeof(head)) != 0 ||
+	    memcmp(x + sizeof(head) + 1, tail, sizeof(tail)) != 0)
+		return false;
+	if (x[sizeof(head)] < DW_OP_lit0 || x[sizeof(head)] > DW_OP_lit0 + 31)
+		return false;
+	*threshold = x[sizeof(head)] - DW_OP_lit0;
+	return true;
+}
+
+/* DW_OP_bregN sleb, and nothing else (or DW_OP_deref after it when deref). */
+static bool match_breg(const uint8_t *x, uint64_t len, uint8_t breg, bool deref, int64_t *off)
+{
+	struct cfi_cur c = { x, x + len };
+	uint8_t op;
+
+	if (rd_u8(&c, &op) || op != breg || rd_sleb(&c, off))
+		return false;
+	if (deref && (rd_u8(&c, &op) || op != DW_OP_deref))
+		return false;
+	return c.p == c.end;
+}
+
+static void classify_cfa_expr(const uint8_t *x, uint64_t len, struct cfi_cfa_rule *cfa)
+{
+	int64_t arg = 0;
+
+	if (match_plt(x, len, &arg))
+		cfa->expr = UNWIND_CFA_EXPR_PLT;
+	else if (match_breg(x, len, DW_OP_breg7, true, &arg))
+		cfa->expr = UNWIND_CFA_EXPR_DEREF_SP;
+	else if (match_breg(x, len, DW_OP_breg6, true, &arg))
+		cfa->expr = UNWIND_CFA_EXPR_DEREF_BP;
+	else
+		cfa->expr = UNWIND_CFA_UNSUPPORTED;
+	cfa->expr_arg = arg;
+}
+
+/* ---- the CFA program ---- */
+
+struct remember_stack {
+	struct cfi_state s[CFI_MAX_REMEMBER];
+	unsigned int n;
+};
+
+/* The rule slot for reg, or NULL when hprof does not track reg. */
+static inline struct cfi_reg_rule *slot(struct cfi_state *st, const struct cfi_cie *cie, uint64_t reg)
+{
+	if (reg == cie->ra_reg)
+		return &st->ra;
+	if (reg == UNWIND_DWARF_RBP)
+		return &st->rbp;
+	return NULL;
+}
+
+static inline void set_rule(struct cfi_state *st, const struct cfi_cie *cie, uint64_t reg,
+			    uint8_t how, int64_t arg)
+{
+	struct cfi_reg_rule *r = slot(st, cie, reg);
+
+	if (r) {
+		r->how = how;
+		r->arg = arg;
+	}
+}
+
+/* DW_CFA_restore: back to the CIE's initial rule (inside the CIE itself: unreferenced). */
+static inline void restore_rule(struct cfi_state *st, const struct cfi_cie *cie, uint64_t reg,
+				bool in_cie)
+{
+	struct cfi_reg_rule *r = slot(st, cie, reg);
+	static const struct cfi_reg_rule unref;
+
+	if (!r)
+		return;
+	if (in_cie)
+		*r = unref;
+	else
+		*r = reg == cie->ra_reg ? cie->init.ra : cie->init.rbp;
+}
+
+/* Reads an expression block's length and bounds. */
+static inline int rd_block(struct cfi_cur *c, const uint8_t **x, uint64_t *len)
+{
+	if (rd_uleb(c, len) || *len > (uint64_t)(c->end - c->p))
+		return -1;
+	*x = c->p;
+	c->p += *len;
+	return 0;
+}
+
+#define TRUNC() cfi_fail(e, sec, op_off, "truncated operand of DW_CFA opcode 0x%02x", op)
+
+/* Runs [start, end). With a sink (an FDE), hands it the state at each location in [lo, hi)
+ * and stops at the first location at or past hi; without one (a CIE), ignores locations. */
+static int run_program(const struct cfi_section *sec, const struct cfi_cie *cie,
+		       struct cfi_state *st, uint64_t start, uint64_t end, uint64_t lo, uint64_t hi,
+		       struct cfi_sink *sink, struct cfi_err *e)
+{
+	struct cfi_cur c = { sec->data + start, sec->data + end };
+	struct remember_stack rs; /* only its count is initialised: most programs never push */
+	uint64_t loc = lo, reg, u, delta;
+	bool in_cie = sink == NULL;
+	const uint8_t *x;
+	int64_t s;
+	int err;
+
+	rs.n = 0;
+	while (c.p < c.end) {
+		uint64_t op_off = cur_off(sec, &c);
+		uint8_t op = *c.p++;
+
+		delta = 0;
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			delta = (uint64_t)(op & 0x3f) * cie->code_align;
+			goto advance;
+		case DW_CFA_offset:
+			if (rd_uleb(&c, &u))
+				return TRUNC();
+			set_rule(st, cie, op & 0x3f, CFI_REG_OFFSET, (int64_t)(u * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_restore:
+			restore_rule(st, cie, op & 0x3f, in_cie);
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+		case DW_CFA_GNU_window_save:
+			continue;
+		case DW_CFA_set_loc: {
+			uint64_t to;
+
+			if (cfi_read_encoded(&c, cie->fde_enc, cie->addr_size,
+					     sec->vaddr + cur_off(sec, &c), 0, &to))
+				return cfi_fail(e, sec, op_off, "bad DW_CFA_set_loc operand");
+			if (in_cie)
+				continue;
+			if (to < loc)
+				return cfi_fail(e, sec, op_off, "DW_CFA_set_loc moves backwards");
+			delta = to - loc;
+			goto advance;
+		}
+		case DW_CFA_advance_loc1:
+			if (rd_un(&c, 1, &u))
+				return TRUNC();
+			delta = u * cie->code_align;
+			goto advance;
+		case DW_CFA_advance_loc2:
+			if (rd_un(&c, 2, &u))
+				return TRUNC();
+			delta = u * cie->code_align;
+			goto advance;
+		case DW_CFA_advance_loc4:
+			if (rd_un(&c, 4, &u))
+				return TRUNC();
+			delta = u * cie->code_align;
+			goto advance;
+		case DW_CFA_MIPS_advance_loc8:
+			if (rd_un(&c, 8, &u))
+				return TRUNC();
+			delta = u * cie->code_align;
+			goto advance;
+		case DW_CFA_offset_extended:
+			if (rd_uleb(&c, &reg) || rd_uleb(&c, &u))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_OFFSET, (int64_t)(u * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_offset_extended_sf:
+			if (rd_uleb(&c, &reg) || rd_sleb(&c, &s))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_OFFSET,
+				 (int64_t)((uint64_t)s * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_GNU_negative_offset_extended:
+			if (rd_uleb(&c, &reg) || rd_uleb(&c, &u))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_OFFSET,
+				 (int64_t)(0 - u * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_val_offset:
+			if (rd_uleb(&c, &reg) || rd_uleb(&c, &u))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_VAL_OFFSET, (int64_t)(u * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_val_offset_sf:
+			if (rd_uleb(&c, &reg) || rd_sleb(&c, &s))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_VAL_OFFSET,
+				 (int64_t)((uint64_t)s * (uint64_t)cie->data_align));
+			continue;
+		case DW_CFA_restore_extended:
+			if (rd_uleb(&c, &reg))
+				return TRUNC();
+			restore_rule(st, cie, reg, in_cie);
+			continue;
+		case DW_CFA_undefined:
+			if (rd_uleb(&c, &reg))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_UNDEFINED, 0);
+			continue;
+		case DW_CFA_same_value:
+			if (rd_uleb(&c, &reg))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_SAME_VALUE, 0);
+			continue;
+		case DW_CFA_register:
+			if (rd_uleb(&c, &reg) || rd_uleb(&c, &u))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_REGISTER, (int64_t)u);
+			continue;
+		case DW_CFA_remember_state:
+			if (rs.n >= CFI_MAX_REMEMBER)
+				return cfi_fail(e, sec, op_off,
+						"DW_CFA_remember_state nested deeper than %d",
+						CFI_MAX_REMEMBER);
+			rs.s[rs.n++] = *st;
+			continue;
+		case DW_CFA_restore_state:
+			if (rs.n == 0)
+				return cfi_fail(e, sec, op_off,
+						"DW_CFA_restore_state without DW_CFA_remember_state");
+			*st = rs.s[--rs.n];
+			continue;
+		case DW_CFA_def_cfa:
+			if (rd_uleb(&c, &reg) || rd_uleb(&c, &u))
+				return TRUNC();
+			st->cfa.reg = reg;
+			st->cfa.offset = (int64_t)u;
+			st->cfa.expr = 0;
+			continue;
+		case DW_CFA_def_cfa_sf:
+			if (rd_uleb(&c, &reg) || rd_sleb(&c, &s))
+				return TRUNC();
+			st->cfa.reg = reg;
+			st->cfa.offset = (int64_t)((uint64_t)s * (uint64_t)cie->data_align);
+			st->cfa.expr = 0;
+			continue;
+		case DW_CFA_def_cfa_register:
+			if (rd_uleb(&c, &reg))
+				return TRUNC();
+			st->cfa.reg = reg;
+			st->cfa.expr = 0;
+			continue;
+		case DW_CFA_def_cfa_offset:
+			/* only meaningful after a register rule; an expression rule stays */
+			if (rd_uleb(&c, &u))
+				return TRUNC();
+			st->cfa.offset = (int64_t)u;
+			continue;
+		case DW_CFA_def_cfa_offset_sf:
+			if (rd_sleb(&c, &s))
+				return TRUNC();
+			st->cfa.offset = (int64_t)((uint64_t)s * (uint64_t)cie->data_align);
+			continue;
+		case DW_CFA_def_cfa_expression:
+			if (rd_block(&c, &x, &u))
+				return TRUNC();
+			classify_cfa_expr(x, u, &st->cfa);
+			continue;
+		case DW_CFA_expression:
+			if (rd_uleb(&c, &reg) || rd_block(&c, &x, &u))
+				return TRUNC();
+			if (match_breg(x, u, DW_OP_breg7, false, &s))
+				set_rule(st, cie, reg, CFI_REG_EXPR_AT_SP, s);
+			else
+				set_rule(st, cie, reg, CFI_REG_EXPRESSION, 0);
+			continue;
+		case DW_CFA_val_expression:
+			if (rd_uleb(&c, &reg) || rd_block(&c, &x, &u))
+				return TRUNC();
+			set_rule(st, cie, reg, CFI_REG_VAL_EXPRESSION, 0);
+			continue;
+		case DW_CFA_GNU_args_size:
+			if (rd_uleb(&c, &u))
+				return TRUNC();
+			continue;
+		default:
+			return cfi_fail(e, sec, op_off, "unknown DW_CFA opcode 0x%02x", op);
+		}
+advance:
+		if (in_cie)
+			continue;
+		/* the state so far covers [loc, loc + delta); a zero advance is overridden */
+		if (delta == 0)
+			continue;
+		if (loc < hi) {
+			err = cfi_sink__row(sink, loc, st, cie);
+			if (err)
+				return err;
+		}
+		if (loc + delta < loc || loc + delta >= hi)
+			return 0;
+		loc += delta;
+	}
+	if (sink && loc < hi)
+		return cfi_sink__row(sink, loc, st, cie);
+	return 0;
+}
+
+int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,
+		const struct cfi_fde *fde, uint64_t hi, struct cfi_sink *sink, struct cfi_err *e)
+{
+	struct cfi_state st = cie->init;
+
+	return run_program(sec, cie, &st, fde->insn_off, fde->insn_off + fde->insn_len, fde->lo,
+			   hi, sink, e);
+}
+
+static void map_reg(const struct cfi_reg_rule *r, bool is_ra, int *kind, int64_t *arg,
+		    enum unwind_reason *reason)
+{
+	*arg = r->arg;
+	*reason = UNWIND_REASON_NONE;
+	switch (r->how) {
+	case CFI_REG_UNREFERENCED:
+		/* x86-64: the call pushed the return address just below the CFA */
+		*kind = is_ra ? UNWIND_RA_AT_CFA : UNWIND_RBP_UNCHANGED;
+		*arg = is_ra ? -8 : 0;
+		return;
+	case CFI_REG_SAME_VALUE:
+		if (!is_ra) {
+			*kind = UNWIND_RBP_UNCHANGED;
+			*arg = 0;
+			return;
+		}
+		*reason = UNWIND_REASON_SAME_VALUE;
+		break;
+	case CFI_REG_UNDEFINED:
+		*kind = is_ra ? UNWIND_RA_UNDEFINED : UNWIND_RBP_UNDEFINED;
+		*arg = 0;
+		return;
+	case CFI_REG_OFFSET:
+		*kind = is_ra ? UNWIND_RA_AT_CFA : UNWIND_RBP_AT_CFA;
+		return;
+	case CFI_REG_VAL_OFFSET:
+		if (!is_ra) {
+			*kind = UNWIND_RBP_VAL_CFA;
+			return;
+		}
+		*reason = UNWIND_REASON_VAL_OFFSET;
+		break;
+	case CFI_REG_EXPR_AT_SP:
+		*kind = is_ra ? UNWIND_RA_AT_SP : UNWIND_RBP_AT_SP;
+		return;
+	case CFI_REG_REGISTER:
+		*reason = UNWIND_REASON_REGISTER;
+		break;
+	case CFI_REG_EXPRESSION:
+		*reason = UNWIND_REASON_EXPRESSION;
+		break;
+	default:
+		*reason = UNWIND_REASON_VAL_EXPRESSION;
+		break;
+	}
+	*kind = is_ra ? UNWIND_RA_UNSUPPORTED : UNWIND_RBP_UNSUPPORTED;
+	*arg = *reason;
+}
+
+void cfi_state__rules(const struct cfi_state *st, const struct cfi_cie *cie,
+		      struct unwind_rules *r)
+{
+	int kind;
+
+	(void)cie;
+	r->cfa_reason = UNWIND_REASON_NONE;
+	if (st->cfa.expr) {
+		r->cfa = st->cfa.expr;
+		r->cfa_offset = st->cfa.expr_arg;
+		if (r->cfa == UNWIND_CFA_UNSUPPORTED) {
+			r->cfa_reason = UNWIND_REASON_EXPRESSION;
+			r->cfa_offset = UNWIND_REASON_EXPRESSION;
+		}
+	} else if (st->cfa.reg == UNWIND_DWARF_RSP) {
+		r->cfa = UNWIND_CFA_SP_OFFSET;
+		r->cfa_offset = st->cfa.offset;
+	} else if (st->cfa.reg == UNWIND_DWARF_RBP) {
+		r->cfa = UNWIND_CFA_BP_OFFSET;
+		r->cfa_offset = st->cfa.offset;
+	} else {
+		r->cfa = UNWIND_CFA_UNSUPPORTED;
+		r->cfa_reason = UNWIND_REASON_CFA_REGISTER;
+		r->cfa_offset = UNWIND_REASON_CFA_REGISTER;
+	}
+	map_reg(&st->rbp, false, &kind, &r->rbp_offset, &r->rbp_reason);
+	r->rbp = kind;
+	map_reg(&st->ra, true, &kind, &r->ra_offset, &r->ra_reason);
+	r->ra = kind;
+}

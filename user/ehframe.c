@@ -1,0 +1,561 @@
+/* The unwind table: collects every FDE of the chosen sections, orders them by pc, runs
+ * their CFA programs into compact rows (merging runs of equal rules, marking where a
+ * function ends before the next begins) and answers lookups by binary search. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfi_internal.h"
+
+struct unwind_table {
+	struct unwind_row *rows;
+	size_t nr_rows;
+	struct unwind_row_wide *wide;
+	size_t nr_wide;
+	struct unwind_stats stats;
+};
+
+/* The table under construction; the CFA interpreter hands it states. */
+struct cfi_sink {
+	struct unwind_row *rows;
+	size_t nr_rows, cap_rows;
+	struct unwind_row_wide *wide;
+	size_t nr_wide, cap_wide;
+	struct unwind_rules last; /* rules of the last row, valid when have_last */
+	bool have_last;           /* false at the start and after an end marker */
+	struct unwind_stats *stats;
+};
+
+static int grow(void **p, size_t *cap, size_t elem, size_t need)
+{
+	size_t n = *cap ? *cap : 1024;
+	void *q;
+
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static bool rules_equal(const struct unwind_rules *a, const struct unwind_rules *b)
+{
+	return a->cfa == b->cfa && a->rbp == b->rbp && a->ra == b->ra &&
+	       a->cfa_offset == b->cfa_offset && a->rbp_offset == b->rbp_offset &&
+	       a->ra_offset == b->ra_offset;
+}
+
+static bool fits16(int64_t v)
+{
+	return v >= INT16_MIN && v <= INT16_MAX;
+}
+
+static int push_row(struct cfi_sink *s, const struct unwind_row *row)
+{
+	int err;
+
+	if (s->nr_rows == s->cap_rows) {
+		err = grow((void **)&s->rows, &s->cap_rows, sizeof(*row), s->nr_rows + 1);
+		if (err)
+			return err;
+	}
+	s->rows[s->nr_rows++] = *row;
+	return 0;
+}
+
+static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules *r)
+{
+	struct unwind_row row = {
+		.pc = pc,
+		.cfa_kind = r->cfa,
+		.rbp_kind = r->rbp,
+		.ra_kind = r->ra,
+	};
+	int err;
+
+	if (fits16(r->cfa_offset) && fits16(r->rbp_offset) && r->ra_offset > UNWIND_ROW_WIDE &&
+	    r->ra_offset <= INT8_MAX) {
+		row.cfa_arg = (__s16)r->cfa_offset;
+		row.rbp_arg = (__s16)r->rbp_offset;
+		row.ra_arg = (__s8)r->ra_offset;
+		return push_row(s, &row);
+	}
+	if (s->nr_wide >= UINT32_MAX)
+		return -E2BIG;
+	if (s->nr_wide == s->cap_wide) {
+		err = grow((void **)&s->wide, &s->cap_wide, sizeof(*s->wide), s->nr_wide + 1);
+		if (err)
+			return err;
+	}
+	s->wide[s->nr_wide] = (struct unwind_row_wide){ r->cfa_offset, r->rbp_offset, r->ra_offset };
+	row.ra_arg = UNWIND_ROW_WIDE;
+	row.cfa_arg = (__s16)(__u16)(s->nr_wide & 0xffff);
+	row.rbp_arg = (__s16)(__u16)(s->nr_wide >> 16);
+	s->nr_wide++;
+	s->stats->wide_rows++;
+	return push_row(s, &row);
+}
+
+static void count_row(struct unwind_stats *st, const struct unwind_rules *r)
+{
+	st->rows++;
+	st->cfa[r->cfa]++;
+	st->rbp[r->rbp]++;
+	st->ra[r->ra]++;
+	st->cfa_reason[r->cfa_reason]++;
+	st->rbp_reason[r->rbp_reason]++;
+	st->ra_reason[r->ra_reason]++;
+}
+
+int cfi_sink__row(struct cfi_sink *s, uint64_t pc, const struct cfi_state *state,
+		  const struct cfi_cie *cie)
+{
+	struct unwind_rules r;
+	int err;
+
+	cfi_state__rules(state, cie, &r);
+	if (s->have_last && rules_equal(&r, &s->last))
+		return 0;
+	err = encode_row(s, pc, &r);
+	if (err)
+		return err;
+	count_row(s->stats, &r);
+	s->last = r;
+	s->have_last = true;
+	return 0;
+}
+
+static int end_marker(struct cfi_sink *s, uint64_t pc)
+{
+	struct unwind_row row = { .pc = pc, .cfa_kind = UNWIND_CFA_END };
+
+	s->have_last = false;
+	s->stats->end_markers++;
+	return push_row(s, &row);
+}
+
+/* ---- collecting FDEs ---- */
+
+struct collect {
+	struct cfi_cie *cies;     /* append-only: FDEs keep indices into it */
+	size_t nr_cies, cap_cies;
+	uint32_t *order;          /* CIE indices sorted by (section, offset) */
+	size_t cap_order;
+	uint32_t last_cie;        /* most FDEs use the CIE the previous one used */
+	struct cfi_fde *fdes;
+	size_t nr_fdes, cap_fdes;
+	const struct cfi_elf *elf;
+	struct cfi_err *e;
+};
+
+static bool cie_before(const struct cfi_cie *c, uint8_t si, uint64_t off)
+{
+	return c->sec < si || (c->sec == si && c->off < off);
+}
+
+/* Index of the CIE at off in section si, parsing it on first use. */
+static int cie_index(struct collect *co, uint8_t si, uint64_t off, uint32_t *out)
+{
+	size_t lo = 0, hi = co->nr_cies;
+	struct cfi_cie *c;
+	int err;
+
+	if (co->nr_cies && co->cies[co->last_cie].off == off && co->cies[co->last_cie].sec == si) {
+		*out = co->last_cie;
+		return 0;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cie_before(&co->cies[co->order[mid]], si, off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < co->nr_cies) {
+		c = &co->cies[co->order[lo]];
+		if (c->sec == si && c->off == off) {
+			co->last_cie = co->order[lo];
+			*out = co->last_cie;
+			return 0;
+		}
+	}
+	if (co->nr_cies >= UINT32_MAX)
+		return -E2BIG;
+	if (co->nr_cies == co->cap_cies) {
+		err = grow((void **)&co->cies, &co->cap_cies, sizeof(*co->cies), co->nr_cies + 1);
+		if (err)
+			return err;
+	}
+	if (co->nr_cies == co->cap_order) {
+		err = grow((void **)&co->order, &co->cap_order, sizeof(*co->order), co->nr_cies + 1);
+		if (err)
+			return err;
+	}
+	err = cfi_parse_cie(&co->elf->sec[si], off, &co->cies[co->nr_cies], co->e);
+	if (err)
+		return err;
+	co->cies[co->nr_cies].sec = si;
+	/* CIEs usually come in section order, so this moves nothing */
+	memmove(&co->order[lo + 1], &co->order[lo], (co->nr_cies - lo) * sizeof(*co->order));
+	co->order[lo] = (uint32_t)co->nr_cies;
+	co->last_cie = (uint32_t)co->nr_cies++;
+	*out = co->last_cie;
+	return 0;
+}
+
+static int collect_section(struct collect *co, uint8_t si)
+{
+	const struct cfi_section *sec = &co->elf->sec[si];
+	uint64_t off = 0, next, cie_off, body, body_end;
+	enum cfi_entry_kind kind;
+	uint32_t ci;
+	int err;
+
+	/* each entry is at least 4 bytes long, so this ends */
+	while (off < sec->size) {
+		next = off;
+		err = cfi_next_entry(sec, &next, &kind, &cie_off, &body, &body_end, co->e);
+		if (err)
+			return err;
+		if (kind == CFI_ENTRY_ZERO && sec->stop_at_zero)
+			return 0;
+		if (kind == CFI_ENTRY_CIE) {
+			err = cie_index(co, si, off, &ci);
+			if (err)
+				return err;
+		} else if (kind == CFI_ENTRY_FDE) {
+			err = cie_index(co, si, cie_off, &ci);
+			if (err)
+				return err;
+			if (co->nr_fdes == co->cap_fdes) {
+				err = grow((void **)&co->fdes, &co->cap_fdes, sizeof(*co->fdes),
+					   co->nr_fdes + 1);
+				if (err)
+					return err;
+			}
+			err = cfi_parse_fde(sec, &co->cies[ci], off, body, body_end,
+					    &co->fdes[co->nr_fdes], co->e);
+			if (err)
+				return err;
+			co->fdes[co->nr_fdes].cie = ci;
+			co->nr_fdes++;
+		}
+		off = next;
+	}
+	return 0;
+}
+
+/* Orders by start pc, then by position in the sections (.debug_frame before .eh_frame),
+ * so of two FDEs starting at the same pc the later one wins. */
+static int fde_cmp(const void *a, const void *b, void *arg)
+{
+	const struct cfi_fde *x = a, *y = b;
+	const struct cfi_cie *cies = arg;
+	uint8_t xs = cies[x->cie].sec, ys = cies[y->cie].sec;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (xs != ys)
+		return xs < ys ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void sort_fdes(struct collect *co)
+{
+	for (size_t i = 1; i < co->nr_fdes; i++) {
+		if (fde_cmp(&co->fdes[i - 1], &co->fdes[i], co->cies) > 0) {
+			qsort_r(co->fdes, co->nr_fdes, sizeof(*co->fdes), fde_cmp, co->cies);
+			return;
+		}
+	}
+}
+
+static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi_err *e)
+{
+	struct collect co = { .elf = elf, .e = e };
+	struct cfi_sink sink = { .stats = &t->stats };
+	size_t insn_bytes = 0;
+	int err;
+
+	for (int i = 0; i < elf->nr_sec; i++) {
+		t->stats.cfi_bytes += elf->sec[i].size;
+		err = collect_section(&co, (uint8_t)i);
+		if (err)
+			goto cleanup;
+	}
+	sort_fdes(&co);
+	/* rows are bounded by program bytes plus a first row and an end marker per FDE;
+	 * reserving that up front avoids copying on growth, and untouched pages cost nothing */
+	for (size_t i = 0; i < co.nr_fdes; i++)
+		insn_bytes += co.fdes[i].insn_len;
+	sink.cap_rows = insn_bytes + 2 * co.nr_fdes + 1;
+	sink.rows = malloc(sink.cap_rows * sizeof(*sink.rows));
+	if (!sink.rows)
+		sink.cap_rows = 0;
+	for (size_t i = 0; i < co.nr_fdes; i++) {
+		const struct cfi_fde *f = &co.fdes[i];
+		const struct cfi_cie *cie = &co.cies[f->cie];
+		uint64_t hi = f->hi;
+		bool touches_next = false;
+
+		t->stats.fdes++;
+		if (i + 1 < co.nr_fdes && co.fdes[i + 1].lo <= hi) {
+			/* an overlapping FDE ends where the next begins */
+			hi = co.fdes[i + 1].lo;
+			touches_next = true;
+		}
+		if (f->lo >= hi)
+			continue;
+		err = cfi_run_fde(&elf->sec[cie->sec], cie, f, hi, &sink, e);
+		if (err)
+			goto cleanup;
+		if (!touches_next) {
+			err = end_marker(&sink, hi);
+			if (err)
+				goto cleanup;
+		}
+	}
+	t->rows = sink.nr_rows ? realloc(sink.rows, sink.nr_rows * sizeof(*sink.rows)) : NULL;
+	if (sink.nr_rows && !t->rows)
+		t->rows = sink.rows;
+	else if (!sink.nr_rows)
+		free(sink.rows);
+	sink.rows = NULL;
+	t->nr_rows = sink.nr_rows;
+	t->wide = sink.wide;
+	t->nr_wide = sink.nr_wide;
+	sink.wide = NULL;
+	err = 0;
+cleanup:
+	free(sink.rows);
+	free(sink.wide);
+	free(co.cies);
+	free(co.order);
+	free(co.fdes);
+	return err;
+}
+
+static int from_image(const uint8_t *img, size_t size, const char *name, unsigned int sources,
+		      struct unwind_table **out, struct cfi_err *e)
+{
+	struct unwind_table *t = NULL;
+	struct cfi_elf elf;
+	int err;
+
+	*out = NULL;
+	err = cfi_elf__locate(img, size, sources, &elf, e);
+	if (err)
+		return err;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = compile(&elf, t, e);
+	if (err)
+		goto cleanup;
+	t->stats.table_bytes = sizeof(*t) + t->nr_rows * sizeof(*t->rows) +
+			       t->nr_wide * sizeof(*t->wide);
+	*out = t;
+	t = NULL;
+cleanup:
+	if (err == -ENOMEM)
+		cfi_fail(e, NULL, 0, "out of memory compiling %s", name);
+	unwind_table__free(t);
+	cfi_elf__release(&elf);
+	return err;
+}
+
+int unwind_table__from_image(const void *image, size_t size, const char *name,
+			     unsigned int sources, struct unwind_table **out, char *err,
+			     size_t errlen)
+{
+	struct cfi_err e = { .file = name ? name : "<memory>", .buf = err, .len = errlen };
+
+	if (errlen)
+		err[0] = '\0';
+	if (!image || !out)
+		return -EINVAL;
+	return from_image(image, size, e.file, sources, out, &e);
+}
+
+int unwind_table__from_file(const char *path, unsigned int sources, struct unwind_table **out,
+			    char *errbuf, size_t errlen)
+{
+	struct cfi_err e = { .file = path, .buf = errbuf, .len = errlen };
+	void *map = MAP_FAILED;
+	struct stat st;
+	int fd = -1, err;
+
+	if (errlen)
+		errbuf[0] = '\0';
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		cfi_fail(&e, NULL, 0, "%s", strerror(-err));
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+		err = -EINVAL;
+		cfi_fail(&e, NULL, 0, "not a regular, non-empty file");
+		goto cleanup;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		cfi_fail(&e, NULL, 0, "mmap: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = from_image(map, (size_t)st.st_size, path, sources, out, &e);
+cleanup:
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+void unwind_table__free(struct unwind_table *t)
+{
+	if (!t)
+		return;
+	free(t->rows);
+	free(t->wide);
+	free(t);
+}
+
+const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t pc)
+{
+	size_t lo = 0, hi;
+	const struct unwind_row *row;
+
+	if (!t || t->nr_rows == 0)
+		return NULL;
+	hi = t->nr_rows;
+	/* the first row with pc > target; the one before it covers the target */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->rows[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	row = &t->rows[lo - 1];
+	return row->cfa_kind == UNWIND_CFA_END ? NULL : row;
+}
+
+const struct unwind_row *unwind_table__rows(const struct unwind_table *t, size_t *nr_rows)
+{
+	*nr_rows = t ? t->nr_rows : 0;
+	return t ? t->rows : NULL;
+}
+
+void unwind_table__decode(const struct unwind_table *t, const struct unwind_row *row,
+			  struct unwind_rules *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfa = row->cfa_kind;
+	r->rbp = row->rbp_kind;
+	r->ra = row->ra_kind;
+	if (row->ra_arg == UNWIND_ROW_WIDE) {
+		uint32_t i = unwind_row_wide_index(row);
+
+		if (i < t->nr_wide) {
+			r->cfa_offset = t->wide[i].cfa_arg;
+			r->rbp_offset = t->wide[i].rbp_arg;
+			r->ra_offset = t->wide[i].ra_arg;
+		}
+	} else {
+		r->cfa_offset = row->cfa_arg;
+		r->rbp_offset = row->rbp_arg;
+		r->ra_offset = row->ra_arg;
+	}
+	if (r->cfa == UNWIND_CFA_UNSUPPORTED)
+		r->cfa_reason = (enum unwind_reason)r->cfa_offset;
+	if (r->rbp == UNWIND_RBP_UNSUPPORTED)
+		r->rbp_reason = (enum unwind_reason)r->rbp_offset;
+	if (r->ra == UNWIND_RA_UNSUPPORTED)
+		r->ra_reason = (enum unwind_reason)r->ra_offset;
+}
+
+void unwind_table__stats(const struct unwind_table *t, struct unwind_stats *stats)
+{
+	if (t)
+		*stats = t->stats;
+	else
+		memset(stats, 0, sizeof(*stats));
+}
+
+static const char *name_of(const char *const *names, size_t n, unsigned int i)
+{
+	return i < n && names[i] ? names[i] : "?";
+}
+
+#define NAME_OF(names, i) name_of(names, sizeof(names) / sizeof(names[0]), i)
+
+const char *unwind_cfa_kind__name(enum unwind_cfa_kind kind)
+{
+	static const char *const names[] = {
+		[UNWIND_CFA_END] = "end",
+		[UNWIND_CFA_SP_OFFSET] = "sp-offset",
+		[UNWIND_CFA_BP_OFFSET] = "bp-offset",
+		[UNWIND_CFA_EXPR_PLT] = "expr-plt",
+		[UNWIND_CFA_EXPR_DEREF_SP] = "expr-deref-sp",
+		[UNWIND_CFA_EXPR_DEREF_BP] = "expr-deref-bp",
+		[UNWIND_CFA_UNSUPPORTED] = "unsupported",
+	};
+	return NAME_OF(names, kind);
+}
+
+const char *unwind_rbp_kind__name(enum unwind_rbp_kind kind)
+{
+	static const char *const names[] = {
+		[UNWIND_RBP_UNCHANGED] = "unchanged",
+		[UNWIND_RBP_UNDEFINED] = "undefined",
+		[UNWIND_RBP_AT_CFA] = "at-cfa",
+		[UNWIND_RBP_VAL_CFA] = "val-cfa",
+		[UNWIND_RBP_AT_SP] = "at-sp",
+		[UNWIND_RBP_UNSUPPORTED] = "unsupported",
+	};
+	return NAME_OF(names, kind);
+}
+
+const char *unwind_ra_kind__name(enum unwind_ra_kind kind)
+{
+	static const char *const names[] = {
+		[UNWIND_RA_AT_CFA] = "at-cfa",
+		[UNWIND_RA_UNDEFINED] = "undefined",
+		[UNWIND_RA_AT_SP] = "at-sp",
+		[UNWIND_RA_UNSUPPORTED] = "unsupported",
+	};
+	return NAME_OF(names, kind);
+}
+
+const char *unwind_reason__name(enum unwind_reason reason)
+{
+	static const char *const names[] = {
+		[UNWIND_REASON_NONE] = "none",
+		[UNWIND_REASON_CFA_REGISTER] = "cfa-register",
+		[UNWIND_REASON_EXPRESSION] = "expression",
+		[UNWIND_REASON_VAL_EXPRESSION] = "val-expression",
+		[UNWIND_REASON_REGISTER] = "register",
+		[UNWIND_REASON_VAL_OFFSET] = "val-offset",
+		[UNWIND_REASON_SAME_VALUE] = "same-value",
+	};
+	return NAME_OF(names, reason);
+}
