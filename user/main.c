@@ -10,6 +10,8 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
+	{ "report", cmd_report },
+	{ "stack", cmd_stack },
 	{ "table", cmd_table },
 	{ "flamegraph", cmd_flamegraph },
 };

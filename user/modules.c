@@ -14,7 +14,17 @@ struct module_entry {
 	UT_hash_handle hh; /* keyed by mod.path */
 };
 
+/* Tables are shared by build-id: the same library under another path (a container's
+ * root, a bind mount) is compiled once. */
+struct table_entry {
+	uint8_t build_id[BUILD_ID_MAX];
+	size_t build_id_len;
+	struct unwind_table *table;
+	UT_hash_handle hh;
+};
+
 struct module_registry {
+	struct table_entry *tables;
 	struct module_entry *by_path;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr, cap;
@@ -114,6 +124,68 @@ int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uin
 	return elf_symbols__offset_to_vaddr(mod->syms, addr - m->start + m->file_offset, vaddr);
 }
 
+static int compile_table(struct module *mod)
+{
+	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+	size_t size;
+
+	if (strcmp(mod->path, "[vdso]") == 0) {
+		/* Same image as ours (see load_vdso_symbols); its CFI is read from memory. */
+		if (!vdso || !mod->syms || !(size = elf_symbols__image_size(mod->syms)))
+			return -ENOENT;
+		return unwind_table__from_image((const void *)vdso, size, "[vdso]", UNWIND_SRC_ALL,
+						&mod->table, mod->table_msg, sizeof(mod->table_msg));
+	}
+	if (mod->path[0] != '/')
+		return -ENOENT;
+	return unwind_table__from_file(mod->path, UNWIND_SRC_ALL, &mod->table, mod->table_msg,
+				       sizeof(mod->table_msg));
+}
+
+const struct unwind_table *module_registry__unwind_table(struct module_registry *reg,
+							 struct module *mod)
+{
+	const uint8_t *id = NULL;
+	size_t id_len = 0;
+	struct table_entry *t = NULL;
+
+	if (mod->table_tried)
+		return mod->table;
+	mod->table_tried = true;
+	if (mod->syms)
+		id_len = elf_symbols__build_id(mod->syms, &id);
+	if (id_len) {
+		HASH_FIND(hh, reg->tables, id, id_len, t);
+		if (t) {
+			mod->table = t->table;
+			mod->table_shared = true;
+			return mod->table;
+		}
+	}
+	mod->table_err = compile_table(mod);
+	if (mod->table_err || !id_len)
+		return mod->table;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return mod->table; /* works unshared */
+	memcpy(t->build_id, id, id_len);
+	t->build_id_len = id_len;
+	t->table = mod->table;
+	HASH_ADD(hh, reg->tables, build_id, id_len, t);
+	mod->table_shared = true;
+	return mod->table;
+}
+
+int module__bias(const struct module *mod, const struct mapping *m, int64_t *bias)
+{
+	uint64_t vaddr;
+	int err = module__addr_to_vaddr(mod, m, m->start, &vaddr);
+
+	if (!err)
+		*bias = (int64_t)(m->start - vaddr);
+	return err;
+}
+
 uint32_t module_registry__count(const struct module_registry *reg)
 {
 	return reg->nr;
@@ -121,13 +193,23 @@ uint32_t module_registry__count(const struct module_registry *reg)
 
 void module_registry__free(struct module_registry *reg)
 {
+	struct table_entry *t, *tmp;
+
 	if (!reg)
 		return;
 	HASH_CLEAR(hh, reg->by_path);
 	for (uint32_t i = 0; i < reg->nr; i++) {
+		/* Shared tables are freed through the build-id cache below. */
+		if (reg->by_id[i]->mod.table && !reg->by_id[i]->mod.table_shared)
+			unwind_table__free(reg->by_id[i]->mod.table);
 		elf_symbols__free(reg->by_id[i]->mod.syms);
 		free(reg->by_id[i]->mod.path);
 		free(reg->by_id[i]);
+	}
+	HASH_ITER(hh, reg->tables, t, tmp) {
+		HASH_DEL(reg->tables, t);
+		unwind_table__free(t->table);
+		free(t);
 	}
 	free(reg->by_id);
 	free(reg);

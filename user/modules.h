@@ -3,9 +3,11 @@
 #ifndef HPROF_MODULES_H
 #define HPROF_MODULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "procmaps.h"
+#include "ehframe.h"
 #include "symbols.h"
 
 /* Module ids below MODULE_FIRST_FILE are pseudo-modules. */
@@ -23,6 +25,11 @@ struct module {
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
+	struct unwind_table *table; /* compiled CFI; NULL until asked for, or when there is none */
+	bool table_tried;
+	bool table_shared; /* owned by the registry's build-id cache */
+	int table_err;
+	char table_msg[160];
 };
 
 struct module_registry;
@@ -36,6 +43,12 @@ struct module *module_registry__by_id(struct module_registry *reg, uint32_t id);
  * virtual address. Returns 0 or -ENOENT (unreadable ELF or no segment holds it). */
 int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uint64_t addr,
 			  uint64_t *vaddr);
+/* The module's unwind table, compiled on first use and shared with every module of the
+ * same build-id. NULL when it has no usable CFI (table_err says why). */
+const struct unwind_table *module_registry__unwind_table(struct module_registry *reg,
+							 struct module *mod);
+/* The load bias (process address - ELF vaddr) of mapping m of mod. Returns 0 or -ENOENT. */
+int module__bias(const struct module *mod, const struct mapping *m, int64_t *bias);
 uint32_t module_registry__count(const struct module_registry *reg);
 void module_registry__free(struct module_registry *reg);
 

@@ -56,15 +56,22 @@ cleanup:
 	return err;
 }
 
+int process_maps__read_text(pid_t pid, char **text, size_t *len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	return read_proc_file(path, text, len);
+}
+
 int process_maps__read(pid_t pid, struct process_maps **out)
 {
-	char path[64], *text = NULL;
+	char *text = NULL;
 	size_t len = 0;
 	int err;
 
 	*out = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	err = read_proc_file(path, &text, &len);
+	err = process_maps__read_text(pid, &text, &len);
 	if (err)
 		return err;
 	err = process_maps__parse(text, len, out);
@@ -153,13 +160,13 @@ cleanup:
 	return err;
 }
 
-const struct mapping *process_maps__find(const struct process_maps *maps, uint64_t addr)
+struct mapping *process_maps__find(const struct process_maps *maps, uint64_t addr)
 {
 	size_t lo = 0, hi = maps ? maps->nr : 0;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct mapping *m = &maps->items[mid];
+		struct mapping *m = &maps->items[mid];
 
 		if (addr < m->start)
 			hi = mid;

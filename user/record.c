@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "capture.h"
 #include "commands.h"
 #include "flamegraph.h"
 #include "hprof.skel.h"
@@ -45,6 +46,8 @@ struct recorder {
 	bool child_exited;
 	double duration_s;
 	uint64_t kernel_counters[KC_NR];
+	struct atomic_file *raw;
+	int raw_err;
 };
 
 static void on_signal(int sig)
@@ -154,8 +157,75 @@ static int add_pid_filter(struct recorder *r, pid_t pid)
 static int handle_sample(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
+	int err = session__handle_sample(r->session, data, size);
 
-	return session__handle_sample(r->session, data, size);
+	/* After handling: maps read for this sample are written before it. */
+	if (!err && r->raw && !r->raw_err)
+		r->raw_err = capture__write_record(atomic_file__stream(r->raw), CAPTURE_SAMPLE, data,
+						   size, NULL, 0);
+	return err;
+}
+
+static void write_raw_maps(void *ctx, uint32_t pid, const char *text, size_t len)
+{
+	struct recorder *r = ctx;
+	uint32_t header[2] = { pid, 0 };
+
+	if (!r->raw_err)
+		r->raw_err = capture__write_record(atomic_file__stream(r->raw), CAPTURE_MAPS, header,
+						   sizeof(header), text, len);
+}
+
+static int open_raw(struct recorder *r)
+{
+	int err = atomic_file__open(r->opts.raw_path, 0600, &r->raw);
+
+	if (!err)
+		err = capture__write_header(atomic_file__stream(r->raw));
+	if (err) {
+		fprintf(stderr, "hprof: cannot write %s: %s\n", r->opts.raw_path, strerror(-err));
+		return err;
+	}
+	session__set_maps_hook(r->session, write_raw_maps, r);
+	return 0;
+}
+
+/* Build-ids of every binary the samples touched, so a report can tell when a file
+ * changed since the capture; then the capture's settings. */
+static int finish_raw(struct recorder *r)
+{
+	struct module_registry *reg = session__modules(r->session);
+	FILE *f = atomic_file__stream(r->raw);
+	struct capture_info info = {
+		.frequency = r->opts.frequency,
+		.stack_size = r->opts.no_dwarf ? 0 : r->opts.stack_size,
+		.duration_ns = (uint64_t)(r->duration_s * 1e9),
+	};
+	int err = r->raw_err;
+
+	for (uint32_t i = 0; !err && i < module_registry__count(reg); i++) {
+		struct module *mod = module_registry__by_id(reg, MODULE_FIRST_FILE + i);
+		uint8_t id[4 + BUILD_ID_MAX] = { 0 };
+		const uint8_t *build_id;
+		uint32_t len;
+
+		if (!mod->syms || !(len = elf_symbols__build_id(mod->syms, &build_id)))
+			continue;
+		memcpy(id, &len, 4);
+		memcpy(id + 4, build_id, len);
+		err = capture__write_record(f, CAPTURE_BUILD_ID, id, sizeof(id), mod->path,
+					    strlen(mod->path) + 1);
+	}
+	if (!err)
+		err = capture__write_record(f, CAPTURE_INFO, &info, sizeof(info), NULL, 0);
+	if (!err)
+		err = atomic_file__commit(r->raw);
+	else
+		atomic_file__abort(r->raw);
+	r->raw = NULL;
+	if (err)
+		fprintf(stderr, "hprof: cannot write %s: %s\n", r->opts.raw_path, strerror(-err));
+	return err;
 }
 
 static int load_bpf(struct recorder *r)
@@ -332,21 +402,37 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0.0;
 }
 
-static void print_summary(const struct recorder *r)
+void print_summary(struct session *session, double duration_s, unsigned frequency, bool no_dwarf,
+		   const uint64_t *kernel_counters)
 {
-	const struct session_stats *st = session__stats(r->session);
-	const uint64_t *kc = r->kernel_counters;
+	static const uint64_t no_counters[KC_NR];
+	const struct session_stats *st = session__stats(session);
+	const uint64_t *kc = kernel_counters ? kernel_counters : no_counters;
 	uint64_t user_samples = st->samples - st->kernel_only - st->malformed;
 	uint64_t lost = kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
 
 	fprintf(stderr, "hprof: %.2f s, %" PRIu64 " samples at %u Hz, %" PRIu64
 			" processes, %" PRIu64 " distinct stacks\n",
-		r->duration_s, st->samples, r->opts.frequency, st->processes,
-		profile__nr_stacks(session__profile(r->session)));
+		duration_s, st->samples, frequency, st->processes,
+		profile__nr_stacks(session__profile(session)));
 	fprintf(stderr, "hprof: FP-complete: %.1f%% of user stacks (%" PRIu64 " of %" PRIu64
 			"); %" PRIu64 " kernel-only samples\n",
 		percent(st->fp_complete, user_samples), st->fp_complete, user_samples,
 		st->kernel_only);
+	fprintf(stderr, "hprof: user stacks by method:");
+	for (int m = 0; m < METHOD_COUNT; m++)
+		fprintf(stderr, " %s %.1f%%", session__method_name(m),
+			percent(st->methods[m], user_samples));
+	fprintf(stderr, "\n");
+	if (st->methods[METHOD_TRUNCATED]) {
+		fprintf(stderr, "hprof: truncated stacks:");
+		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+			if (st->truncated[t])
+				fprintf(stderr, " %s %" PRIu64 ";", session__truncated_root(t),
+					st->truncated[t]);
+		}
+		fprintf(stderr, "\n");
+	}
 	fprintf(stderr, "hprof: lost samples: %" PRIu64 " (ring buffer full %" PRIu64
 			", no scratch buffer %" PRIu64 ", malformed %" PRIu64 ")\n",
 		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed);
@@ -355,7 +441,7 @@ static void print_summary(const struct recorder *r)
 			" samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
 	fprintf(stderr, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
-	if (r->opts.no_dwarf)
+	if (no_dwarf)
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");
 	else
 		fprintf(stderr, " (stack copies: %" PRIu64 " clamped at the end of the stack, %" PRIu64
@@ -451,7 +537,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: hprof [OPTIONS] [-- COMMAND [ARGS...]]\n"
-		"       hprof table FILE | hprof flamegraph IN.folded OUT.svg\n"
+		"       hprof report CAPTURE [--svg FILE] [--folded FILE] [--no-dwarf]\n"
+		"       hprof stack PID | hprof table FILE | hprof flamegraph IN.folded OUT.svg\n"
 		"Samples user and kernel stacks on every CPU and writes a flamegraph.\n"
 		"\n"
 		"  --svg FILE            write an interactive flamegraph\n"
@@ -464,6 +551,8 @@ static void usage(FILE *out)
 		"  --no-dwarf            frame pointers only: copy no user stack\n"
 		"  --stack-size BYTES    user stack bytes copied per sample (default %d,\n"
 		"                        at most %d)\n"
+		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
+		"                        can hold secrets) for hprof report\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         show the version\n"
 		"\n"
@@ -499,7 +588,7 @@ static long long max_sample_rate(void)
 	return rate;
 }
 
-enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE };
+enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -548,6 +637,9 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_NO_DWARF:
 		o->no_dwarf = true;
 		return 0;
+	case OPT_RAW:
+		o->raw_path = arg;
+		return 0;
 	case OPT_STACK_SIZE:
 		if (!parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
 			return usage_error("--stack-size takes a multiple of 8 from 8 to 65536, got '%s'",
@@ -569,6 +661,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
+		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -611,7 +704,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
  * error. Returns 0 or -errno after printing the reason. */
 static int validate(const struct record_opts *o)
 {
-	const char *paths[] = { o->out.svg_path, o->out.folded_path };
+	const char *paths[] = { o->out.svg_path, o->out.folded_path, o->raw_path };
 	int err;
 
 	for (size_t i = 0; i < o->nr_pids; i++) {
@@ -620,7 +713,7 @@ static int validate(const struct record_opts *o)
 			return -ESRCH;
 		}
 	}
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (!paths[i] || strcmp(paths[i], "-") == 0)
 			continue;
 		err = atomic_file__check_writable(paths[i]);
@@ -699,13 +792,15 @@ int cmd_record(int argc, char **argv)
 		free(r.opts.pids);
 		return err > 0 ? 0 : 2;
 	}
-	if (!r.opts.out.svg_path && !r.opts.out.folded_path)
+	if (!r.opts.out.svg_path && !r.opts.out.folded_path && !r.opts.raw_path)
 		r.opts.out.folded_path = "-";
 	r.opts.out.title = "hprof CPU flame graph";
 	err = validate(&r.opts);
 	if (err)
 		goto cleanup;
-	err = session__new(&r.session);
+	err = session__new(!r.opts.no_dwarf, &r.session);
+	if (!err && r.opts.raw_path)
+		err = open_raw(&r);
 	if (err)
 		goto cleanup;
 	if (r.opts.command) {
@@ -736,12 +831,17 @@ int cmd_record(int argc, char **argv)
 	read_kernel_counters(&r);
 	set_subtitle(&r, subtitle, sizeof(subtitle));
 	err = write_outputs(r.session, &r.opts.out);
-	print_summary(&r);
+	if (!err && r.raw)
+		err = finish_raw(&r);
+	print_summary(r.session, r.duration_s, r.opts.frequency, r.opts.no_dwarf,
+		      r.kernel_counters);
 	if (!err) {
 		if (r.opts.out.svg_path)
 			fprintf(stderr, "hprof: wrote flamegraph to %s\n", r.opts.out.svg_path);
 		if (r.opts.out.folded_path && strcmp(r.opts.out.folded_path, "-") != 0)
 			fprintf(stderr, "hprof: wrote folded stacks to %s\n", r.opts.out.folded_path);
+		if (r.opts.raw_path)
+			fprintf(stderr, "hprof: wrote raw samples to %s\n", r.opts.raw_path);
 	}
 cleanup:
 	if (go_fd >= 0)
@@ -750,6 +850,7 @@ cleanup:
 		close(exec_err_fd);
 	if (r.child && !r.child_exited)
 		wait_for_command(&r);
+	atomic_file__abort(r.raw);
 	recorder__destroy(&r);
 	if (err)
 		return 1;

@@ -24,10 +24,15 @@ struct record_opts {
 	bool no_dwarf;
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
+	const char *raw_path; /* --raw: capture file for hprof report */
 };
 
 /* Writes the folded stacks and the flamegraph of a session, each whole or not at all.
  * Returns 0 or -errno after printing a one-line error. */
 int write_outputs(struct session *s, const struct output_opts *opts);
+/* The summary hprof prints at the end of a recording or a report, on stderr.
+ * kernel_counters may be NULL (a report has none). */
+void print_summary(struct session *s, double duration_s, unsigned frequency, bool no_dwarf,
+		   const uint64_t *kernel_counters);
 
 #endif

@@ -16,6 +16,7 @@
 struct process {
 	uint32_t pid;
 	char comm[HPROF_COMM_LEN];
+	bool counted; /* in stats.processes */
 	struct process_maps *maps;
 	uint64_t maps_read_ns;
 	UT_hash_handle hh;
@@ -27,8 +28,46 @@ struct session {
 	struct profile *profile;
 	struct process *processes;
 	struct session_stats stats;
-	struct frame *frames; /* scratch, HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH */
+	bool dwarf;
+	bool replay;
+	session_maps_hook_fn maps_hook;
+	void *maps_hook_ctx;
+	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
+	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
 };
+
+/* Kernel frames, then the FP chain's user frames, and after them (moved down once
+ * chosen) the DWARF walk's frames with a stitched FP tail. */
+#define MAX_STACK_FRAMES \
+	(HPROF_MAX_KERNEL_DEPTH + HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH)
+
+static const char *const method_names[METHOD_COUNT] = {
+	[METHOD_FP] = "fp",
+	[METHOD_DWARF] = "dwarf",
+	[METHOD_DWARF_FP] = "dwarf+fp",
+	[METHOD_TRUNCATED] = "truncated",
+};
+
+static const char *const truncated_roots[TRUNCATED_COUNT] = {
+	[UNWIND_END_COMPLETE] = "[truncated]",
+	[UNWIND_END_COPY_SHORT] = "[truncated: copy too short]",
+	[UNWIND_END_NO_CFI] = "[truncated: no CFI for pc]",
+	[UNWIND_END_UNSUPPORTED] = "[truncated: unsupported rule]",
+	[UNWIND_END_UNMAPPED] = "[truncated: pc outside any known mapping]",
+	[UNWIND_END_BAD_FRAME] = "[truncated: CFA did not move up]",
+	[UNWIND_END_DEPTH] = "[truncated: too deep]",
+	[TRUNCATED_FP_ONLY] = "[truncated: frame-pointer chain broken]",
+};
+
+const char *session__method_name(enum stack_method m)
+{
+	return m < METHOD_COUNT ? method_names[m] : "?";
+}
+
+const char *session__truncated_root(unsigned reason)
+{
+	return reason < TRUNCATED_COUNT ? truncated_roots[reason] : "[truncated]";
+}
 
 static uint64_t now_ns(void)
 {
@@ -38,7 +77,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-int session__new(struct session **out)
+int session__new(bool dwarf, struct session **out)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	int err;
@@ -46,8 +85,10 @@ int session__new(struct session **out)
 	*out = NULL;
 	if (!s)
 		return -ENOMEM;
-	s->frames = calloc(HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH, sizeof(*s->frames));
-	if (!s->frames) {
+	s->dwarf = dwarf;
+	s->frames = calloc(MAX_STACK_FRAMES, sizeof(*s->frames));
+	s->walked = calloc(UNWIND_MAX_FRAMES, sizeof(*s->walked));
+	if (!s->frames || !s->walked) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -66,58 +107,127 @@ cleanup:
 	return err;
 }
 
-static void refresh_maps(struct process *proc)
+static void set_maps(struct process *proc, const char *text, size_t len)
 {
 	struct process_maps *maps;
 
-	proc->maps_read_ns = now_ns();
-	if (process_maps__read(proc->pid, &maps) == 0) {
+	if (process_maps__parse(text, len, &maps) == 0) {
 		process_maps__free(proc->maps);
 		proc->maps = maps;
 	}
 }
 
-static struct process *find_process(struct session *s, const struct hprof_sample *sample)
+/* Rereads a live process's maps (a replay has only the maps its capture holds). */
+static void refresh_maps(struct session *s, struct process *proc)
+{
+	char *text;
+	size_t len;
+
+	if (s->replay)
+		return;
+	proc->maps_read_ns = now_ns();
+	if (process_maps__read_text(proc->pid, &text, &len) != 0)
+		return;
+	if (s->maps_hook)
+		s->maps_hook(s->maps_hook_ctx, proc->pid, text, len);
+	set_maps(proc, text, len);
+	free(text);
+}
+
+static struct process *get_process(struct session *s, uint32_t pid, bool *created)
 {
 	struct process *proc;
 
-	HASH_FIND(hh, s->processes, &sample->pid, sizeof(sample->pid), proc);
-	if (!proc) {
-		proc = calloc(1, sizeof(*proc));
-		if (!proc)
-			return NULL;
-		proc->pid = sample->pid;
-		memcpy(proc->comm, sample->comm, HPROF_COMM_LEN);
-		HASH_ADD(hh, s->processes, pid, sizeof(proc->pid), proc);
+	*created = false;
+	HASH_FIND(hh, s->processes, &pid, sizeof(pid), proc);
+	if (proc)
+		return proc;
+	proc = calloc(1, sizeof(*proc));
+	if (!proc)
+		return NULL;
+	proc->pid = pid;
+	HASH_ADD(hh, s->processes, pid, sizeof(proc->pid), proc);
+	*created = true;
+	return proc;
+}
+
+static struct process *find_process(struct session *s, const struct hprof_sample *sample)
+{
+	struct process *proc;
+	bool created;
+
+	proc = get_process(s, sample->pid, &created);
+	if (!proc)
+		return NULL;
+	if (!proc->counted) {
+		proc->counted = true;
 		s->stats.processes++;
-		refresh_maps(proc);
-	} else if (memcmp(proc->comm, sample->comm, HPROF_COMM_LEN) != 0) {
+	}
+	if (created || memcmp(proc->comm, sample->comm, HPROF_COMM_LEN) != 0) {
 		/* A new comm usually means exec: the old mappings are stale. */
 		memcpy(proc->comm, sample->comm, HPROF_COMM_LEN);
-		refresh_maps(proc);
+		if (created || proc->maps)
+			refresh_maps(s, proc);
 	}
 	return proc;
 }
 
-/* The mapping holding addr, rereading the maps once if the cached ones miss it. */
-static const struct mapping *find_mapping(struct process *proc, uint64_t addr)
+void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx)
 {
-	const struct mapping *m = process_maps__find(proc->maps, addr);
+	s->maps_hook = fn;
+	s->maps_hook_ctx = ctx;
+}
 
-	if (!m && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
-		refresh_maps(proc);
+void session__set_replay(struct session *s)
+{
+	s->replay = true;
+}
+
+int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len)
+{
+	bool created;
+	struct process *proc = get_process(s, pid, &created);
+
+	if (!proc)
+		return -ENOMEM;
+	set_maps(proc, text, len);
+	return 0;
+}
+
+struct module_registry *session__modules(struct session *s)
+{
+	return s->modules;
+}
+
+/* The mapping holding addr, rereading the maps once if the cached ones miss it. */
+static struct mapping *find_mapping(struct session *s, struct process *proc, uint64_t addr)
+{
+	struct mapping *m = process_maps__find(proc->maps, addr);
+
+	if (!m && !s->replay && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
+		refresh_maps(s, proc);
 		m = process_maps__find(proc->maps, addr);
 	}
 	return m;
+}
+
+/* The module behind a file mapping, with its load bias, looked up once per mapping. */
+static struct module *mapping_module(struct session *s, struct mapping *m)
+{
+	if (!m->module && m->path[0]) {
+		m->module = module_registry__get(s->modules, m->path);
+		if (m->module)
+			m->bias_err = module__bias(m->module, m, &m->bias);
+	}
+	return m->module;
 }
 
 /* Resolves a user address to a frame; returns false when no mapping holds it. */
 static bool resolve_user_frame(struct session *s, struct process *proc, uint64_t addr,
 			       bool caller, struct frame *f)
 {
-	const struct mapping *m = find_mapping(proc, addr);
+	struct mapping *m = find_mapping(s, proc, addr);
 	struct module *mod;
-	uint64_t vaddr;
 
 	f->flags = caller ? FRAME_CALLER : 0;
 	f->addr = addr;
@@ -125,33 +235,45 @@ static bool resolve_user_frame(struct session *s, struct process *proc, uint64_t
 		f->module = MODULE_UNMAPPED;
 		return false;
 	}
-	if (!m->path[0]) {
+	mod = mapping_module(s, m);
+	if (!mod) {
 		f->module = MODULE_ANON;
 		return true;
 	}
-	mod = module_registry__get(s->modules, m->path);
-	if (mod && module__addr_to_vaddr(mod, m, addr, &vaddr) == 0) {
-		f->module = mod->id;
-		f->addr = vaddr;
-	} else if (mod) {
-		/* Unreadable file: name it by its offset in the file. */
-		f->module = mod->id;
-		f->addr = addr - m->start + m->file_offset;
-	} else {
-		f->module = MODULE_UNMAPPED;
-	}
+	f->module = mod->id;
+	/* Without a readable ELF, name the frame by its offset in the file. */
+	f->addr = m->bias_err ? addr - m->start + m->file_offset : addr - (uint64_t)m->bias;
 	return true;
 }
 
-/* Functions a process's or thread's stack starts in. A frame-pointer chain ending in one
- * of them is complete: libc's start-up code keeps no frame pointers, so a chain through a
- * correct program ends at its caller's caller, __libc_start_call_main, or at a thread's
- * start_thread. */
+struct walk_ctx {
+	struct session *s;
+	struct process *proc;
+};
+
+/* unwind_find_table_fn over a process's mappings. */
+static int find_table(void *ctx, uint64_t pc, const struct unwind_table **table, uint64_t *bias)
+{
+	struct walk_ctx *w = ctx;
+	struct mapping *m = find_mapping(w->s, w->proc, pc);
+	struct module *mod;
+
+	if (!m)
+		return -ENOENT;
+	mod = mapping_module(w->s, m);
+	if (!mod || m->bias_err)
+		return -ENODATA;
+	*table = module_registry__unwind_table(w->s->modules, mod);
+	*bias = (uint64_t)m->bias;
+	return *table ? 0 : -ENODATA;
+}
+
+/* Functions a process's or thread's stack starts in: _start and clone/clone3 zero rbp
+ * and mark their return address undefined. */
 static bool is_entry_function(const char *name)
 {
 	static const char *const entries[] = {
-		"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
-		"clone", "clone3", "__clone", "__clone3", "thread_start",
+		"_start", "clone", "clone3", "__clone", "__clone3", "thread_start",
 	};
 
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
@@ -161,19 +283,28 @@ static bool is_entry_function(const char *name)
 	return false;
 }
 
-/* The chain reached the outermost frame (a zero link or an entry function) through
- * executable mappings only. */
+/* Distributions build libc's start-up code without frame pointers, so the best an FP chain
+ * through a correct program can reach is main's caller or a thread's start routine. In
+ * frame-pointer-only mode that counts as complete; with DWARF the walk goes on to _start. */
+static bool is_libc_start_function(const char *name)
+{
+	return strcmp(name, "__libc_start_call_main") == 0 ||
+	       strcmp(name, "__libc_start_main") == 0 || strcmp(name, "start_thread") == 0;
+}
+
+/* The chain reached the outermost frame through executable mappings only. */
 static bool fp_chain_is_complete(struct session *s, const struct hprof_sample *sample,
 				 const struct frame *outermost, bool all_mapped)
 {
 	const char *name;
 
+	(void)sample;
 	if (!all_mapped)
 		return false;
-	if (sample->fp_end == FP_END_ZERO_LINK)
-		return true;
 	name = profile__frame_name(s->profile, outermost);
-	return name && is_entry_function(name);
+	if (!name)
+		return false;
+	return is_entry_function(name) || (!s->dwarf && is_libc_start_function(name));
 }
 
 static bool sample_is_well_formed(const struct hprof_sample *sample, size_t size)
@@ -194,12 +325,138 @@ static uint64_t record_u64(const struct hprof_sample *sample, uint32_t index)
 	return v;
 }
 
+/* The leaf's CFI agrees that rbp is its frame pointer. When it does not (the leaf keeps
+ * no frame pointer, or is in its prologue), the kernel's chain skipped the leaf's caller
+ * even if it looks complete. Without CFI there is nothing to contradict the chain. */
+static bool leaf_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
+{
+	const struct unwind_table *table;
+	const struct unwind_row *row;
+	struct unwind_rules rules;
+	uint64_t bias;
+
+	if (find_table(w, ip, &table, &bias) != 0)
+		return true;
+	row = unwind_table__find(table, ip - bias);
+	if (!row)
+		return true;
+	unwind_table__decode(table, row, &rules);
+	return rules.cfa == UNWIND_CFA_BP_OFFSET;
+}
+
+/* Where the DWARF walk ran out of copied stack, continue with the kernel's FP chain if
+ * the walk's rbp is one of the chain's frame addresses: the chain's next return address
+ * is then this frame's caller. The chain's frame addresses are rebuilt from the copy,
+ * up to the first one outside it. Returns the index of the first FP return address to
+ * append, or 0 when the two do not join. */
+static uint32_t stitch_point(const struct hprof_sample *sample, const struct stack_copy *copy,
+			     const struct unwind_regs *last)
+{
+	uint64_t bp = sample->user_bp;
+
+	if (!last->bp_valid)
+		return 0;
+	for (uint32_t i = 1; i < sample->nr_user; i++) {
+		if (bp == last->bp)
+			return i;
+		if (!stack_copy__read_u64(copy, bp, &bp))
+			return 0;
+	}
+	return 0;
+}
+
+static uint32_t add_fp_frames(struct session *s, struct process *proc,
+			      const struct hprof_sample *sample, uint32_t from, struct frame *out,
+			      bool *all_mapped)
+{
+	uint32_t n = 0;
+
+	*all_mapped = true;
+	for (uint32_t i = from; i < sample->nr_user; i++) {
+		if (!resolve_user_frame(s, proc, record_u64(sample, i), i > 0, &out[n++])) {
+			*all_mapped = false;
+			s->stats.frames_unmapped++;
+		}
+	}
+	return n;
+}
+
+/* The DWARF walk over the sample's copy into out; returns the frame count and sets
+ * *method and *reason. */
+static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
+			   const struct hprof_sample *sample, struct frame *out,
+			   enum stack_method *method, unsigned *reason)
+{
+	const struct unwind_regs regs = {
+		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
+	};
+	const struct stack_copy copy = {
+		.bytes = sample->data + (size_t)(sample->nr_user + sample->nr_kernel) * 8,
+		.base = sample->user_sp,
+		.len = sample->stack_len,
+	};
+	struct unwind_result result;
+	uint32_t n = 0, join;
+	bool all_mapped;
+
+	unwind__walk(&regs, &copy, find_table, w, s->walked, UNWIND_MAX_FRAMES, &result);
+	for (uint32_t i = 0; i < result.nr_frames; i++)
+		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[n++]);
+	*reason = result.end;
+	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
+	if (result.end != UNWIND_END_COPY_SHORT)
+		return n;
+	join = stitch_point(sample, &copy, &result.last);
+	if (join == 0 || join >= sample->nr_user)
+		return n;
+	n += add_fp_frames(s, w->proc, sample, join, out + n, &all_mapped);
+	if (all_mapped && fp_chain_is_complete(s, sample, &out[n - 1], true))
+		*method = METHOD_DWARF_FP;
+	return n;
+}
+
+/* Picks the user stack: the FP chain when it is complete and the leaf keeps a frame
+ * pointer, else the DWARF walk (stitched to the FP chain where the copy runs out), else
+ * whatever the FP chain has, marked truncated. Returns the frame count. */
+static uint32_t user_stack(struct session *s, struct process *proc,
+			   const struct hprof_sample *sample, struct frame *out,
+			   enum stack_method *method, unsigned *reason)
+{
+	struct walk_ctx w = { .s = s, .proc = proc };
+	bool all_mapped, fp_complete;
+	uint32_t n;
+
+	n = add_fp_frames(s, proc, sample, 0, out, &all_mapped);
+	fp_complete = fp_chain_is_complete(s, sample, &out[n - 1], all_mapped);
+	if (fp_complete)
+		s->stats.fp_complete++;
+	if (fp_complete && (!s->dwarf || leaf_uses_frame_pointer(&w, sample->user_ip))) {
+		*method = METHOD_FP;
+		return n;
+	}
+	if (s->dwarf && sample->stack_len > 0) {
+		uint32_t walked = walk_dwarf(s, &w, sample, out + n, method, reason);
+
+		/* A complete-looking FP chain beats a truncated walk. */
+		if (*method != METHOD_TRUNCATED || !fp_complete) {
+			memmove(out, out + n, walked * sizeof(*out));
+			return walked;
+		}
+		*method = METHOD_FP;
+		return n;
+	}
+	*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
+	*reason = TRUNCATED_FP_ONLY;
+	return n;
+}
+
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
+	enum stack_method method;
+	unsigned reason = 0;
 	struct process *proc;
 	uint32_t n = 0;
-	bool all_mapped = true;
 	char comm[HPROF_COMM_LEN + 1] = { 0 };
 
 	s->stats.samples++;
@@ -225,15 +482,12 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return -ENOMEM;
 	if (!proc->maps)
 		s->stats.no_maps++;
-	for (uint32_t i = 0; i < sample->nr_user; i++) {
-		if (!resolve_user_frame(s, proc, record_u64(sample, i), i > 0, &frames[n++])) {
-			all_mapped = false;
-			s->stats.frames_unmapped++;
-		}
-	}
-	if (fp_chain_is_complete(s, sample, &frames[n - 1], all_mapped))
-		s->stats.fp_complete++;
-	return profile__add(s->profile, comm, NULL, frames, n);
+	n += user_stack(s, proc, sample, frames + n, &method, &reason);
+	s->stats.methods[method]++;
+	if (method != METHOD_TRUNCATED)
+		return profile__add(s->profile, comm, NULL, frames, n);
+	s->stats.truncated[reason]++;
+	return profile__add(s->profile, comm, session__truncated_root(reason), frames, n);
 }
 
 struct profile *session__profile(struct session *s)
@@ -261,5 +515,6 @@ void session__free(struct session *s)
 	ksyms__free(s->ksyms);
 	module_registry__free(s->modules);
 	free(s->frames);
+	free(s->walked);
 	free(s);
 }

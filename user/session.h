@@ -4,14 +4,31 @@
 #ifndef HPROF_SESSION_H
 #define HPROF_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "profile.h"
 #include "sample.h"
+#include "unwind.h"
+
+/* How a user stack was obtained. */
+enum stack_method {
+	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
+	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
+	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
+	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
+	METHOD_COUNT,
+};
+
+/* Truncation reasons beyond the walk's own (enum unwind_end). */
+#define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
+#define TRUNCATED_COUNT (UNWIND_END_COUNT + 1)
 
 struct session_stats {
 	uint64_t samples;           /* samples received from the kernel */
+	uint64_t methods[METHOD_COUNT];       /* user stacks per method */
+	uint64_t truncated[TRUNCATED_COUNT];  /* truncated user stacks per reason */
 	uint64_t bytes;             /* bytes of sample records received */
 	uint64_t malformed;         /* lost: record shorter than its header says */
 	uint64_t fp_complete;       /* user stacks whose FP chain reached the outermost frame */
@@ -23,9 +40,20 @@ struct session_stats {
 
 struct session;
 
-int session__new(struct session **out);
+/* dwarf: replay the DWARF walk where the FP chain is short (needs stack copies). */
+int session__new(bool dwarf, struct session **out);
+const char *session__method_name(enum stack_method m);
+/* "[truncated: copy too short]" and the like. */
+const char *session__truncated_root(unsigned reason);
 /* Accounts one record of size bytes. Returns 0 or -errno (out of memory only). */
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
+/* Called with the text of every /proc/PID/maps the session reads (for --raw). */
+typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
+void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);
+/* Replaying a capture: mappings come only from session__load_maps, never from /proc. */
+void session__set_replay(struct session *s);
+int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len);
+struct module_registry *session__modules(struct session *s);
 struct profile *session__profile(struct session *s);
 const struct session_stats *session__stats(const struct session *s);
 void session__free(struct session *s);

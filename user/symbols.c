@@ -16,6 +16,7 @@ struct symbol {
 	uint64_t start;
 	uint64_t size; /* 0: extends to the next symbol */
 	uint32_t name; /* offset into names */
+	uint32_t rank; /* among aliases at one address the lowest wins (see symbol_rank) */
 };
 
 struct load_segment {
@@ -32,6 +33,7 @@ struct elf_symbols {
 	uint8_t build_id[BUILD_ID_MAX];
 	size_t build_id_len;
 	void *image; /* owned copy for elf_symbols__load_image */
+	size_t image_size;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -45,9 +47,11 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Stores name without a symbol version ("__libc_start_main@@GLIBC_2.34"). */
 static int add_name(struct elf_symbols *es, const char *name, uint32_t *at)
 {
-	size_t len = strlen(name) + 1;
+	const char *at_sign = strchr(name, '@');
+	size_t len = (at_sign && at_sign != name ? (size_t)(at_sign - name) : strlen(name)) + 1;
 
 	if (es->names_len + len > UINT32_MAX)
 		return -E2BIG;
@@ -63,10 +67,22 @@ static int add_name(struct elf_symbols *es, const char *name, uint32_t *at)
 		es->names = bigger;
 		es->names_cap = cap;
 	}
-	memcpy(es->names + es->names_len, name, len);
+	memcpy(es->names + es->names_len, name, len - 1);
+	es->names[es->names_len + len - 1] = '\0';
 	*at = (uint32_t)es->names_len;
 	es->names_len += len;
 	return 0;
+}
+
+/* Of aliases at one address prefer the sized, global, then weak symbol, and the shorter
+ * name: __libc_start_main over __libc_start_main_alias_2. */
+static uint32_t symbol_rank(const GElf_Sym *sym, const char *name)
+{
+	int bind = GELF_ST_BIND(sym->st_info);
+	uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+	size_t len = strlen(name);
+
+	return (sym->st_size ? 0 : 4u << 24) | rank << 24 | (uint32_t)(len < 0xffffff ? len : 0xffffff);
 }
 
 static bool is_function_symbol(const GElf_Sym *sym)
@@ -110,6 +126,7 @@ static int read_symtab_section(struct elf_symbols *es, Elf *elf, Elf_Scn *scn,
 		s = &es->syms[es->nr_syms];
 		s->start = sym.st_value;
 		s->size = sym.st_size;
+		s->rank = symbol_rank(&sym, name);
 		err = add_name(es, name, &s->name);
 		if (err)
 			return err;
@@ -195,8 +212,7 @@ static int compare_symbols(const void *a, const void *b)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	/* Of aliases at one address keep the sized one first. */
-	return x->size > y->size ? -1 : x->size < y->size;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
 /* Sorts and drops duplicate addresses (aliases such as memcpy/__memcpy_avx). */
@@ -322,11 +338,13 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
 	}
 	ret = load_from_elf(elf, "ELF image", out, err, errlen);
 	elf_end(elf);
-	if (ret)
+	if (ret) {
 		free(copy);
-	else
-		(*out)->image = copy;
-	return ret;
+		return ret;
+	}
+	(*out)->image = copy;
+	(*out)->image_size = size;
+	return 0;
 }
 
 int elf_symbols__offset_to_vaddr(const struct elf_symbols *es, uint64_t file_offset,
@@ -381,6 +399,11 @@ size_t elf_symbols__build_id(const struct elf_symbols *es, const uint8_t **id)
 {
 	*id = es->build_id;
 	return es->build_id_len;
+}
+
+size_t elf_symbols__image_size(const struct elf_symbols *es)
+{
+	return es ? es->image_size : 0;
 }
 
 size_t elf_symbols__count(const struct elf_symbols *es)

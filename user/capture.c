@@ -1,0 +1,142 @@
+#include "capture.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct capture_reader {
+	char *path;
+	uint8_t *data;
+	size_t size;
+	size_t pos;
+};
+
+int capture__write_header(FILE *f)
+{
+	uint32_t words[2] = { CAPTURE_VERSION, 0 };
+
+	if (fwrite(CAPTURE_MAGIC, 1, 8, f) != 8 || fwrite(words, sizeof(words), 1, f) != 1)
+		return -EIO;
+	return 0;
+}
+
+int capture__write_record(FILE *f, uint32_t type, const void *payload, size_t len,
+			  const void *payload2, size_t len2)
+{
+	static const uint8_t zeros[8];
+	uint32_t header[2] = { type, (uint32_t)(len + len2) };
+	size_t pad = (8 - (len + len2) % 8) % 8;
+
+	if (len + len2 > CAPTURE_MAX_RECORD)
+		return -E2BIG;
+	if (fwrite(header, sizeof(header), 1, f) != 1 || (len && fwrite(payload, len, 1, f) != 1) ||
+	    (len2 && fwrite(payload2, len2, 1, f) != 1) || (pad && fwrite(zeros, pad, 1, f) != 1))
+		return -EIO;
+	return 0;
+}
+
+static int read_whole_file(const char *path, uint8_t **data, size_t *size)
+{
+	FILE *f = fopen(path, "rbe");
+	struct stat st;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (fstat(fileno(f), &st) != 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	*size = (size_t)st.st_size;
+	*data = malloc(*size ? *size : 1);
+	if (!*data) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (*size && fread(*data, 1, *size, f) != *size) {
+		free(*data);
+		*data = NULL;
+		err = -EIO;
+	}
+cleanup:
+	fclose(f);
+	return err;
+}
+
+int capture_reader__open(const char *path, struct capture_reader **out, char *err,
+			 size_t errlen)
+{
+	struct capture_reader *r;
+	uint32_t version;
+	int ret;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		return -ENOMEM;
+	}
+	ret = read_whole_file(path, &r->data, &r->size);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	if (r->size < 16 || memcmp(r->data, CAPTURE_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "%s: not an hprof capture (no %s header)", path, CAPTURE_MAGIC);
+		ret = -EINVAL;
+		goto cleanup;
+	}
+	memcpy(&version, r->data + 8, sizeof(version));
+	if (version != CAPTURE_VERSION) {
+		snprintf(err, errlen, "%s: capture version %u, this hprof reads %u", path, version,
+			 CAPTURE_VERSION);
+		ret = -EINVAL;
+		goto cleanup;
+	}
+	r->pos = 16;
+	*out = r;
+	return 0;
+cleanup:
+	capture_reader__free(r);
+	return ret;
+}
+
+int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t **payload,
+			 uint32_t *len, char *err, size_t errlen)
+{
+	uint32_t header[2];
+	size_t padded;
+
+	if (r->pos == r->size)
+		return 0;
+	if (r->size - r->pos < sizeof(header)) {
+		snprintf(err, errlen, "%s: offset %zu: truncated record header", r->path, r->pos);
+		return -EINVAL;
+	}
+	memcpy(header, r->data + r->pos, sizeof(header));
+	padded = ((size_t)header[1] + 7) & ~(size_t)7;
+	if (header[1] > CAPTURE_MAX_RECORD || padded > r->size - r->pos - sizeof(header)) {
+		snprintf(err, errlen, "%s: offset %zu: record of %u bytes runs past the end", r->path,
+			 r->pos, header[1]);
+		return -EINVAL;
+	}
+	*type = header[0];
+	*len = header[1];
+	*payload = r->data + r->pos + sizeof(header);
+	r->pos += sizeof(header) + padded;
+	return 1;
+}
+
+void capture_reader__free(struct capture_reader *r)
+{
+	if (!r)
+		return;
+	free(r->data);
+	free(r->path);
+	free(r);
+}

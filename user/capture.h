@@ -1,0 +1,50 @@
+/* Raw captures (--raw FILE): the samples as the kernel sent them (registers, FP chains,
+ * stack slices) with the process mappings and build-ids needed to unwind them later with
+ * `hprof report`. Stack bytes can hold secrets: files are created mode 0600.
+ *
+ * Layout: "HPROFCAP" u32 version u32 reserved, then records of
+ * u32 type, u32 length, payload, zero padding to 8 bytes. All integers little-endian. */
+#ifndef HPROF_CAPTURE_H
+#define HPROF_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CAPTURE_MAGIC "HPROFCAP"
+#define CAPTURE_VERSION 1
+/* Largest record accepted when reading: a sample or a maps file. */
+#define CAPTURE_MAX_RECORD (4u << 20)
+
+enum capture_record_type {
+	CAPTURE_INFO = 1,     /* struct capture_info */
+	CAPTURE_MAPS = 2,     /* u32 pid, u32 reserved, /proc/PID/maps text */
+	CAPTURE_SAMPLE = 3,   /* struct hprof_sample with its data */
+	CAPTURE_BUILD_ID = 4, /* u32 id length, u8 id[20], path (NUL-terminated) */
+};
+
+struct capture_info {
+	uint32_t frequency;
+	uint32_t stack_size; /* 0: frame pointers only */
+	uint64_t duration_ns;
+};
+_Static_assert(sizeof(struct capture_info) == 16, "capture_info is a file format");
+
+/* Appends one record. Returns 0 or -EIO. */
+int capture__write_header(FILE *f);
+int capture__write_record(FILE *f, uint32_t type, const void *payload, size_t len,
+			  const void *payload2, size_t len2);
+
+struct capture_reader;
+
+/* Reads a whole capture into memory and checks its header. On error returns -errno with
+ * a one-line message (naming the file and offset) in err. */
+int capture_reader__open(const char *path, struct capture_reader **out, char *err,
+			 size_t errlen);
+/* The next record: 1 with type, payload and len set, 0 at the end, or -EINVAL (message in
+ * err) for a record that runs past the end of the file. */
+int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t **payload,
+			 uint32_t *len, char *err, size_t errlen);
+void capture_reader__free(struct capture_reader *r);
+
+#endif
