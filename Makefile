@@ -112,6 +112,12 @@ test-full: all
 bench: all
 	$(Q)bash bench/run.sh
 
+# hprof table against readelf on every ELF file with CFI under /usr/lib/x86_64-linux-gnu and
+# /usr/bin (`make test` runs a fast subset of the same comparison).
+.PHONY: cfi-sweep
+cfi-sweep: $(HPROF) $(WORKLOADS)
+	$(Q)HPROF_FULL=1 bash tests/t_cfi_readelf.sh
+
 # The main job: profile the bundled demo workload for 5 s and write out.svg.
 run: all
 	$(Q)$(HPROF) --svg out.svg --time 5000 -- $(BUILD)/workloads/fp_demo 5

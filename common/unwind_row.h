@@ -40,6 +40,7 @@ enum unwind_rbp_kind {
 	UNWIND_RBP_AT_CFA,        /* saved at address CFA + arg */
 	UNWIND_RBP_VAL_CFA,       /* rbp = CFA + arg (DW_CFA_val_offset) */
 	UNWIND_RBP_AT_SP,         /* saved at address rsp + arg (DW_CFA_expression DW_OP_breg7) */
+	UNWIND_RBP_AT_BP,         /* saved at address rbp + arg (DW_OP_breg6: GCC's DRAP prologue) */
 	UNWIND_RBP_UNSUPPORTED,   /* arg = enum unwind_reason */
 	UNWIND_RBP_KIND_COUNT,
 };

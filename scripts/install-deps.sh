@@ -10,6 +10,8 @@ packages=(
 	uthash-dev                 # stack aggregation hash tables
 	libunwind-dev              # reference unwinder for the cross-check tests and bench
 	binutils                   # readelf, the independent CFI oracle in tests
+	python3                    # tests/cfi_compare.py (hprof table vs readelf); python3.11 for bench/b_cfi.sh
+	libllvm14                  # libLLVM-14.so.1, the largest CFI in bench/b_cfi.sh
 	gdb                        # `hprof stack` is checked against gdb's bt
 	libxml2-utils              # xmllint: tests check flamegraph SVGs are well-formed XML
 	make gcc g++ pkg-config

@@ -17,11 +17,12 @@ Vocabulary (readelf -> what hprof must print):
        u                    -> s or u       (readelf prints u both for "not saved yet"
                                              and for DW_CFA_undefined)
        c+N / v+N            -> the same
-       exp                  -> exp:rsp+N for DW_OP_breg7 N, else ?expression
+       exp                  -> exp:rsp+N for DW_OP_breg7 N, exp:rbp+N for DW_OP_breg6 N,
+                               else ?expression
        vexp                 -> ?val-expression;  a register name -> ?register
   ra   (no column)          -> c-8          (the x86-64 psABI's rule)
        c+N, u               -> the same
-       exp                  -> as for rbp;  vexp, v+N, s, a register -> ?val-expression,
+       exp                  -> exp:rsp+N for DW_OP_breg7 N, else ?expression;  vexp, v+N, s, a register -> ?val-expression,
                                ?val-offset, ?same-value, ?register
 Overlapping FDEs: ordered by start (then section order), each one's rows stop where the
 next one starts; that is also the order .eh_frame_hdr's binary search implies.
@@ -43,7 +44,7 @@ SECTION_RE = re.compile(r'^Contents of the (\.eh_frame|\.debug_frame) section')
 PLT_RE = re.compile(r'^DW_OP_breg7 \(rsp\): 8; DW_OP_breg16 \(rip\): 0; DW_OP_lit15; '
                     r'DW_OP_and; DW_OP_lit(\d+); DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus$')
 DEREF_RE = re.compile(r'^DW_OP_breg([67]) \((rbp|rsp)\): (-?\d+); DW_OP_deref$')
-BREG7_RE = re.compile(r'^DW_OP_breg7 \(rsp\): (-?\d+)$')
+BREG_RE = re.compile(r'^DW_OP_breg([67]) \((rbp|rsp)\): (-?\d+)$')
 REG_RE = re.compile(r'^r\d+$')
 
 
@@ -115,54 +116,51 @@ def parse_interp(text):
 
 
 def parse_raw(text):
-    """readelf -wf -> {section: {entry offset: [(loc, snapshot)]}} where a snapshot holds
-    the expression texts in force for the CFA, rbp and ra (None when not an expression)."""
-    sections = {}
-    cur = None
-    cies = {}
+    """readelf -wf -> {section: {FDE offset: ([(loc, snapshot)], ra column)}} where a
+    snapshot holds the expression texts in force for the CFA, rbp and ra (None when the
+    rule is not an expression)."""
+    orders = {}
+    order = None
     entry_ops = None
-    order = []
     for line in text.splitlines():
         m = SECTION_RE.match(line)
         if m:
-            cur = sections.setdefault(m.group(1), {})
-            cies = {}
-            order = []
+            order = orders.setdefault(m.group(1), [])
+            entry_ops = None
             continue
-        if cur is None:
+        if order is None:
             continue
         m = ENTRY_RE.match(line)
         if m:
             entry_ops = []
-            off = int(m.group(1), 16)
-            kind = m.group(2)
-            cie = None
-            lo = 0
-            if kind == 'FDE':
+            cie, lo = None, 0
+            if m.group(2) == 'FDE':
                 f = FDE_RE.search(m.group(3))
                 if f and f.group(1).strip() != 'invalid':
-                    cie = int(f.group(1).strip(), 16)
-                    lo = int(f.group(2), 16)
-            order.append((off, kind, cie, lo, entry_ops))
+                    cie, lo = int(f.group(1).strip(), 16), int(f.group(2), 16)
+            order.append([int(m.group(1), 16), m.group(2), cie, lo, entry_ops, 16])
             continue
         s = line.strip()
-        if entry_ops is not None and s.startswith('DW_CFA_'):
+        if entry_ops is None:
+            continue
+        if s.startswith('DW_CFA_'):
             entry_ops.append(s)
-        elif entry_ops is not None and s.startswith('Return address column'):
-            ra = int(s.split(':')[1])
-            order[-1] = order[-1] + (ra,)
-    for item in order:
-        off, kind, cie, lo, ops = item[:5]
-        if kind == 'CIE':
-            ra = item[5] if len(item) > 5 else 16
-            state = {'cfa': None, 6: None, ra: None}
-            replay(ops, state, None, ra, 0)
-            cies[off] = (state, ra)
-        else:
-            base, ra = cies.get(cie, ({'cfa': None, 6: None, 16: None}, 16))
-            snaps = []
-            replay(ops, dict(base), snaps, ra, lo, base)
-            cur[off] = (snaps, ra)
+        elif s.startswith('Return address column'):
+            order[-1][5] = int(s.split(':')[1])
+    sections = {}
+    for name, order in orders.items():
+        cur = sections[name] = {}
+        cies = {}
+        for off, kind, cie, lo, ops, ra in order:
+            if kind == 'CIE':
+                state = {'cfa': None, 6: None, ra: None}
+                replay(ops, state, None, ra, 0)
+                cies[off] = (state, ra)
+            else:
+                base, ra = cies.get(cie, ({'cfa': None, 6: None, 16: None}, 16))
+                snaps = []
+                replay(ops, dict(base), snaps, ra, lo, base)
+                cur[off] = (snaps, ra)
     return sections
 
 
@@ -259,8 +257,10 @@ def expect_reg(v, is_ra, snap, reg):
         return {'?val-offset'} if is_ra else {'v%+d' % int(v[1:])}
     if v == 'exp':
         x = snap.get(reg)
-        m = BREG7_RE.match(x) if x else None
-        return {'exp:rsp%+d' % int(m.group(1))} if m else {'?expression'}
+        m = BREG_RE.match(x) if x else None
+        if m and (m.group(2) == 'rsp' or not is_ra):
+            return {'exp:%s%+d' % (m.group(2), int(m.group(3)))}
+        return {'?expression'}
     if v == 'vexp':
         return {'?val-expression'}
     return {'?register'}

@@ -55,6 +55,7 @@ enum cfi_reg_how {
 	CFI_REG_VAL_OFFSET,       /* value is CFA + arg */
 	CFI_REG_REGISTER,         /* value is in register arg */
 	CFI_REG_EXPR_AT_SP,       /* DW_CFA_expression (DW_OP_breg7 arg): saved at rsp + arg */
+	CFI_REG_EXPR_AT_BP,       /* DW_CFA_expression (DW_OP_breg6 arg): saved at rbp + arg */
 	CFI_REG_EXPRESSION,
 	CFI_REG_VAL_EXPRESSION,
 };

@@ -733,6 +733,8 @@ static int run_program(const struct cfi_section *sec, const struct cfi_cie *cie,
 				return TRUNC();
 			if (match_breg(x, u, DW_OP_breg7, false, &s))
 				set_rule(st, cie, reg, CFI_REG_EXPR_AT_SP, s);
+			else if (match_breg(x, u, DW_OP_breg6, false, &s))
+				set_rule(st, cie, reg, CFI_REG_EXPR_AT_BP, s);
 			else
 				set_rule(st, cie, reg, CFI_REG_EXPRESSION, 0);
 			continue;
@@ -813,6 +815,13 @@ static void map_reg(const struct cfi_reg_rule *r, bool is_ra, int *kind, int64_t
 	case CFI_REG_EXPR_AT_SP:
 		*kind = is_ra ? UNWIND_RA_AT_SP : UNWIND_RBP_AT_SP;
 		return;
+	case CFI_REG_EXPR_AT_BP:
+		if (!is_ra) {
+			*kind = UNWIND_RBP_AT_BP;
+			return;
+		}
+		*reason = UNWIND_REASON_EXPRESSION;
+		break;
 	case CFI_REG_REGISTER:
 		*reason = UNWIND_REASON_REGISTER;
 		break;

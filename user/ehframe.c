@@ -212,7 +212,9 @@ static int cie_index(struct collect *co, uint8_t si, uint64_t off, uint32_t *out
 	return 0;
 }
 
-static int collect_section(struct collect *co, uint8_t si)
+/* Collects the section's FDEs; *used is how far the entries went (for .eh_frame found
+ * through .eh_frame_hdr, up to the zero terminator rather than the segment's end). */
+static int collect_section(struct collect *co, uint8_t si, uint64_t *used)
 {
 	const struct cfi_section *sec = &co->elf->sec[si];
 	uint64_t off = 0, next, cie_off, body, body_end;
@@ -226,8 +228,10 @@ static int collect_section(struct collect *co, uint8_t si)
 		err = cfi_next_entry(sec, &next, &kind, &cie_off, &body, &body_end, co->e);
 		if (err)
 			return err;
-		if (kind == CFI_ENTRY_ZERO && sec->stop_at_zero)
+		if (kind == CFI_ENTRY_ZERO && sec->stop_at_zero) {
+			*used = next;
 			return 0;
+		}
 		if (kind == CFI_ENTRY_CIE) {
 			err = cie_index(co, si, off, &ci);
 			if (err)
@@ -251,6 +255,7 @@ static int collect_section(struct collect *co, uint8_t si)
 		}
 		off = next;
 	}
+	*used = off;
 	return 0;
 }
 
@@ -287,10 +292,12 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 	int err;
 
 	for (int i = 0; i < elf->nr_sec; i++) {
-		t->stats.cfi_bytes += elf->sec[i].size;
-		err = collect_section(&co, (uint8_t)i);
+		uint64_t used = 0;
+
+		err = collect_section(&co, (uint8_t)i, &used);
 		if (err)
 			goto cleanup;
+		t->stats.cfi_bytes += used;
 	}
 	sort_fdes(&co);
 	/* rows are bounded by program bytes plus a first row and an end marker per FDE;
@@ -530,6 +537,7 @@ const char *unwind_rbp_kind__name(enum unwind_rbp_kind kind)
 		[UNWIND_RBP_AT_CFA] = "at-cfa",
 		[UNWIND_RBP_VAL_CFA] = "val-cfa",
 		[UNWIND_RBP_AT_SP] = "at-sp",
+		[UNWIND_RBP_AT_BP] = "at-bp",
 		[UNWIND_RBP_UNSUPPORTED] = "unsupported",
 	};
 	return NAME_OF(names, kind);

@@ -67,6 +67,9 @@ static void fmt_rbp(char *buf, size_t len, const struct unwind_rules *r)
 	case UNWIND_RBP_AT_SP:
 		snprintf(buf, len, "exp:rsp%+lld", off);
 		break;
+	case UNWIND_RBP_AT_BP:
+		snprintf(buf, len, "exp:rbp%+lld", off);
+		break;
 	default:
 		snprintf(buf, len, "?%s", unwind_reason__name(r->rbp_reason));
 		break;
