@@ -490,6 +490,29 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	return profile__add(s->profile, comm, session__truncated_root(reason), frames, n);
 }
 
+int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
+			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	struct walk_ctx w = { .s = s };
+	const struct unwind_regs regs = {
+		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
+	};
+	struct stack_copy copy;
+
+	if (!sample_is_well_formed(sample, size) || sample->nr_user == 0 || sample->stack_len == 0)
+		return -EINVAL;
+	w.proc = find_process(s, sample);
+	if (!w.proc)
+		return -ENOMEM;
+	copy = (struct stack_copy){
+		.bytes = sample->data + (size_t)(sample->nr_user + sample->nr_kernel) * 8,
+		.base = sample->user_sp,
+		.len = sample->stack_len,
+	};
+	unwind__walk(&regs, &copy, find_table, &w, frames, max, result);
+	return 0;
+}
+
 struct profile *session__profile(struct session *s)
 {
 	return s->profile;

@@ -54,6 +54,12 @@ void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ct
 void session__set_replay(struct session *s);
 int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len);
 struct module_registry *session__modules(struct session *s);
+/* The DWARF walk alone over one sample's copy, through the session's mappings and tables
+ * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,
+ * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without
+ * a stack copy, or -ENOMEM. */
+int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
+			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 struct profile *session__profile(struct session *s);
 const struct session_stats *session__stats(const struct session *s);
 void session__free(struct session *s);
