@@ -202,6 +202,8 @@ static int by_eh_frame_hdr(const uint8_t *img, size_t size, const Elf64_Ehdr *eh
 	uint64_t ptr, off, len;
 	bool found = false;
 
+	if (eh->e_phnum == 0)
+		return 0;
 	if (eh->e_phentsize != sizeof(ph) || !in_image(size, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(ph)))
 		return cfi_fail(e, NULL, 0, "program headers run past the end of the file");
 	for (uint64_t i = 0; i < eh->e_phnum && !found; i++) {
