@@ -513,6 +513,39 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 	return 0;
 }
 
+/* A process looked up outside of samples (hprof stack): its maps read on first use. */
+static struct process *live_process(struct session *s, uint32_t pid)
+{
+	bool created;
+	struct process *proc = get_process(s, pid, &created);
+
+	if (proc && created)
+		refresh_maps(s, proc);
+	return proc;
+}
+
+int session__walk_process(struct session *s, uint32_t pid, const struct unwind_regs *regs,
+			  const struct stack_copy *copy, struct unwind_frame *frames, uint32_t max,
+			  struct unwind_result *result)
+{
+	struct walk_ctx w = { .s = s, .proc = live_process(s, pid) };
+
+	if (!w.proc)
+		return -ENOMEM;
+	unwind__walk(regs, copy, find_table, &w, frames, max, result);
+	return 0;
+}
+
+int session__resolve_frame(struct session *s, uint32_t pid, uint64_t addr, bool caller,
+			   struct frame *f)
+{
+	struct process *proc = live_process(s, pid);
+
+	if (!proc)
+		return -ENOMEM;
+	return resolve_user_frame(s, proc, addr, caller, f) ? 0 : -ENOENT;
+}
+
 struct profile *session__profile(struct session *s)
 {
 	return s->profile;

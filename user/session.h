@@ -60,6 +60,17 @@ struct module_registry *session__modules(struct session *s);
  * a stack copy, or -ENOMEM. */
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
 			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
+/* A live process's stack outside of samples (hprof stack): the DWARF walk from regs over
+ * copy through pid's mappings (read from /proc, or session__load_maps, on first use).
+ * Returns 0 or -ENOMEM. */
+int session__walk_process(struct session *s, uint32_t pid, const struct unwind_regs *regs,
+			  const struct stack_copy *copy, struct unwind_frame *frames, uint32_t max,
+			  struct unwind_result *result);
+/* The frame for a user address of pid (caller: a return address), for naming with
+ * profile__frame_name(session__profile(s), f). Returns 0, -ENOENT when no mapping holds
+ * it (f is then an [unmapped] frame), or -ENOMEM. */
+int session__resolve_frame(struct session *s, uint32_t pid, uint64_t addr, bool caller,
+			   struct frame *f);
 struct profile *session__profile(struct session *s);
 const struct session_stats *session__stats(const struct session *s);
 void session__free(struct session *s);
