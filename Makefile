@@ -18,7 +18,7 @@ endif
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
 CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
-LDLIBS     += -lbpf -lelf -lz
+LDLIBS     += -lbpf -lelf -lz -lstdc++
 UNWIND_LIBS := -lunwind-generic -lunwind
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -MMD -MP \
@@ -47,7 +47,7 @@ WL_NOFP_C  := $(wildcard tests/workloads/nofp_*.c)
 WL_NOFP_CC := $(wildcard tests/workloads/nofp_*.cc)
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C)) \
               $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC))
-WL_CFLAGS  := -g -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
+WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
 
 .PHONY: all deps test test-full run bench clean
 .DELETE_ON_ERROR:
@@ -91,17 +91,17 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
 
 # clang: gcc 12 drops the frame of leaf functions despite -mno-omit-leaf-frame-pointer.
-$(BUILD)/workloads/fp_%: tests/workloads/fp_%.c | $(DEPS_STAMP)
+$(BUILD)/workloads/fp_%: tests/workloads/fp_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer $(WL_CFLAGS) $< -o $@
 
-$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c | $(DEPS_STAMP)
+$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
 
-$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc | $(DEPS_STAMP)
+$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CXX-WL,$@)
-	$(Q)mkdir -p $(@D) && g++ -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
+	$(Q)mkdir -p $(@D) && g++ -O2 -fomit-frame-pointer $(filter-out -Werror,$(WL_CFLAGS)) -Werror $< -o $@
 
 test: all
 	$(Q)bash tests/run.sh

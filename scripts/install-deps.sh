@@ -13,6 +13,7 @@ packages=(
 	python3                    # tests/cfi_compare.py (hprof table vs readelf); python3.11 for bench/b_cfi.sh
 	libllvm14                  # libLLVM-14.so.1, the largest CFI in bench/b_cfi.sh
 	gdb                        # `hprof stack` is checked against gdb's bt
+	libc6-dbg                  # symbols of libc's internal functions (msort_with_tmp, __restore_rt)
 	libxml2-utils              # xmllint: tests check flamegraph SVGs are well-formed XML
 	make gcc g++ pkg-config
 )

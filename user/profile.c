@@ -141,6 +141,22 @@ uint64_t profile__nr_samples(const struct profile *p)
 	return p->nr_samples;
 }
 
+/* From libstdc++ (the C++ ABI's demangler, the one perf and gdb agree with). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static char *symbol_name(const char *sym)
+{
+	int status = -1;
+	char *demangled = NULL;
+
+	if (sym[0] == '_' && sym[1] == 'Z')
+		demangled = __cxa_demangle(sym, NULL, NULL, &status);
+	if (demangled && status == 0)
+		return demangled;
+	free(demangled);
+	return strdup(sym);
+}
+
 static char *format_frame_name(struct profile *p, const struct frame *f)
 {
 	/* caller frames: look up ra-1, the call instruction, not the one after it */
@@ -165,8 +181,12 @@ static char *format_frame_name(struct profile *p, const struct frame *f)
 	mod = module_registry__by_id(p->modules, f->module);
 	if (mod)
 		sym = elf_symbols__lookup(mod->syms, pc, &off);
+	/* A return address right after a gap (the kernel's signal return path lands on
+	 * __restore_rt, whose CFI starts one byte early) names the function it points at. */
+	if (mod && !sym && pc != f->addr)
+		sym = elf_symbols__lookup(mod->syms, f->addr, &off);
 	if (sym)
-		return strdup(sym);
+		return symbol_name(sym);
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", f->addr) < 0 ? NULL
 										      : name;
 }

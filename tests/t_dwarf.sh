@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Hybrid unwinding on real processes built -O2 -fomit-frame-pointer: at least 99% of each
+# workload's samples must be complete and hold exactly the expected chain. The same
+# samples replayed with frame pointers only (hprof report --no-dwarf) must do far worse.
+source "$(dirname "$0")/lib.sh"
+require_bpf "dwarf"
+
+START='_start;__libc_start_main;__libc_start_call_main;main'
+KERNEL='(;[^;]*_\[k\])*'
+CLOCK='(;workload_now(;__clock_gettime(;__vdso_clock_gettime)?)?)?'
+
+# record NAME [hprof options] -- [workload args]: profiles build/workloads/NAME for 3 s,
+# keeping the raw samples for the FP-only replay.
+record() {
+	local name=$1; shift
+	local opts=()
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	"$HPROF" "${opts[@]}" --raw "$TMP/$name.raw" --folded "$TMP/$name.folded" \
+		-- "$WL/$name" 3 "$@" >/dev/null 2>"$TMP/$name.err" ||
+		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
+	"$HPROF" report --no-dwarf "$TMP/$name.raw" --folded "$TMP/$name.fp.folded" 2>/dev/null
+}
+
+# expect_chain NAME REGEX: >= 99% of NAME's samples match; the FP-only replay of the same
+# samples matches at most half as often.
+expect_chain() {
+	local name=$1 re=$2 share fp
+	share=$(share_matching "$TMP/$name.folded" "$name" "$re")
+	fp=$(share_matching "$TMP/$name.fp.folded" "$name" "$re")
+	echo "# $name: hybrid $share, frame pointers only $fp"
+	if at_least 99 "$share" && [ "${share#*/}" -ge 100 ]; then
+		ok "$name: >= 99% of samples complete with the exact chain ($share)"
+	else
+		fail "$name: exact chain in $share samples; the others:"
+		awk -v re="$re" '{ s = $0; sub(/ [0-9]+$/, "", s); if (s !~ re) print }' \
+			"$TMP/$name.folded" | sort -t' ' -k2 -rn | head -5 | cut -c1-600
+	fi
+	if ! at_least 50 "$fp"; then
+		ok "$name: frame pointers alone get it right far less often ($fp)"
+	else
+		fail "$name: frame pointers alone do as well ($fp): the test shows nothing"
+	fi
+}
+
+# 300 frames of ~48 bytes need ~15 KiB of stack below main; 32 KiB leaves room.
+# (mawk has no {300} intervals: spell the 300 frames out.)
+record nofp_recurse --stack-size 32768 -- 300 &&
+	expect_chain nofp_recurse "^nofp_recurse;$START$(printf ';recurse%.0s' $(seq 300));leaf$KERNEL\$"
+
+record nofp_qsort -- &&
+	expect_chain nofp_qsort "^nofp_qsort;$START;sort_many(;qsort_r(;msort_with_tmp\\.part\\.0)+(;compare_slowly|;__memcpy[a-z_]*)?)?$KERNEL\$"
+
+record nofp_signal -- &&
+	expect_chain nofp_signal "^nofp_signal;$START;wait_for_signals$CLOCK(;__restore_rt;on_alarm;busy_in_handler$CLOCK)?$KERNEL\$"
+in_handler=$(share_matching "$TMP/nofp_signal.folded" nofp_signal ';__restore_rt;on_alarm;busy_in_handler')
+check "nofp_signal: most samples run in the handler, through the signal frame ($in_handler)" at_least 80 "$in_handler"
+
+record nofp_threads -- &&
+	expect_chain nofp_threads "^nofp_threads;clone3;start_thread;thread_main;worker_[0-3](;stage_[0-3](;spin)?|$CLOCK)$KERNEL\$"
+for n in 0 1 2 3; do
+	# Each thread's own chain: worker_N calls stage_N only.
+	mixed=$(share_matching "$TMP/nofp_threads.folded" nofp_threads "worker_$n;stage_[^$n]")
+	mine=$(share_matching "$TMP/nofp_threads.folded" nofp_threads "thread_main;worker_$n;stage_$n;spin")
+	check "nofp_threads: thread $n has its own chain ($mine, crossed ${mixed%/*})" \
+		[ "${mine%/*}" -ge 20 -a "${mixed%/*}" -eq 0 ]
+done
+
+record nofp_cxx -- &&
+	expect_chain nofp_cxx "^nofp_cxx;$START(;run\\(Shape&, [^;]*\\)(;Square::work\\([^;]*\\)(;[^;]+)*|;throw_and_catch\\(\\)[^;]*(;[^;]+)*)|$CLOCK)$KERNEL\$"
+lambda=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx 'sort_points\(std::vector<Point, std::allocator<Point> >&\)::\{lambda\(Point const&, Point const&\)#1\}::operator\(\)')
+check "nofp_cxx: the std::sort lambda is reached ($lambda)" [ "${lambda%/*}" -gt 0 ]
+thrower=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx ';throw_and_catch\(\);thrower\(int\)[^;]*;__cxa_throw')
+check "nofp_cxx: samples inside a throw are unwound through it ($thrower)" [ "${thrower%/*}" -gt 0 ]
+
+# Truncated stacks sit under a root frame naming the reason, and the summary counts them.
+"$HPROF" --stack-size 1024 --folded "$TMP/short.folded" -- "$WL/nofp_recurse" 1 300 >/dev/null 2>"$TMP/short.err"
+short=$(share_matching "$TMP/short.folded" nofp_recurse '^nofp_recurse;\[truncated: copy too short\];')
+check "a 1 KiB copy truncates the deep stack under a named root ($short)" at_least 90 "$short"
+check "the summary gives the share of each method" grep -Eq "user stacks by method: fp [0-9.]+% dwarf [0-9.]+% dwarf\\+fp [0-9.]+% truncated [0-9.]+%" "$TMP/short.err"
+check "the summary counts truncation reasons" grep -q "\\[truncated: copy too short\\] [0-9]" "$TMP/short.err"
+
+# Raw captures: private, and a report replays exactly what the recording wrote.
+check "raw capture is mode 0600" [ "$(stat -c %a "$TMP/nofp_qsort.raw")" = 600 ]
+"$HPROF" report "$TMP/nofp_qsort.raw" --folded "$TMP/replay.folded" 2>/dev/null
+check "hprof report reproduces the recording's folded stacks" cmp -s "$TMP/nofp_qsort.folded" "$TMP/replay.folded"
