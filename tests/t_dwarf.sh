@@ -73,6 +73,14 @@ check "nofp_cxx: the std::sort lambda is reached ($lambda)" [ "${lambda%/*}" -gt
 thrower=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx ';throw_and_catch\(\);thrower\(int\)[^;]*;__cxa_throw')
 check "nofp_cxx: samples inside a throw are unwound through it ($thrower)" [ "${thrower%/*}" -gt 0 ]
 
+# Stitching: a 1 KiB copy holds ~60 of fp_deep's 200 frames; the walk must go on along the
+# FP chain (whose best is libc's __libc_start_call_main: libc keeps no frame pointers).
+# Frame pointers alone skip copy_block, the caller of the rbp-preserving memset/memcpy.
+record fp_deep --stack-size 1024 -- 200 &&
+	expect_chain fp_deep "^fp_deep;__libc_start_call_main;main$(printf ';deep%.0s' $(seq 200));copy_block(;__mem[a-z_]*)?$KERNEL\$"
+check "fp_deep: the summary reports the stitched stacks as dwarf+fp" \
+	grep -Eq "dwarf\+fp (99|100)\.[0-9]%" "$TMP/fp_deep.err"
+
 # Truncated stacks sit under a root frame naming the reason, and the summary counts them.
 "$HPROF" --stack-size 1024 --folded "$TMP/short.folded" -- "$WL/nofp_recurse" 1 300 >/dev/null 2>"$TMP/short.err"
 short=$(share_matching "$TMP/short.folded" nofp_recurse '^nofp_recurse;\[truncated: copy too short\];')

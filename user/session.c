@@ -397,6 +397,7 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 	};
 	struct unwind_result result;
 	uint32_t n = 0, join;
+	const char *name;
 	bool all_mapped;
 
 	unwind__walk(&regs, &copy, find_table, w, s->walked, UNWIND_MAX_FRAMES, &result);
@@ -410,7 +411,9 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 	if (join == 0 || join >= sample->nr_user)
 		return n;
 	n += add_fp_frames(s, w->proc, sample, join, out + n, &all_mapped);
-	if (all_mapped && fp_chain_is_complete(s, sample, &out[n - 1], true))
+	/* The FP tail can at best reach libc's start-up code (see is_libc_start_function). */
+	name = all_mapped ? profile__frame_name(s->profile, &out[n - 1]) : NULL;
+	if (name && (is_entry_function(name) || is_libc_start_function(name)))
 		*method = METHOD_DWARF_FP;
 	return n;
 }
