@@ -90,6 +90,17 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
 
+# Tools for tests and benchmarks: tests/tools/walkers.c drives hprof's walk and libunwind
+# (remotely, as perf does) over the samples of a capture.
+TOOLS      := $(BUILD)/tools/xcheck
+all: $(TOOLS)
+
+$(BUILD)/tools/xcheck: $(BUILD)/obj/tests/tools/xcheck.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+$(BUILD)/bench/bench_unwind: $(BUILD)/obj/tests/tools/walkers.o
+
 # clang: gcc 12 drops the frame of leaf functions despite -mno-omit-leaf-frame-pointer.
 $(BUILD)/workloads/fp_%: tests/workloads/fp_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
