@@ -77,3 +77,7 @@ nd=$(bytes_per_sample "$TMP/nd.err") full=$(bytes_per_sample "$TMP/cmd.err")
 echo "# bytes per sample: --no-dwarf $nd, default $full"
 less_than() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" -lt "$2" ]; }
 check "no-dwarf: fewer bytes per sample ($nd < $full)" less_than "$nd" "$full"
+
+# A device as output is written to, never replaced (hprof runs as root).
+"$HPROF" --time 300 --folded /dev/null --svg /dev/null 2>/dev/null
+check "outputs to /dev/null leave it a character device" [ -c /dev/null ]

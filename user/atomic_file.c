@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,22 @@
 struct atomic_file {
 	FILE *stream;
 	char *path;
-	char *tmp_path;
+	char *tmp_path; /* NULL when writing straight to a device or pipe */
 };
+
+/* /dev/null, /dev/stdout or a FIFO: nothing to replace, write to it directly. */
+static bool is_special_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+static int open_special(const char *path, struct atomic_file *f)
+{
+	f->stream = fopen(path, "we");
+	return f->stream ? 0 : -errno;
+}
 
 int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out)
 {
@@ -24,6 +39,13 @@ int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out)
 	if (!f)
 		return -ENOMEM;
 	f->path = strdup(path);
+	if (f->path && is_special_file(path)) {
+		err = open_special(path, f);
+		if (err)
+			goto cleanup;
+		*out = f;
+		return 0;
+	}
 	if (!f->path || asprintf(&f->tmp_path, "%s.tmp.XXXXXX", path) < 0) {
 		f->tmp_path = NULL;
 		err = -ENOMEM;
@@ -58,14 +80,15 @@ int atomic_file__commit(struct atomic_file *f)
 {
 	int err = 0;
 
-	if (fflush(f->stream) != 0 || ferror(f->stream) || fsync(fileno(f->stream)) < 0)
+	if (fflush(f->stream) != 0 || ferror(f->stream) ||
+	    (f->tmp_path && fsync(fileno(f->stream)) < 0))
 		err = errno ? -errno : -EIO;
 	if (fclose(f->stream) != 0 && !err)
 		err = -errno;
 	f->stream = NULL;
-	if (!err && rename(f->tmp_path, f->path) < 0)
+	if (!err && f->tmp_path && rename(f->tmp_path, f->path) < 0)
 		err = -errno;
-	if (err)
+	if (err && f->tmp_path)
 		unlink(f->tmp_path);
 	free(f->tmp_path);
 	free(f->path);
@@ -79,7 +102,8 @@ void atomic_file__abort(struct atomic_file *f)
 		return;
 	if (f->stream)
 		fclose(f->stream);
-	unlink(f->tmp_path);
+	if (f->tmp_path)
+		unlink(f->tmp_path);
 	free(f->tmp_path);
 	free(f->path);
 	free(f);

@@ -21,6 +21,8 @@ struct recorded_build_id {
 struct report {
 	struct output_opts out;
 	bool no_dwarf;
+	uint32_t stack_limit; /* --stack-size: replay as if copies had been this short; 0 = as recorded */
+	uint8_t *scratch;     /* a sample's copy when stack_limit shortens it */
 	const char *capture_path;
 	struct capture_info info;
 	struct recorded_build_id *build_ids;
@@ -30,8 +32,10 @@ struct report {
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: hprof report CAPTURE [--svg FILE] [--folded FILE] [--no-dwarf]\n"
+		     "                    [--stack-size BYTES]\n"
 		     "Unwinds and renders the samples hprof --raw saved. With no output named,\n"
-		     "folded stacks go to stdout. --no-dwarf replays frame pointers only.\n");
+		     "folded stacks go to stdout. --no-dwarf replays frame pointers only;\n"
+		     "--stack-size replays as if each stack copy had been at most BYTES long.\n");
 }
 
 /* Returns 0, 1 for --help, or -EINVAL. */
@@ -41,6 +45,7 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		{ "svg", required_argument, NULL, 's' },
 		{ "folded", required_argument, NULL, 'f' },
 		{ "no-dwarf", no_argument, NULL, 'n' },
+		{ "stack-size", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -59,6 +64,18 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		case 'n':
 			rep->no_dwarf = true;
 			break;
+		case 'S': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v == 0 || v > HPROF_MAX_STACK_COPY) {
+				fprintf(stderr, "hprof: report: --stack-size takes 1 to %d bytes, got '%s'\n",
+					HPROF_MAX_STACK_COPY, optarg);
+				return -EINVAL;
+			}
+			rep->stack_limit = (uint32_t)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -117,6 +134,24 @@ static int add_build_id(struct report *rep, const uint8_t *payload, uint32_t len
 	return 0;
 }
 
+/* The stack bytes end the record, so a shorter copy is the same record cut short. */
+static int replay_sample(struct report *rep, struct session *s, const uint8_t *payload,
+			 uint32_t len)
+{
+	struct hprof_sample *sample;
+	uint32_t cut;
+
+	memcpy(rep->scratch, payload, len);
+	sample = (struct hprof_sample *)rep->scratch;
+	if (rep->stack_limit && sample->stack_len > rep->stack_limit &&
+	    len >= sample->stack_len) {
+		cut = sample->stack_len - rep->stack_limit;
+		sample->stack_len = rep->stack_limit;
+		len -= cut;
+	}
+	return session__handle_sample(s, sample, len);
+}
+
 /* Feeds every record to the session in file order: maps before the samples that need
  * them. Returns 0 or -errno with the reason in err. */
 static int replay(struct report *rep, struct capture_reader *reader, struct session *s, char *err,
@@ -139,7 +174,7 @@ static int replay(struct report *rep, struct capture_reader *reader, struct sess
 			ret = session__load_maps(s, pid, (const char *)payload + 8, len - 8);
 			break;
 		case CAPTURE_SAMPLE:
-			ret = session__handle_sample(s, (const struct hprof_sample *)payload, len);
+			ret = replay_sample(rep, s, payload, len);
 			break;
 		case CAPTURE_BUILD_ID:
 			ret = add_build_id(rep, payload, len);
@@ -188,6 +223,11 @@ int cmd_report(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	session__set_replay(s);
+	rep.scratch = malloc(CAPTURE_MAX_RECORD);
+	if (!rep.scratch) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	err = replay(&rep, reader, s, err_msg, sizeof(err_msg));
 	if (err)
 		goto cleanup;
@@ -202,5 +242,6 @@ cleanup:
 	session__free(s);
 	capture_reader__free(reader);
 	free(rep.build_ids);
+	free(rep.scratch);
 	return err ? 1 : 0;
 }

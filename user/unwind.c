@@ -69,21 +69,23 @@ static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct
 				  uint64_t cfa, const struct stack_copy *copy,
 				  struct unwind_regs *caller)
 {
+	uint64_t slot;
+
 	caller->bp = regs->bp;
 	caller->bp_valid = regs->bp_valid;
 	switch (rules->rbp) {
 	case UNWIND_RBP_UNCHANGED:
 		return UNWIND_END_COMPLETE;
 	case UNWIND_RBP_AT_CFA:
-		caller->bp_valid = true;
-		return stack_copy__read_u64(copy, cfa + rules->rbp_offset, &caller->bp)
-			       ? UNWIND_END_COMPLETE
-			       : UNWIND_END_COPY_SHORT;
 	case UNWIND_RBP_AT_SP:
+		slot = (rules->rbp == UNWIND_RBP_AT_CFA ? cfa : regs->sp) + rules->rbp_offset;
+		/* In an epilogue, after `pop %rbp`, compilers leave the rule pointing at the
+		 * popped slot, now below sp: the register already holds the caller's value. */
+		if (slot < regs->sp)
+			return UNWIND_END_COMPLETE;
 		caller->bp_valid = true;
-		return stack_copy__read_u64(copy, regs->sp + rules->rbp_offset, &caller->bp)
-			       ? UNWIND_END_COMPLETE
-			       : UNWIND_END_COPY_SHORT;
+		return stack_copy__read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
+								      : UNWIND_END_COPY_SHORT;
 	case UNWIND_RBP_VAL_CFA:
 		caller->bp = cfa + rules->rbp_offset;
 		caller->bp_valid = true;
