@@ -29,7 +29,8 @@ expect_chain() {
 	share=$(share_matching "$TMP/$name.folded" "$name" "$re")
 	fp=$(share_matching "$TMP/$name.fp.folded" "$name" "$re")
 	echo "# $name: hybrid $share, frame pointers only $fp"
-	if at_least 99 "$share" && [ "${share#*/}" -ge 100 ]; then
+	# 3 s at 99 Hz is ~300 samples; ask for a sixth of that, for a loaded machine.
+	if at_least 99 "$share" && [ "${share#*/}" -ge 50 ]; then
 		ok "$name: >= 99% of samples complete with the exact chain ($share)"
 	else
 		fail "$name: exact chain in $share samples; the others:"
