@@ -436,9 +436,8 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	fprintf(stderr, "hprof: lost samples: %" PRIu64 " (ring buffer full %" PRIu64
 			", no scratch buffer %" PRIu64 ", malformed %" PRIu64 ")\n",
 		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed);
-	fprintf(stderr, "hprof: lost frames: FP walk hit unreadable memory %" PRIu64
-			" times, %" PRIu64 " frames outside any mapping, %" PRIu64
-			" samples whose process maps were gone\n",
+	fprintf(stderr, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
+			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
 	fprintf(stderr, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
 	if (no_dwarf)

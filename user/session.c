@@ -373,10 +373,8 @@ static uint32_t add_fp_frames(struct session *s, struct process *proc,
 
 	*all_mapped = true;
 	for (uint32_t i = from; i < sample->nr_user; i++) {
-		if (!resolve_user_frame(s, proc, record_u64(sample, i), i > 0, &out[n++])) {
+		if (!resolve_user_frame(s, proc, record_u64(sample, i), i > 0, &out[n++]))
 			*all_mapped = false;
-			s->stats.frames_unmapped++;
-		}
 	}
 	return n;
 }
@@ -459,7 +457,7 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	enum stack_method method;
 	unsigned reason = 0;
 	struct process *proc;
-	uint32_t n = 0;
+	uint32_t n = 0, user;
 	char comm[HPROF_COMM_LEN + 1] = { 0 };
 
 	s->stats.samples++;
@@ -485,7 +483,10 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return -ENOMEM;
 	if (!proc->maps)
 		s->stats.no_maps++;
-	n += user_stack(s, proc, sample, frames + n, &method, &reason);
+	user = user_stack(s, proc, sample, frames + n, &method, &reason);
+	for (uint32_t i = n; i < n + user; i++)
+		s->stats.frames_unmapped += frames[i].module == MODULE_UNMAPPED;
+	n += user;
 	s->stats.methods[method]++;
 	if (method != METHOD_TRUNCATED)
 		return profile__add(s->profile, comm, NULL, frames, n);
