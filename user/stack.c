@@ -1,12 +1,551 @@
-/* `hprof stack PID`: every thread's stack of a running process (ptrace). */
+/* `hprof stack PID`: every thread's stack of a running process, the way `eu-stack -p` or
+ * gdb's `thread apply all bt` print it, but unwound with hprof's own DWARF walk. The
+ * threads are stopped with ptrace only while their registers, stacks and mappings are
+ * copied; unwinding and symbolizing happen after they run on. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "modules.h"
+#include "procmaps.h"
+#include "profile.h"
+#include "session.h"
+#include "unwind.h"
+
+/* Stack bytes copied per thread, from sp up to the end of its mapping: the default
+ * RLIMIT_STACK and pthread stack size, so a deeper stack ends "copy too short". */
+#define STACK_COPY_MAX (8u << 20)
+#define STACK_COPY_CHUNK (256u << 10)
+
+struct thread {
+	pid_t tid;
+	bool stopped;    /* in a ptrace-stop: must be detached */
+	int pending_sig; /* signal its stop intercepted, delivered again at detach */
+	char comm[32];
+	struct unwind_regs regs;
+	uint8_t *stack;  /* copy of [regs.sp, regs.sp + stack_len) */
+	uint64_t stack_len;
+};
+
+struct range {
+	uint64_t start, end;
+};
+
+struct stack_cmd {
+	pid_t pid;
+	struct thread *threads; /* the first nr_sorted sorted by thread_cmp, then this scan's */
+	size_t nr_threads, nr_sorted, cap_threads;
+	char *maps_text;
+	size_t maps_len;
+	struct range *ranges; /* every mapping, executable or not, ascending as the kernel lists them */
+	size_t nr_ranges;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: hprof stack PID\n"
+		     "Prints every thread's stack of process PID, a frame per line, unwound with\n"
+		     "DWARF CFI (no frame pointers needed). The process is stopped with ptrace only\n"
+		     "while its registers and stacks are copied; a stopped process stays stopped.\n");
+}
+
+/* Returns 0, 1 for --help, or -EINVAL. */
+static int parse_args(int argc, char **argv, struct stack_cmd *cmd)
+{
+	static const struct option long_opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	long pid;
+	int opt;
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		fprintf(stderr, "hprof: stack: unknown option: '%s' (see hprof stack --help)\n",
+			argv[optind - 1]);
+		return -EINVAL;
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "hprof: stack: expected one PID (see hprof stack --help)\n");
+		return -EINVAL;
+	}
+	errno = 0;
+	pid = strtol(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "hprof: stack: not a process id: '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	cmd->pid = (pid_t)pid;
+	return 0;
+}
+
+/* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'T', 'Z', ...). Returns 0 or
+ * -errno. */
+static int task_state(pid_t pid, pid_t tid, char *state)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: the state follows the last ')'. */
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return -EIO;
+	*state = paren[2];
+	return 0;
+}
+
+static void read_comm(pid_t pid, pid_t tid, char *comm, size_t size)
+{
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, comm, size - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		snprintf(comm, size, "?");
+		return;
+	}
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+/* The process's own thread first, then by thread id. */
+static int thread_cmp_tid(pid_t pid, pid_t a, pid_t b)
+{
+	if (a == b)
+		return 0;
+	if (a == pid || b == pid)
+		return a == pid ? -1 : 1;
+	return a < b ? -1 : 1;
+}
+
+static int thread_cmp(const void *a, const void *b, void *pid)
+{
+	return thread_cmp_tid(*(const pid_t *)pid, ((const struct thread *)a)->tid,
+			      ((const struct thread *)b)->tid);
+}
+
+/* Whether an earlier scan found tid (a scan lists each thread once). */
+static bool has_thread(const struct stack_cmd *cmd, pid_t tid)
+{
+	size_t lo = 0, hi = cmd->nr_sorted;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = thread_cmp_tid(cmd->pid, cmd->threads[mid].tid, tid);
+
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static struct thread *add_thread(struct stack_cmd *cmd, pid_t tid)
+{
+	if (cmd->nr_threads == cmd->cap_threads) {
+		size_t cap = cmd->cap_threads ? cmd->cap_threads * 2 : 16;
+		struct thread *bigger = realloc(cmd->threads, cap * sizeof(*bigger));
+
+		if (!bigger)
+			return NULL;
+		cmd->threads = bigger;
+		cmd->cap_threads = cap;
+	}
+	cmd->threads[cmd->nr_threads] = (struct thread){ .tid = tid };
+	return &cmd->threads[cmd->nr_threads++];
+}
+
+/* Waits for a seized and interrupted thread to stop. Returns 0, or -ESRCH when it exited
+ * first. */
+static int wait_stopped(struct thread *t)
+{
+	int status;
+
+	for (;;) {
+		if (waitpid(t->tid, &status, __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECHILD ? -ESRCH : -errno;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		if (!WIFSTOPPED(status))
+			continue;
+		/* PTRACE_EVENT_STOP: the interrupt, or a group-stop already in effect. Without
+		 * an event it is a signal the thread was about to take: hand it back. */
+		if (status >> 16 == 0)
+			t->pending_sig = WSTOPSIG(status);
+		t->stopped = true;
+		return 0;
+	}
+}
+
+/* Seizes and stops one thread. A thread that exits (or is already a zombie) on the way
+ * is left out. Returns 0, -ESRCH when it is gone, or -errno. */
+static int stop_thread(struct stack_cmd *cmd, struct thread *t)
+{
+	char state = 0;
+	int err;
+
+	/* PTRACE_SEIZE, unlike PTRACE_ATTACH, sends no SIGSTOP, and its detach puts a
+	 * thread of a stopped process back into the group-stop. */
+	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0) {
+		err = -errno;
+		if (err == -EPERM && task_state(cmd->pid, t->tid, &state) == 0 &&
+		    (state == 'Z' || state == 'X'))
+			return -ESRCH;
+		return err;
+	}
+	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) {
+		err = -errno;
+		ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+		return err;
+	}
+	return wait_stopped(t);
+}
+
+/* Stops every thread of the process. Threads created meanwhile show up in the next scan
+ * of /proc/PID/task; once every listed thread is stopped, none can be created. Returns 0
+ * or -errno with a message printed. */
+static int stop_all(struct stack_cmd *cmd)
+{
+	char path[64];
+	bool added;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", cmd->pid);
+	do {
+		struct dirent *ent;
+		DIR *dir = opendir(path);
+
+		if (!dir) {
+			err = -errno;
+			if (err == -ENOENT)
+				fprintf(stderr, "hprof: stack: no process %d\n", cmd->pid);
+			else
+				fprintf(stderr, "hprof: stack: %s: %s\n", path, strerror(-err));
+			return err;
+		}
+		added = false;
+		while ((ent = readdir(dir))) {
+			pid_t tid = (pid_t)atoi(ent->d_name);
+			struct thread *t;
+
+			if (tid <= 0 || has_thread(cmd, tid))
+				continue;
+			t = add_thread(cmd, tid);
+			if (!t) {
+				closedir(dir);
+				fprintf(stderr, "hprof: stack: out of memory\n");
+				return -ENOMEM;
+			}
+			added = true;
+			err = stop_thread(cmd, t);
+			if (err && err != -ESRCH) {
+				closedir(dir);
+				fprintf(stderr, "hprof: stack: cannot trace %d: %s\n", tid,
+					strerror(-err));
+				return err;
+			}
+		}
+		closedir(dir);
+		qsort_r(cmd->threads, cmd->nr_threads, sizeof(*cmd->threads), thread_cmp, &cmd->pid);
+		cmd->nr_sorted = cmd->nr_threads;
+	} while (added);
+	return 0;
+}
+
+static struct thread *first_stopped(struct stack_cmd *cmd)
+{
+	for (size_t i = 0; i < cmd->nr_threads; i++) {
+		if (cmd->threads[i].stopped)
+			return &cmd->threads[i];
+	}
+	return NULL;
+}
+
+static void detach_all(struct stack_cmd *cmd)
+{
+	for (size_t i = 0; i < cmd->nr_threads; i++) {
+		struct thread *t = &cmd->threads[i];
+
+		if (t->stopped)
+			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->pending_sig);
+		t->stopped = false;
+	}
+}
+
+/* The address ranges of every mapping in the text of /proc/PID/maps (procmaps keeps
+ * only executable ones; stacks are not). Returns 0 or -ENOMEM. */
+static int read_ranges(struct stack_cmd *cmd)
+{
+	size_t cap = 0;
+
+	cmd->nr_ranges = 0;
+	for (const char *line = cmd->maps_text; line && *line;) {
+		unsigned long long start, end;
+
+		if (sscanf(line, "%llx-%llx", &start, &end) == 2) {
+			if (cmd->nr_ranges == cap) {
+				struct range *bigger;
+
+				cap = cap ? cap * 2 : 64;
+				bigger = realloc(cmd->ranges, cap * sizeof(*bigger));
+				if (!bigger)
+					return -ENOMEM;
+				cmd->ranges = bigger;
+			}
+			cmd->ranges[cmd->nr_ranges++] = (struct range){ start, end };
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return 0;
+}
+
+/* The end of the mapping holding addr, or 0. */
+static uint64_t mapping_end(const struct stack_cmd *cmd, uint64_t addr)
+{
+	size_t lo = 0, hi = cmd->nr_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < cmd->ranges[mid].start)
+			hi = mid;
+		else if (addr >= cmd->ranges[mid].end)
+			lo = mid + 1;
+		else
+			return cmd->ranges[mid].end;
+	}
+	return 0;
+}
+
+/* Copies the thread's stack from sp to the end of its mapping, at most STACK_COPY_MAX
+ * bytes; a short read keeps what was read. Returns 0 or -ENOMEM. */
+static int copy_stack(struct stack_cmd *cmd, struct thread *t)
+{
+	uint64_t end = mapping_end(cmd, t->regs.sp);
+	uint64_t want = end > t->regs.sp ? end - t->regs.sp : 0;
+
+	if (want > STACK_COPY_MAX)
+		want = STACK_COPY_MAX;
+	t->stack = malloc(want ? want : 1);
+	if (!t->stack)
+		return -ENOMEM;
+	while (t->stack_len < want) {
+		uint64_t chunk = want - t->stack_len;
+		struct iovec local, remote;
+		ssize_t n;
+
+		if (chunk > STACK_COPY_CHUNK)
+			chunk = STACK_COPY_CHUNK;
+		local = (struct iovec){ t->stack + t->stack_len, chunk };
+		remote = (struct iovec){ (void *)(uintptr_t)(t->regs.sp + t->stack_len), chunk };
+		n = process_vm_readv(t->tid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			break;
+		t->stack_len += (uint64_t)n;
+		if ((uint64_t)n < chunk)
+			break;
+	}
+	return 0;
+}
+
+/* Registers and stack of every stopped thread; a thread whose registers cannot be read
+ * (killed meanwhile) is left out. Returns 0 or -ENOMEM. */
+static int copy_threads(struct stack_cmd *cmd)
+{
+	for (size_t i = 0; i < cmd->nr_threads; i++) {
+		struct thread *t = &cmd->threads[i];
+		struct user_regs_struct regs;
+		int err;
+
+		if (!t->stopped)
+			continue;
+		if (ptrace(PTRACE_GETREGS, t->tid, NULL, &regs) < 0) {
+			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->pending_sig);
+			t->stopped = false;
+			continue;
+		}
+		t->regs = (struct unwind_regs){
+			.ip = regs.rip, .sp = regs.rsp, .bp = regs.rbp, .bp_valid = true,
+		};
+		read_comm(cmd->pid, t->tid, t->comm, sizeof(t->comm));
+		err = copy_stack(cmd, t);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void print_thread(struct session *s, pid_t pid, const struct thread *t,
+			 struct unwind_frame *walked, FILE *out)
+{
+	const struct stack_copy copy = { .bytes = t->stack, .base = t->regs.sp, .len = t->stack_len };
+	struct module_registry *modules = session__modules(s);
+	struct unwind_result result;
+
+	fprintf(out, "Thread %d (%s):\n", t->tid, t->comm);
+	if (session__walk_process(s, (uint32_t)pid, &t->regs, &copy, walked, UNWIND_MAX_FRAMES,
+				  &result) != 0) {
+		fprintf(out, "    [out of memory]\n");
+		return;
+	}
+	for (uint32_t i = 0; i < result.nr_frames; i++) {
+		const struct module *mod = NULL;
+		const char *name;
+		struct frame f;
+
+		session__resolve_frame(s, (uint32_t)pid, walked[i].pc, !walked[i].exact, &f);
+		name = profile__frame_name(session__profile(s), &f);
+		if (f.module >= MODULE_FIRST_FILE)
+			mod = module_registry__by_id(modules, f.module);
+		fprintf(out, "#%-3u 0x%016" PRIx64 " %s", i, walked[i].pc, name ? name : "?");
+		if (mod)
+			fprintf(out, " (%s)", mod->name);
+		fputc('\n', out);
+	}
+	if (result.end != UNWIND_END_COMPLETE)
+		fprintf(out, "    %s\n", session__truncated_root(result.end));
+}
+
+static void stack_cmd__free(struct stack_cmd *cmd)
+{
+	for (size_t i = 0; i < cmd->nr_threads; i++)
+		free(cmd->threads[i].stack);
+	free(cmd->threads);
+	free(cmd->maps_text);
+	free(cmd->ranges);
+}
 
 int cmd_stack(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "hprof: stack: not built yet\n");
-	return 1;
+	struct stack_cmd cmd = { 0 };
+	struct unwind_frame *walked = NULL;
+	struct session *s = NULL;
+	struct thread *stopped;
+	size_t printed = 0;
+	int err;
+
+	err = parse_args(argc, argv, &cmd);
+	if (err)
+		return err > 0 ? 0 : 2;
+	if (cmd.pid == getpid()) {
+		fprintf(stderr, "hprof: stack: cannot trace itself\n");
+		return 1;
+	}
+	/* Everything slow happens before the process is stopped or after it runs on. */
+	err = session__new(true, &s);
+	if (err) {
+		fprintf(stderr, "hprof: stack: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	walked = calloc(UNWIND_MAX_FRAMES, sizeof(*walked));
+	if (!walked) {
+		err = -ENOMEM;
+		fprintf(stderr, "hprof: stack: out of memory\n");
+		goto cleanup;
+	}
+	err = process_maps__read_text(cmd.pid, &cmd.maps_text, &cmd.maps_len);
+	if (err == -ENOENT || err == -ESRCH) {
+		fprintf(stderr, "hprof: stack: no process %d\n", cmd.pid);
+		goto cleanup;
+	}
+	if (!err && cmd.maps_len == 0) {
+		err = -EINVAL;
+		fprintf(stderr, "hprof: stack: %d has no user memory (a kernel thread or a zombie)\n",
+			cmd.pid);
+		goto cleanup;
+	}
+	free(cmd.maps_text);
+	cmd.maps_text = NULL;
+	err = stop_all(&cmd);
+	if (err)
+		goto cleanup;
+	stopped = first_stopped(&cmd);
+	if (!stopped) {
+		err = -ESRCH;
+		fprintf(stderr, "hprof: stack: no process %d\n", cmd.pid);
+		goto cleanup;
+	}
+	/* Read again now that nothing runs, through a live thread: an exited leader's own
+	 * maps file is empty. */
+	err = process_maps__read_text(stopped->tid, &cmd.maps_text, &cmd.maps_len);
+	if (err) {
+		fprintf(stderr, "hprof: stack: /proc/%d/maps: %s\n", stopped->tid, strerror(-err));
+		goto cleanup;
+	}
+	err = read_ranges(&cmd);
+	if (!err)
+		err = copy_threads(&cmd);
+	if (err) {
+		fprintf(stderr, "hprof: stack: out of memory\n");
+		goto cleanup;
+	}
+	detach_all(&cmd);
+	err = session__load_maps(s, (uint32_t)cmd.pid, cmd.maps_text, cmd.maps_len);
+	if (err) {
+		fprintf(stderr, "hprof: stack: out of memory\n");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < cmd.nr_threads; i++) {
+		if (!cmd.threads[i].stack)
+			continue;
+		if (printed++)
+			putchar('\n');
+		print_thread(s, cmd.pid, &cmd.threads[i], walked, stdout);
+	}
+	if (printed == 0) {
+		err = -ESRCH;
+		fprintf(stderr, "hprof: stack: no process %d\n", cmd.pid);
+	}
+cleanup:
+	detach_all(&cmd);
+	stack_cmd__free(&cmd);
+	free(walked);
+	session__free(s);
+	if (fflush(stdout) != 0 && !err)
+		err = -EIO;
+	return err ? 1 : 0;
 }
