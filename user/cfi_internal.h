@@ -122,8 +122,33 @@ int cfi_next_entry(const struct cfi_section *sec, uint64_t *off, enum cfi_entry_
 int cfi_parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, uint64_t entry_off,
 		  uint64_t body, uint64_t body_end, struct cfi_fde *fde, struct cfi_err *e);
 
-/* Receives the rows a CFA program produces. */
-struct cfi_sink;
+/* The table under construction (user/ehframe.c): receives the states a CFA program goes
+ * through and keeps one row wherever the rules change. */
+struct cfi_sink {
+	struct unwind_row *rows;
+	size_t nr_rows, cap_rows;
+	struct unwind_row_wide *wide;
+	size_t nr_wide, cap_wide;
+	struct cfi_state last_state; /* the DWARF state the last row came from */
+	uint64_t last_rules;         /* the last row's rules (see row_rules) when not wide */
+	bool last_rules_valid;
+	bool have_last;              /* the last row has rules: false at the start and after
+				      * an end marker */
+	struct unwind_stats *stats;
+};
+
+/* True when state is the one the last row came from: most locations only change
+ * registers hprof does not track, and this skips mapping them. */
+static inline bool cfi_sink__unchanged(const struct cfi_sink *s, const struct cfi_state *st)
+{
+	const struct cfi_state *l = &s->last_state;
+
+	return s->have_last && st->cfa.reg == l->cfa.reg && st->cfa.offset == l->cfa.offset &&
+	       st->cfa.expr == l->cfa.expr && st->cfa.expr_arg == l->cfa.expr_arg &&
+	       st->rbp.how == l->rbp.how && st->rbp.arg == l->rbp.arg &&
+	       st->ra.how == l->ra.how && st->ra.arg == l->ra.arg;
+}
+
 int cfi_sink__row(struct cfi_sink *sink, uint64_t pc, const struct cfi_state *state,
 		  const struct cfi_cie *cie);
 

@@ -756,7 +756,7 @@ advance:
 		/* the state so far covers [loc, loc + delta); a zero advance is overridden */
 		if (delta == 0)
 			continue;
-		if (loc < hi) {
+		if (loc < hi && !cfi_sink__unchanged(sink, st)) {
 			err = cfi_sink__row(sink, loc, st, cie);
 			if (err)
 				return err;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,17 +19,6 @@ struct unwind_table {
 	struct unwind_row_wide *wide;
 	size_t nr_wide;
 	struct unwind_stats stats;
-};
-
-/* The table under construction; the CFA interpreter hands it states. */
-struct cfi_sink {
-	struct unwind_row *rows;
-	size_t nr_rows, cap_rows;
-	struct unwind_row_wide *wide;
-	size_t nr_wide, cap_wide;
-	struct unwind_rules last; /* rules of the last row, valid when have_last */
-	bool have_last;           /* false at the start and after an end marker */
-	struct unwind_stats *stats;
 };
 
 static int grow(void **p, size_t *cap, size_t elem, size_t need)
@@ -46,16 +36,24 @@ static int grow(void **p, size_t *cap, size_t elem, size_t need)
 	return 0;
 }
 
-static bool rules_equal(const struct unwind_rules *a, const struct unwind_rules *b)
-{
-	return a->cfa == b->cfa && a->rbp == b->rbp && a->ra == b->ra &&
-	       a->cfa_offset == b->cfa_offset && a->rbp_offset == b->rbp_offset &&
-	       a->ra_offset == b->ra_offset;
-}
-
 static bool fits16(int64_t v)
 {
 	return v >= INT16_MIN && v <= INT16_MAX;
+}
+
+/* A row's rules (the 8 bytes after pc) as one integer: equal rules, equal integers, as
+ * long as neither row is wide. */
+static inline uint64_t row_rules(const struct unwind_row *row)
+{
+	uint64_t v;
+
+	memcpy(&v, &row->cfa_kind, sizeof(v));
+	return v;
+}
+
+static bool wide_equal(const struct unwind_row_wide *w, const struct unwind_rules *r)
+{
+	return w->cfa_arg == r->cfa_offset && w->rbp_arg == r->rbp_offset && w->ra_arg == r->ra_offset;
 }
 
 static int push_row(struct cfi_sink *s, const struct unwind_row *row)
@@ -71,8 +69,10 @@ static int push_row(struct cfi_sink *s, const struct unwind_row *row)
 	return 0;
 }
 
-static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules *r)
+/* Appends the row unless the previous row has the same rules; *added says which. */
+static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules *r, bool *added)
 {
+	const struct unwind_row *last = s->have_last ? &s->rows[s->nr_rows - 1] : NULL;
 	struct unwind_row row = {
 		.pc = pc,
 		.cfa_kind = r->cfa,
@@ -81,13 +81,24 @@ static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules
 	};
 	int err;
 
+	*added = false;
 	if (fits16(r->cfa_offset) && fits16(r->rbp_offset) && r->ra_offset > UNWIND_ROW_WIDE &&
 	    r->ra_offset <= INT8_MAX) {
 		row.cfa_arg = (__s16)r->cfa_offset;
 		row.rbp_arg = (__s16)r->rbp_offset;
 		row.ra_arg = (__s8)r->ra_offset;
+		/* compare with a copy kept in the sink, not the row just stored */
+		if (last && s->last_rules_valid && s->last_rules == row_rules(&row))
+			return 0;
+		*added = true;
+		s->last_rules = row_rules(&row);
+		s->last_rules_valid = true;
 		return push_row(s, &row);
 	}
+	if (last && last->ra_arg == UNWIND_ROW_WIDE && last->cfa_kind == row.cfa_kind &&
+	    last->rbp_kind == row.rbp_kind && last->ra_kind == row.ra_kind &&
+	    wide_equal(&s->wide[unwind_row_wide_index(last)], r))
+		return 0;
 	if (s->nr_wide >= UINT32_MAX)
 		return -E2BIG;
 	if (s->nr_wide == s->cap_wide) {
@@ -96,11 +107,13 @@ static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules
 			return err;
 	}
 	s->wide[s->nr_wide] = (struct unwind_row_wide){ r->cfa_offset, r->rbp_offset, r->ra_offset };
+	s->last_rules_valid = false;
 	row.ra_arg = UNWIND_ROW_WIDE;
 	row.cfa_arg = (__s16)(__u16)(s->nr_wide & 0xffff);
 	row.rbp_arg = (__s16)(__u16)(s->nr_wide >> 16);
 	s->nr_wide++;
 	s->stats->wide_rows++;
+	*added = true;
 	return push_row(s, &row);
 }
 
@@ -110,25 +123,30 @@ static void count_row(struct unwind_stats *st, const struct unwind_rules *r)
 	st->cfa[r->cfa]++;
 	st->rbp[r->rbp]++;
 	st->ra[r->ra]++;
-	st->cfa_reason[r->cfa_reason]++;
-	st->rbp_reason[r->rbp_reason]++;
-	st->ra_reason[r->ra_reason]++;
+	if (r->cfa == UNWIND_CFA_UNSUPPORTED)
+		st->cfa_reason[r->cfa_reason]++;
+	if (r->rbp == UNWIND_RBP_UNSUPPORTED)
+		st->rbp_reason[r->rbp_reason]++;
+	if (r->ra == UNWIND_RA_UNSUPPORTED)
+		st->ra_reason[r->ra_reason]++;
 }
 
 int cfi_sink__row(struct cfi_sink *s, uint64_t pc, const struct cfi_state *state,
 		  const struct cfi_cie *cie)
 {
 	struct unwind_rules r;
+	bool added;
 	int err;
 
-	cfi_state__rules(state, cie, &r);
-	if (s->have_last && rules_equal(&r, &s->last))
+	if (cfi_sink__unchanged(s, state))
 		return 0;
-	err = encode_row(s, pc, &r);
+	cfi_state__rules(state, cie, &r);
+	err = encode_row(s, pc, &r, &added);
 	if (err)
 		return err;
-	count_row(s->stats, &r);
-	s->last = r;
+	if (added)
+		count_row(s->stats, &r);
+	s->last_state = *state;
 	s->have_last = true;
 	return 0;
 }
@@ -259,35 +277,72 @@ static int collect_section(struct collect *co, uint8_t si, uint64_t *used)
 	return 0;
 }
 
-/* Orders by start pc, then by position in the sections (.debug_frame before .eh_frame),
- * so of two FDEs starting at the same pc the later one wins. */
-static int fde_cmp(const void *a, const void *b, void *arg)
-{
-	const struct cfi_fde *x = a, *y = b;
-	const struct cfi_cie *cies = arg;
-	uint8_t xs = cies[x->cie].sec, ys = cies[y->cie].sec;
+struct sort_key {
+	uint64_t lo;
+	uint32_t idx;
+};
 
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	if (xs != ys)
-		return xs < ys ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-static void sort_fdes(struct collect *co)
+/* FDE indices ordered by start pc. A stable LSD radix sort: FDEs starting at the same pc
+ * keep collection order (.debug_frame before .eh_frame, then section offset), so the later
+ * one wins. Byte positions where every start agrees are skipped. */
+static int sort_fdes(const struct collect *co, uint32_t **order)
 {
-	for (size_t i = 1; i < co->nr_fdes; i++) {
-		if (fde_cmp(&co->fdes[i - 1], &co->fdes[i], co->cies) > 0) {
-			qsort_r(co->fdes, co->nr_fdes, sizeof(*co->fdes), fde_cmp, co->cies);
-			return;
-		}
+	size_t n = co->nr_fdes, cnt[256];
+	struct sort_key *a, *b, *t;
+	uint64_t all_or = 0, all_and = ~0ull;
+	bool sorted = true;
+	int err = 0;
+
+	*order = malloc((n ? n : 1) * sizeof(**order));
+	a = malloc((n ? n : 1) * sizeof(*a));
+	b = malloc((n ? n : 1) * sizeof(*b));
+	if (!*order || !a || !b) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
+	for (size_t i = 0; i < n; i++) {
+		a[i] = (struct sort_key){ co->fdes[i].lo, (uint32_t)i };
+		all_or |= a[i].lo;
+		all_and &= a[i].lo;
+		sorted &= i == 0 || a[i - 1].lo <= a[i].lo;
+	}
+	for (unsigned int shift = 0; shift < 64 && !sorted; shift += 8) {
+		size_t sum = 0;
+
+		if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+			continue;
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[(a[i].lo >> shift) & 0xff]++;
+		for (int d = 0; d < 256; d++) {
+			size_t c = cnt[d];
+
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[cnt[(a[i].lo >> shift) & 0xff]++] = a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		(*order)[i] = a[i].idx;
+cleanup:
+	free(a);
+	free(b);
+	if (err) {
+		free(*order);
+		*order = NULL;
+	}
+	return err;
 }
 
 static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi_err *e)
 {
 	struct collect co = { .elf = elf, .e = e };
 	struct cfi_sink sink = { .stats = &t->stats };
+	uint32_t *order = NULL;
 	size_t insn_bytes = 0;
 	int err;
 
@@ -299,7 +354,9 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 			goto cleanup;
 		t->stats.cfi_bytes += used;
 	}
-	sort_fdes(&co);
+	err = sort_fdes(&co, &order);
+	if (err)
+		goto cleanup;
 	/* rows are bounded by program bytes plus a first row and an end marker per FDE;
 	 * reserving that up front avoids copying on growth, and untouched pages cost nothing */
 	for (size_t i = 0; i < co.nr_fdes; i++)
@@ -308,16 +365,20 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 	sink.rows = malloc(sink.cap_rows * sizeof(*sink.rows));
 	if (!sink.rows)
 		sink.cap_rows = 0;
+	else if (sink.cap_rows * sizeof(*sink.rows) >= 4u << 20)
+		/* large tables: fewer page faults while the rows are written */
+		madvise((void *)((uintptr_t)sink.rows & ~(uintptr_t)4095),
+			sink.cap_rows * sizeof(*sink.rows), MADV_HUGEPAGE);
 	for (size_t i = 0; i < co.nr_fdes; i++) {
-		const struct cfi_fde *f = &co.fdes[i];
+		const struct cfi_fde *f = &co.fdes[order[i]];
 		const struct cfi_cie *cie = &co.cies[f->cie];
 		uint64_t hi = f->hi;
 		bool touches_next = false;
 
 		t->stats.fdes++;
-		if (i + 1 < co.nr_fdes && co.fdes[i + 1].lo <= hi) {
+		if (i + 1 < co.nr_fdes && co.fdes[order[i + 1]].lo <= hi) {
 			/* an overlapping FDE ends where the next begins */
-			hi = co.fdes[i + 1].lo;
+			hi = co.fdes[order[i + 1]].lo;
 			touches_next = true;
 		}
 		if (f->lo >= hi)
@@ -345,6 +406,7 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 cleanup:
 	free(sink.rows);
 	free(sink.wide);
+	free(order);
 	free(co.cies);
 	free(co.order);
 	free(co.fdes);
