@@ -249,15 +249,25 @@ static bool resolve_user_frame(struct session *s, struct process *proc, uint64_t
 struct walk_ctx {
 	struct session *s;
 	struct process *proc;
+	/* The last mapping a pc fell in: a stack's frames mostly share a few binaries. */
+	uint64_t last_start, last_end;
+	const struct unwind_table *last_table;
+	uint64_t last_bias;
 };
 
 /* unwind_find_table_fn over a process's mappings. */
 static int find_table(void *ctx, uint64_t pc, const struct unwind_table **table, uint64_t *bias)
 {
 	struct walk_ctx *w = ctx;
-	struct mapping *m = find_mapping(w->s, w->proc, pc);
+	struct mapping *m;
 	struct module *mod;
 
+	if (w->last_table && pc >= w->last_start && pc < w->last_end) {
+		*table = w->last_table;
+		*bias = w->last_bias;
+		return 0;
+	}
+	m = find_mapping(w->s, w->proc, pc);
 	if (!m)
 		return -ENOENT;
 	mod = mapping_module(w->s, m);
@@ -265,7 +275,13 @@ static int find_table(void *ctx, uint64_t pc, const struct unwind_table **table,
 		return -ENODATA;
 	*table = module_registry__unwind_table(w->s->modules, mod);
 	*bias = (uint64_t)m->bias;
-	return *table ? 0 : -ENODATA;
+	if (!*table)
+		return -ENODATA;
+	w->last_start = m->start;
+	w->last_end = m->end;
+	w->last_table = *table;
+	w->last_bias = *bias;
+	return 0;
 }
 
 /* Functions a process's or thread's stack starts in: _start and clone/clone3 zero rbp

@@ -98,11 +98,35 @@ static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct
 
 /* One step: the caller's registers from the callee's. ra_undefined reports the outermost
  * frame; signal reports a signal trampoline (its caller resumes at an exact pc). */
-static enum unwind_end step(const struct unwind_table *table, uint64_t lookup_pc,
+/* The row covering pc, remembering its range: recursion and loops revisit one row. */
+struct row_cache {
+	const struct unwind_table *table;
+	const struct unwind_row *row;
+	uint64_t lo, hi; /* the row covers [lo, hi) */
+};
+
+static const struct unwind_row *find_row(struct row_cache *c, const struct unwind_table *table,
+					 uint64_t pc)
+{
+	const struct unwind_row *rows;
+	size_t nr;
+
+	if (c->row && c->table == table && pc >= c->lo && pc < c->hi)
+		return c->row;
+	c->row = unwind_table__find(table, pc);
+	if (!c->row)
+		return NULL;
+	rows = unwind_table__rows(table, &nr);
+	c->table = table;
+	c->lo = c->row->pc;
+	c->hi = c->row + 1 < rows + nr ? c->row[1].pc : UINT64_MAX;
+	return c->row;
+}
+
+static enum unwind_end step(const struct unwind_table *table, const struct unwind_row *row,
 			    const struct unwind_regs *regs, const struct stack_copy *copy,
 			    struct unwind_regs *caller, bool *ra_undefined, bool *signal)
 {
-	const struct unwind_row *row = unwind_table__find(table, lookup_pc);
 	struct unwind_rules rules;
 	enum unwind_end end;
 	uint64_t cfa, ra_addr;
@@ -145,6 +169,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  uint32_t max, struct unwind_result *result)
 {
 	struct unwind_regs cur = *regs, caller;
+	struct row_cache rows = { 0 };
 	bool exact = true;
 
 	result->nr_frames = 0;
@@ -166,7 +191,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			break;
 		}
 		caller = cur;
-		result->end = step(table, lookup - bias, &cur, copy, &caller, &ra_undefined, &signal);
+		result->end = step(table, find_row(&rows, table, lookup - bias), &cur, copy, &caller,
+				   &ra_undefined, &signal);
 		if (result->end != UNWIND_END_COMPLETE || ra_undefined)
 			break;
 		if (caller.ip == 0) /* a zero return address also ends a stack */
