@@ -98,21 +98,23 @@ static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct
 
 /* One step: the caller's registers from the callee's. ra_undefined reports the outermost
  * frame; signal reports a signal trampoline (its caller resumes at an exact pc). */
-/* The row covering pc, remembering its range: recursion and loops revisit one row. */
+/* The rules covering a pc, decoded, with the range they cover: recursion and loops
+ * revisit one row. */
 struct row_cache {
 	const struct unwind_table *table;
 	const struct unwind_row *row;
 	uint64_t lo, hi; /* the row covers [lo, hi) */
+	struct unwind_rules rules;
 };
 
-static const struct unwind_row *find_row(struct row_cache *c, const struct unwind_table *table,
-					 uint64_t pc)
+static const struct unwind_rules *find_rules(struct row_cache *c, const struct unwind_table *table,
+					     uint64_t pc)
 {
 	const struct unwind_row *rows;
 	size_t nr;
 
 	if (c->row && c->table == table && pc >= c->lo && pc < c->hi)
-		return c->row;
+		return &c->rules;
 	c->row = unwind_table__find(table, pc);
 	if (!c->row)
 		return NULL;
@@ -120,20 +122,20 @@ static const struct unwind_row *find_row(struct row_cache *c, const struct unwin
 	c->table = table;
 	c->lo = c->row->pc;
 	c->hi = c->row + 1 < rows + nr ? c->row[1].pc : UINT64_MAX;
-	return c->row;
+	unwind_table__decode(table, c->row, &c->rules);
+	return &c->rules;
 }
 
-static enum unwind_end step(const struct unwind_table *table, const struct unwind_row *row,
-			    const struct unwind_regs *regs, const struct stack_copy *copy,
-			    struct unwind_regs *caller, bool *ra_undefined, bool *signal)
+static enum unwind_end step(const struct unwind_rules *found, const struct unwind_regs *regs,
+			    const struct stack_copy *copy, struct unwind_regs *caller,
+			    bool *ra_undefined, bool *signal)
 {
-	struct unwind_rules rules;
 	enum unwind_end end;
 	uint64_t cfa, ra_addr;
 
-	if (!row)
+	if (!found)
 		return UNWIND_END_NO_CFI;
-	unwind_table__decode(table, row, &rules);
+	const struct unwind_rules rules = *found;
 	if (rules.ra == UNWIND_RA_UNDEFINED) {
 		*ra_undefined = true;
 		return UNWIND_END_COMPLETE;
@@ -191,7 +193,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			break;
 		}
 		caller = cur;
-		result->end = step(table, find_row(&rows, table, lookup - bias), &cur, copy, &caller,
+		result->end = step(find_rules(&rows, table, lookup - bias), &cur, copy, &caller,
 				   &ra_undefined, &signal);
 		if (result->end != UNWIND_END_COMPLETE || ra_undefined)
 			break;
