@@ -40,6 +40,8 @@ struct buf {
 
 static void put(struct buf *b, const void *p, size_t n)
 {
+	if (n == 0)
+		return;
 	if (b->n + n > b->cap) {
 		b->cap = (b->n + n) * 2 + 256;
 		b->b = realloc(b->b, b->cap);
