@@ -10,7 +10,7 @@
 #ifndef HPROF_UNWIND_ROW_H
 #define HPROF_UNWIND_ROW_H
 
-#include <linux/types.h>
+#include "types.h"
 
 /* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
 enum unwind_dwarf_reg {

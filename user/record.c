@@ -434,8 +434,10 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 		fprintf(stderr, "\n");
 	}
 	fprintf(stderr, "hprof: lost samples: %" PRIu64 " (ring buffer full %" PRIu64
-			", no scratch buffer %" PRIu64 ", malformed %" PRIu64 ")\n",
-		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed);
+			", no scratch buffer %" PRIu64 ", malformed %" PRIu64 "); not recorded: idle %" PRIu64
+			", other processes %" PRIu64 "\n",
+		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed, kc[KC_IDLE],
+		kc[KC_FILTERED]);
 	fprintf(stderr, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
 			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
