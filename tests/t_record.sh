@@ -57,13 +57,16 @@ check "system-wide: exits 0" [ "$rc" -eq 0 ]
 share=$(share_matching "$TMP/all.folded" fp_chain "$CHAIN")
 check "system-wide: the workload is sampled with its chain ($share)" at_least 90 "$share"
 
-# Ctrl-C stops sampling and still writes every output.
+# Ctrl-C stops sampling and still writes every output (a workload keeps the idle machine busy).
+"$WL/fp_chain" 3 >/dev/null &
+wl=$!
 "$HPROF" --folded "$TMP/int.folded" --svg "$TMP/int.svg" 2>"$TMP/int.err" &
 hp=$!
 sleep 1.5
 kill -INT "$hp"
 wait "$hp"
 rc=$?
+wait "$wl"
 check "SIGINT: exits 0" [ "$rc" -eq 0 ]
 check "SIGINT: folded stacks written" [ -s "$TMP/int.folded" ]
 check "SIGINT: flamegraph written" [ -s "$TMP/int.svg" ]
