@@ -124,7 +124,10 @@ static inline int rd_un(struct cfi_cur *c, size_t n, uint64_t *v)
 	return 0;
 }
 
-static inline int rd_uleb(struct cfi_cur *c, uint64_t *v)
+/* The bits of a LEB128 number, the shift past its last byte, and that byte (for the
+ * sign). Bounded by the cursor: an unterminated number at the end fails. */
+static inline int rd_leb_bits(struct cfi_cur *c, uint64_t *bits, unsigned int *shift_out,
+			      uint8_t *last)
 {
 	uint64_t r = 0;
 	unsigned int shift = 0;
@@ -138,24 +141,28 @@ static inline int rd_uleb(struct cfi_cur *c, uint64_t *v)
 			r |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
-	*v = r;
+	*bits = r;
+	*shift_out = shift;
+	*last = b;
 	return 0;
+}
+
+static inline int rd_uleb(struct cfi_cur *c, uint64_t *v)
+{
+	unsigned int shift;
+	uint8_t last;
+
+	return rd_leb_bits(c, v, &shift, &last);
 }
 
 static inline int rd_sleb(struct cfi_cur *c, int64_t *v)
 {
-	uint64_t r = 0;
-	unsigned int shift = 0;
+	uint64_t r;
+	unsigned int shift;
 	uint8_t b;
 
-	do {
-		if (c->p >= c->end)
-			return -1;
-		b = *c->p++;
-		if (shift < 64)
-			r |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
+	if (rd_leb_bits(c, &r, &shift, &b))
+		return -1;
 	if (shift < 64 && (b & 0x40))
 		r |= ~(uint64_t)0 << shift;
 	*v = (int64_t)r;

@@ -309,12 +309,11 @@ static bool is_libc_start_function(const char *name)
 }
 
 /* The chain reached the outermost frame through executable mappings only. */
-static bool fp_chain_is_complete(struct session *s, const struct hprof_sample *sample,
-				 const struct frame *outermost, bool all_mapped)
+static bool fp_chain_is_complete(struct session *s, const struct frame *outermost,
+				 bool all_mapped)
 {
 	const char *name;
 
-	(void)sample;
 	if (!all_mapped)
 		return false;
 	name = profile__frame_name(s->profile, outermost);
@@ -444,7 +443,7 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	uint32_t n;
 
 	n = add_fp_frames(s, proc, sample, 0, out, &all_mapped);
-	fp_complete = fp_chain_is_complete(s, sample, &out[n - 1], all_mapped);
+	fp_complete = fp_chain_is_complete(s, &out[n - 1], all_mapped);
 	if (fp_complete)
 		s->stats.fp_complete++;
 	if (fp_complete && (!s->dwarf || leaf_uses_frame_pointer(&w, sample->user_ip))) {
