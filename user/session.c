@@ -18,6 +18,7 @@ struct process {
 	char comm[HPROF_COMM_LEN];
 	bool counted; /* in stats.processes */
 	struct process_maps *maps;
+	uint64_t space_id; /* names maps for the unwind cache; new with every reread */
 	uint64_t maps_read_ns;
 	UT_hash_handle hh;
 };
@@ -34,6 +35,8 @@ struct session {
 	void *maps_hook_ctx;
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
+	struct unwind_cache *unwind_cache;
+	uint64_t last_space_id;
 };
 
 /* Kernel frames, then the FP chain's user frames, and after them (moved down once
@@ -88,7 +91,8 @@ int session__new(bool dwarf, struct session **out)
 	s->dwarf = dwarf;
 	s->frames = calloc(MAX_STACK_FRAMES, sizeof(*s->frames));
 	s->walked = calloc(UNWIND_MAX_FRAMES, sizeof(*s->walked));
-	if (!s->frames || !s->walked) {
+	s->unwind_cache = unwind_cache__new();
+	if (!s->frames || !s->walked || !s->unwind_cache) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -107,13 +111,15 @@ cleanup:
 	return err;
 }
 
-static void set_maps(struct process *proc, const char *text, size_t len)
+static void set_maps(struct session *s, struct process *proc, const char *text, size_t len)
 {
 	struct process_maps *maps;
 
 	if (process_maps__parse(text, len, &maps) == 0) {
 		process_maps__free(proc->maps);
 		proc->maps = maps;
+		/* Rules cached under the old id may describe code that is no longer there. */
+		proc->space_id = ++s->last_space_id;
 	}
 }
 
@@ -130,7 +136,7 @@ static void refresh_maps(struct session *s, struct process *proc)
 		return;
 	if (s->maps_hook)
 		s->maps_hook(s->maps_hook_ctx, proc->pid, text, len);
-	set_maps(proc, text, len);
+	set_maps(s, proc, text, len);
 	free(text);
 }
 
@@ -146,6 +152,7 @@ static struct process *get_process(struct session *s, uint32_t pid, bool *create
 	if (!proc)
 		return NULL;
 	proc->pid = pid;
+	proc->space_id = ++s->last_space_id;
 	HASH_ADD(hh, s->processes, pid, sizeof(proc->pid), proc);
 	*created = true;
 	return proc;
@@ -190,7 +197,7 @@ int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t
 
 	if (!proc)
 		return -ENOMEM;
-	set_maps(proc, text, len);
+	set_maps(s, proc, text, len);
 	return 0;
 }
 
@@ -249,39 +256,39 @@ static bool resolve_user_frame(struct session *s, struct process *proc, uint64_t
 struct walk_ctx {
 	struct session *s;
 	struct process *proc;
-	/* The last mapping a pc fell in: a stack's frames mostly share a few binaries. */
-	uint64_t last_start, last_end;
-	const struct unwind_table *last_table;
-	uint64_t last_bias;
 };
 
-/* unwind_find_table_fn over a process's mappings. */
-static int find_table(void *ctx, uint64_t pc, const struct unwind_table **table, uint64_t *bias)
+/* unwind_find_map_fn over a process's mappings. */
+static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 {
 	struct walk_ctx *w = ctx;
 	struct mapping *m;
 	struct module *mod;
 
-	if (w->last_table && pc >= w->last_start && pc < w->last_end) {
-		*table = w->last_table;
-		*bias = w->last_bias;
-		return 0;
-	}
 	m = find_mapping(w->s, w->proc, pc);
 	if (!m)
 		return -ENOENT;
 	mod = mapping_module(w->s, m);
 	if (!mod || m->bias_err)
 		return -ENODATA;
-	*table = module_registry__unwind_table(w->s->modules, mod);
-	*bias = (uint64_t)m->bias;
-	if (!*table)
+	map->table = module_registry__unwind_table(w->s->modules, mod);
+	if (!map->table)
 		return -ENODATA;
-	w->last_start = m->start;
-	w->last_end = m->end;
-	w->last_table = *table;
-	w->last_bias = *bias;
+	map->start = m->start;
+	map->end = m->end;
+	map->bias = (uint64_t)m->bias;
 	return 0;
+}
+
+/* The DWARF walk over a copy of one of proc's stacks. */
+static void walk_in_process(struct session *s, struct process *proc,
+			    const struct unwind_regs *regs, const struct stack_copy *copy,
+			    struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	struct walk_ctx w = { .s = s, .proc = proc };
+	const struct unwind_space space = { .find_map = find_map, .ctx = &w, .id = proc->space_id };
+
+	unwind__walk(regs, copy, &space, s->unwind_cache, frames, max, result);
 }
 
 /* Functions a process's or thread's stack starts in: _start and clone/clone3 zero rbp
@@ -345,17 +352,16 @@ static uint64_t record_u64(const struct hprof_sample *sample, uint32_t index)
  * even if it looks complete. Without CFI there is nothing to contradict the chain. */
 static bool leaf_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
 {
-	const struct unwind_table *table;
 	const struct unwind_row *row;
 	struct unwind_rules rules;
-	uint64_t bias;
+	struct unwind_map map;
 
-	if (find_table(w, ip, &table, &bias) != 0)
+	if (find_map(w, ip, &map) != 0)
 		return true;
-	row = unwind_table__find(table, ip - bias);
+	row = unwind_table__find(map.table, ip - map.bias);
 	if (!row)
 		return true;
-	unwind_table__decode(table, row, &rules);
+	unwind_table__decode(map.table, row, &rules);
 	return rules.cfa == UNWIND_CFA_BP_OFFSET;
 }
 
@@ -413,7 +419,7 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 	const char *name;
 	bool all_mapped;
 
-	unwind__walk(&regs, &copy, find_table, w, s->walked, UNWIND_MAX_FRAMES, &result);
+	walk_in_process(s, w->proc, &regs, &copy, s->walked, UNWIND_MAX_FRAMES, &result);
 	for (uint32_t i = 0; i < result.nr_frames; i++)
 		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[n++]);
 	*reason = result.end;
@@ -512,23 +518,23 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
 			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	struct walk_ctx w = { .s = s };
 	const struct unwind_regs regs = {
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
 	};
+	struct process *proc;
 	struct stack_copy copy;
 
 	if (!sample_is_well_formed(sample, size) || sample->nr_user == 0 || sample->stack_len == 0)
 		return -EINVAL;
-	w.proc = find_process(s, sample);
-	if (!w.proc)
+	proc = find_process(s, sample);
+	if (!proc)
 		return -ENOMEM;
 	copy = (struct stack_copy){
 		.bytes = sample->data + (size_t)(sample->nr_user + sample->nr_kernel) * 8,
 		.base = sample->user_sp,
 		.len = sample->stack_len,
 	};
-	unwind__walk(&regs, &copy, find_table, &w, frames, max, result);
+	walk_in_process(s, proc, &regs, &copy, frames, max, result);
 	return 0;
 }
 
@@ -547,11 +553,11 @@ int session__walk_process(struct session *s, uint32_t pid, const struct unwind_r
 			  const struct stack_copy *copy, struct unwind_frame *frames, uint32_t max,
 			  struct unwind_result *result)
 {
-	struct walk_ctx w = { .s = s, .proc = live_process(s, pid) };
+	struct process *proc = live_process(s, pid);
 
-	if (!w.proc)
+	if (!proc)
 		return -ENOMEM;
-	unwind__walk(regs, copy, find_table, &w, frames, max, result);
+	walk_in_process(s, proc, regs, copy, frames, max, result);
 	return 0;
 }
 
@@ -591,5 +597,6 @@ void session__free(struct session *s)
 	module_registry__free(s->modules);
 	free(s->frames);
 	free(s->walked);
+	unwind_cache__free(s->unwind_cache);
 	free(s);
 }

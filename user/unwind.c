@@ -1,6 +1,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const end_names[UNWIND_END_COUNT] = {
@@ -18,20 +19,186 @@ const char *unwind_end__name(enum unwind_end end)
 	return end < UNWIND_END_COUNT ? end_names[end] : "?";
 }
 
-bool stack_copy__read_u64(const struct stack_copy *copy, uint64_t addr, uint64_t *value)
-{
-	/* addr - base wraps for addr < base, so one comparison covers both ends. */
-	uint64_t off = addr - copy->base;
+/* The copy as the walk reads it: 8 bytes at addr are readable iff addr - base < limit
+ * (limit = len - 7, or 0 when len < 8), one comparison per read. */
+struct copy_view {
+	const uint8_t *bytes;
+	uint64_t base, limit;
+};
 
-	if (off > copy->len || copy->len - off < 8)
+static struct copy_view copy_view(const struct stack_copy *copy)
+{
+	return (struct copy_view){
+		.bytes = copy->bytes,
+		.base = copy->base,
+		.limit = copy->len > 7 ? copy->len - 7 : 0,
+	};
+}
+
+static inline bool read_u64(const struct copy_view *v, uint64_t addr, uint64_t *value)
+{
+	uint64_t off = addr - v->base; /* wraps for addr < base: then off >= limit */
+
+	if (off >= v->limit)
 		return false;
-	memcpy(value, copy->bytes + off, sizeof(*value));
+	memcpy(value, v->bytes + off, sizeof(*value));
 	return true;
 }
 
+/* The rules for one pc, decoded. cfa UNWIND_CFA_END: no rule covers it. */
+struct cached_rules {
+	uint64_t space; /* with pc, the key: unwind_space.id, 0 in an empty slot */
+	uint64_t pc;    /* the address looked up, in the process */
+	int64_t cfa_offset, rbp_offset, ra_offset;
+	uint8_t cfa, rbp, ra; /* enum unwind_cfa_kind, unwind_rbp_kind, unwind_ra_kind */
+	bool plain;           /* see is_plain */
+};
+_Static_assert(sizeof(struct cached_rules) <= 64, "a cache slot should fit a cache line");
+
+/* Direct-mapped: a collision costs one mapping and table search, and a lookup stays a
+ * few ALU operations, a load and two compares. 2048 slots hold the call sites of a
+ * profile's hot paths with room to spare, in 96 KiB. */
+#define CACHE_SLOTS_LOG2 11
+#define CACHE_SLOTS (1u << CACHE_SLOTS_LOG2)
+
+struct unwind_cache {
+	struct cached_rules slots[CACHE_SLOTS];
+	struct unwind_cache_stats stats;
+};
+
+struct unwind_cache *unwind_cache__new(void)
+{
+	return calloc(1, sizeof(struct unwind_cache));
+}
+
+void unwind_cache__free(struct unwind_cache *cache)
+{
+	free(cache);
+}
+
+void unwind_cache__stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats)
+{
+	*stats = cache ? cache->stats : (struct unwind_cache_stats){ 0 };
+}
+
+/* Folding the high bits onto the low ones spreads call sites a few bytes apart and the
+ * same code at different load addresses; space_mix (per walk) separates processes. This
+ * is on the walk's critical path, so it is shifts and xors, no multiply. */
+static inline uint32_t cache_slot(uint64_t space_mix, uint64_t pc)
+{
+	return (uint32_t)((pc ^ (pc >> CACHE_SLOTS_LOG2) ^ space_mix) & (CACHE_SLOTS - 1));
+}
+
+static uint64_t space_mix(uint64_t space)
+{
+	return (space * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_SLOTS_LOG2);
+}
+
+/* The rules nearly every compiled frame has: CFA = rsp or rbp + offset, the return
+ * address saved relative to the CFA, and rbp either untouched or saved in the frame. The
+ * walk takes these in a straight line of code; everything else goes through step(). */
+static bool is_plain(const struct cached_rules *r)
+{
+	return (r->cfa == UNWIND_CFA_SP_OFFSET || r->cfa == UNWIND_CFA_BP_OFFSET) &&
+	       r->ra == UNWIND_RA_AT_CFA &&
+	       (r->rbp == UNWIND_RBP_UNCHANGED || r->rbp == UNWIND_RBP_AT_CFA);
+}
+
+static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
+			 struct cached_rules *out)
+{
+	const struct unwind_row *row = unwind_table__find(table, table_pc);
+	struct unwind_rules rules;
+
+	if (!row) {
+		out->cfa = UNWIND_CFA_END;
+		out->plain = false;
+		return;
+	}
+	unwind_table__decode(table, row, &rules);
+	out->cfa = rules.cfa;
+	out->rbp = rules.rbp;
+	out->ra = rules.ra;
+	out->cfa_offset = rules.cfa_offset;
+	out->rbp_offset = rules.rbp_offset;
+	out->ra_offset = rules.ra_offset;
+	out->plain = is_plain(out);
+}
+
+/* The last few mappings the walk's pcs fell in: a stack crosses only a handful of
+ * binaries, so the callback runs a few times per walk at most, not once per frame. */
+#define WALK_MAPS 4
+
+struct map_cache {
+	struct unwind_map maps[WALK_MAPS];
+	uint32_t nr, next;
+};
+
+static int find_map(struct map_cache *mc, const struct unwind_space *space, uint64_t pc,
+		    const struct unwind_map **out)
+{
+	struct unwind_map *slot;
+	int err;
+
+	for (uint32_t i = 0; i < mc->nr; i++) {
+		if (pc - mc->maps[i].start < mc->maps[i].end - mc->maps[i].start) {
+			*out = &mc->maps[i];
+			return 0;
+		}
+	}
+	slot = &mc->maps[mc->next];
+	err = space->find_map(space->ctx, pc, slot);
+	if (err)
+		return err;
+	mc->next = (mc->next + 1) % WALK_MAPS;
+	if (mc->nr < WALK_MAPS)
+		mc->nr++;
+	*out = slot;
+	return 0;
+}
+
+/* One walk's lookup state. */
+struct walker {
+	const struct unwind_space *space;
+	struct unwind_cache *cache;
+	uint64_t space_mix;
+	struct map_cache maps;
+};
+
+/* Looks pc up in the table of the mapping holding it, into slot. NULL with *end set when
+ * no mapping or no table holds pc. */
+static const struct cached_rules *fill_slot(struct walker *w, uint64_t pc,
+					    struct cached_rules *slot, enum unwind_end *end)
+{
+	const struct unwind_map *map;
+	int err;
+
+	w->cache->stats.misses++;
+	err = find_map(&w->maps, w->space, pc, &map);
+	if (err) {
+		*end = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
+		return NULL;
+	}
+	decode_rules(map->table, pc - map->bias, slot);
+	slot->space = w->space->id;
+	slot->pc = pc;
+	return slot;
+}
+
+/* The rules at pc: from the cache, or looked up and remembered. */
+static inline const struct cached_rules *find_rules(struct walker *w, uint64_t pc,
+						    enum unwind_end *end)
+{
+	struct cached_rules *slot = &w->cache->slots[cache_slot(w->space_mix, pc)];
+
+	if (__builtin_expect(slot->pc == pc && slot->space == w->space->id, 1))
+		return slot;
+	return fill_slot(w, pc, slot, end);
+}
+
 /* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
-static enum unwind_end compute_cfa(const struct unwind_rules *rules, const struct unwind_regs *regs,
-				   const struct stack_copy *copy, uint64_t *cfa)
+static enum unwind_end compute_cfa(const struct cached_rules *rules, const struct unwind_regs *regs,
+				   const struct copy_view *copy, uint64_t *cfa)
 {
 	switch (rules->cfa) {
 	case UNWIND_CFA_SP_OFFSET:
@@ -47,15 +214,13 @@ static enum unwind_end compute_cfa(const struct unwind_rules *rules, const struc
 		*cfa = regs->sp + 8 + ((regs->ip & 15) >= (uint64_t)rules->cfa_offset ? 8 : 0);
 		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_EXPR_DEREF_SP:
-		return stack_copy__read_u64(copy, regs->sp + rules->cfa_offset, cfa)
-			       ? UNWIND_END_COMPLETE
-			       : UNWIND_END_COPY_SHORT;
+		return read_u64(copy, regs->sp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
+									 : UNWIND_END_COPY_SHORT;
 	case UNWIND_CFA_EXPR_DEREF_BP:
 		if (!regs->bp_valid)
 			return UNWIND_END_UNSUPPORTED;
-		return stack_copy__read_u64(copy, regs->bp + rules->cfa_offset, cfa)
-			       ? UNWIND_END_COMPLETE
-			       : UNWIND_END_COPY_SHORT;
+		return read_u64(copy, regs->bp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
+									 : UNWIND_END_COPY_SHORT;
 	case UNWIND_CFA_END:
 		return UNWIND_END_NO_CFI;
 	default:
@@ -65,8 +230,8 @@ static enum unwind_end compute_cfa(const struct unwind_rules *rules, const struc
 
 /* The caller's rbp. A rule that loses it leaves bp_valid false: only a later bp-based CFA
  * needs it, and that then stops the walk as unsupported. */
-static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct unwind_regs *regs,
-				  uint64_t cfa, const struct stack_copy *copy,
+static enum unwind_end recover_bp(const struct cached_rules *rules, const struct unwind_regs *regs,
+				  uint64_t cfa, const struct copy_view *copy,
 				  struct unwind_regs *caller)
 {
 	uint64_t slot;
@@ -84,8 +249,8 @@ static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct
 		if (slot < regs->sp)
 			return UNWIND_END_COMPLETE;
 		caller->bp_valid = true;
-		return stack_copy__read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
-								      : UNWIND_END_COPY_SHORT;
+		return read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
+							 : UNWIND_END_COPY_SHORT;
 	case UNWIND_RBP_VAL_CFA:
 		caller->bp = cfa + rules->rbp_offset;
 		caller->bp_valid = true;
@@ -96,112 +261,129 @@ static enum unwind_end recover_bp(const struct unwind_rules *rules, const struct
 	}
 }
 
-/* One step: the caller's registers from the callee's. ra_undefined reports the outermost
- * frame; signal reports a signal trampoline (its caller resumes at an exact pc). */
-/* The rules covering a pc, decoded, with the range they cover: recursion and loops
- * revisit one row. */
-struct row_cache {
-	const struct unwind_table *table;
-	const struct unwind_row *row;
-	uint64_t lo, hi; /* the row covers [lo, hi) */
-	struct unwind_rules rules;
-};
-
-static const struct unwind_rules *find_rules(struct row_cache *c, const struct unwind_table *table,
-					     uint64_t pc)
-{
-	const struct unwind_row *rows;
-	size_t nr;
-
-	if (c->row && c->table == table && pc >= c->lo && pc < c->hi)
-		return &c->rules;
-	c->row = unwind_table__find(table, pc);
-	if (!c->row)
-		return NULL;
-	rows = unwind_table__rows(table, &nr);
-	c->table = table;
-	c->lo = c->row->pc;
-	c->hi = c->row + 1 < rows + nr ? c->row[1].pc : UINT64_MAX;
-	unwind_table__decode(table, c->row, &c->rules);
-	return &c->rules;
-}
-
-static enum unwind_end step(const struct unwind_rules *found, const struct unwind_regs *regs,
-			    const struct stack_copy *copy, struct unwind_regs *caller,
+/* One step: the caller's registers from the callee's, for any rules. ra_undefined
+ * reports the outermost frame; signal reports a signal trampoline (its caller resumes
+ * at an exact pc). */
+static enum unwind_end step(const struct cached_rules *rules, const struct unwind_regs *regs,
+			    const struct copy_view *copy, struct unwind_regs *caller,
 			    bool *ra_undefined, bool *signal)
 {
 	enum unwind_end end;
 	uint64_t cfa, ra_addr;
 
-	if (!found)
-		return UNWIND_END_NO_CFI;
-	const struct unwind_rules rules = *found;
-	if (rules.ra == UNWIND_RA_UNDEFINED) {
+	*ra_undefined = false;
+	*signal = false;
+	if (rules->ra == UNWIND_RA_UNDEFINED && rules->cfa != UNWIND_CFA_END) {
 		*ra_undefined = true;
 		return UNWIND_END_COMPLETE;
 	}
-	end = compute_cfa(&rules, regs, copy, &cfa);
+	end = compute_cfa(rules, regs, copy, &cfa);
 	if (end != UNWIND_END_COMPLETE)
 		return end;
-	switch (rules.ra) {
+	switch (rules->ra) {
 	case UNWIND_RA_AT_CFA:
-		ra_addr = cfa + rules.ra_offset;
+		ra_addr = cfa + rules->ra_offset;
 		break;
 	case UNWIND_RA_AT_SP:
-		ra_addr = regs->sp + rules.ra_offset;
+		ra_addr = regs->sp + rules->ra_offset;
 		break;
 	default:
 		return UNWIND_END_UNSUPPORTED;
 	}
-	if (!stack_copy__read_u64(copy, ra_addr, &caller->ip))
+	if (!read_u64(copy, ra_addr, &caller->ip))
 		return UNWIND_END_COPY_SHORT;
-	end = recover_bp(&rules, regs, cfa, copy, caller);
+	end = recover_bp(rules, regs, cfa, copy, caller);
 	if (end != UNWIND_END_COMPLETE)
 		return end;
 	caller->sp = cfa;
-	*signal = rules.cfa == UNWIND_CFA_EXPR_DEREF_SP && rules.ra == UNWIND_RA_AT_SP;
+	*signal = rules->cfa == UNWIND_CFA_EXPR_DEREF_SP && rules->ra == UNWIND_RA_AT_SP;
 	/* Outside signal frames the stack only grows down: a caller's frame is above. */
 	if (!*signal && cfa <= regs->sp)
 		return UNWIND_END_BAD_FRAME;
 	return UNWIND_END_COMPLETE;
 }
 
-void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
-		  unwind_find_table_fn find_table, void *ctx, struct unwind_frame *frames,
-		  uint32_t max, struct unwind_result *result)
+/* step() for plain rules (is_plain), in a straight line on plain values: the walk spends
+ * most of its time here. Gives the same results as step(). */
+static inline enum unwind_end step_plain(const struct cached_rules *rules,
+					 const struct copy_view *copy, uint64_t *ip,
+					 uint64_t *sp, uint64_t *bp, bool *bp_valid)
 {
-	struct unwind_regs cur = *regs, caller;
-	struct row_cache rows = { 0 };
-	bool exact = true;
+	uint64_t cfa, caller_ip, caller_bp = *bp, slot;
+	bool caller_bp_valid = *bp_valid;
 
-	result->nr_frames = 0;
-	result->end = UNWIND_END_DEPTH;
+	if (rules->cfa == UNWIND_CFA_BP_OFFSET) {
+		if (!*bp_valid)
+			return UNWIND_END_UNSUPPORTED;
+		cfa = *bp + rules->cfa_offset;
+	} else {
+		cfa = *sp + rules->cfa_offset;
+	}
+	if (!read_u64(copy, cfa + rules->ra_offset, &caller_ip))
+		return UNWIND_END_COPY_SHORT;
+	slot = cfa + rules->rbp_offset;
+	/* below sp: the epilogue already popped rbp (see recover_bp) */
+	if (rules->rbp == UNWIND_RBP_AT_CFA && slot >= *sp) {
+		if (!read_u64(copy, slot, &caller_bp))
+			return UNWIND_END_COPY_SHORT;
+		caller_bp_valid = true;
+	}
+	if (cfa <= *sp)
+		return UNWIND_END_BAD_FRAME;
+	*ip = caller_ip;
+	*sp = cfa;
+	*bp = caller_bp;
+	*bp_valid = caller_bp_valid;
+	return UNWIND_END_COMPLETE;
+}
+
+void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
+		  const struct unwind_space *space, struct unwind_cache *cache,
+		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	struct walker w = { .space = space, .cache = cache, .space_mix = space_mix(space->id) };
+	const struct copy_view view = copy_view(copy);
+	/* The registers live in locals, not in result or a struct: stores to frames[] could
+	 * alias those and force a reload every frame. */
+	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
+	bool bp_valid = regs->bp_valid, exact = true;
+	enum unwind_end end = UNWIND_END_DEPTH;
+	uint32_t n = 0;
+
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
-	while (result->nr_frames < max) {
-		const struct unwind_table *table;
-		uint64_t bias;
-		bool ra_undefined = false, signal = false;
+	while (n < max) {
+		const struct cached_rules *rules;
 		/* caller frames: look up ra-1, the call instruction, not the one after it */
-		uint64_t lookup = exact ? cur.ip : cur.ip - 1;
-		int err;
+		uint64_t lookup = ip - !exact;
 
-		frames[result->nr_frames++] = (struct unwind_frame){ .pc = cur.ip, .exact = exact };
-		err = find_table(ctx, lookup, &table, &bias);
-		if (err) {
-			result->end = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
+		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact };
+		rules = find_rules(&w, lookup, &end);
+		if (!rules)
 			break;
+		if (__builtin_expect(rules->plain, 1)) {
+			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
+			exact = false;
+		} else {
+			struct unwind_regs cur = { ip, sp, bp, bp_valid }, caller;
+			bool ra_undefined, signal;
+
+			end = step(rules, &cur, &view, &caller, &ra_undefined, &signal);
+			if (end != UNWIND_END_COMPLETE || ra_undefined)
+				break;
+			ip = caller.ip;
+			sp = caller.sp;
+			bp = caller.bp;
+			bp_valid = caller.bp_valid;
+			exact = signal;
 		}
-		caller = cur;
-		result->end = step(find_rules(&rows, table, lookup - bias), &cur, copy, &caller,
-				   &ra_undefined, &signal);
-		if (result->end != UNWIND_END_COMPLETE || ra_undefined)
+		if (end != UNWIND_END_COMPLETE)
 			break;
-		if (caller.ip == 0) /* a zero return address also ends a stack */
+		if (ip == 0) /* a zero return address also ends a stack */
 			break;
-		cur = caller;
-		exact = signal;
-		result->end = UNWIND_END_DEPTH;
+		end = UNWIND_END_DEPTH;
 	}
-	result->last = cur;
+	result->nr_frames = n;
+	result->end = end;
+	result->last = (struct unwind_regs){ ip, sp, bp, bp_valid };
 }

@@ -39,11 +39,39 @@ enum unwind_end {
 
 const char *unwind_end__name(enum unwind_end end);
 
-/* Where to find the rows for a pc: the table of the mapping holding it and the load bias
- * (table address = pc - bias). Returns 0, -ENOENT for a pc in no mapping, or -ENODATA
+/* The executable mapping holding a pc, as the walk needs it: its range, the load bias
+ * (table address = pc - bias) and its CFI table. */
+struct unwind_map {
+	uint64_t start, end; /* [start, end) in the process */
+	uint64_t bias;
+	const struct unwind_table *table;
+};
+
+/* Finds the mapping holding pc. Returns 0, -ENOENT for a pc in no mapping, or -ENODATA
  * for a mapping without CFI. */
-typedef int (*unwind_find_table_fn)(void *ctx, uint64_t pc, const struct unwind_table **table,
-				    uint64_t *bias);
+typedef int (*unwind_find_map_fn)(void *ctx, uint64_t pc, struct unwind_map *map);
+
+/* The address space a walk runs in: how to find its mappings, and an id that names this
+ * set of mappings (a new one whenever they change; never 0) so cached rules can be keyed
+ * by the pc alone. */
+struct unwind_space {
+	unwind_find_map_fn find_map;
+	void *ctx;
+	uint64_t id;
+};
+
+/* Decoded rules by (address space, pc), kept across walks: a profile's samples return
+ * through the same call sites again and again, so most frames need neither the mapping
+ * nor the table search. Tables must outlive the cache (a session frees both together). */
+struct unwind_cache;
+
+struct unwind_cache_stats {
+	uint64_t hits, misses;
+};
+
+struct unwind_cache *unwind_cache__new(void);
+void unwind_cache__free(struct unwind_cache *cache);
+void unwind_cache__stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
 
 struct unwind_frame {
 	uint64_t pc;
@@ -56,12 +84,24 @@ struct unwind_result {
 	struct unwind_regs last; /* registers of the outermost frame reached */
 };
 
-/* Walks from regs over copy, writing up to max frames (innermost first). */
+/* Walks from regs over copy, writing up to max frames (innermost first). space->id must
+ * not be 0 and cache not NULL. */
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
-		  unwind_find_table_fn find_table, void *ctx, struct unwind_frame *frames,
-		  uint32_t max, struct unwind_result *result);
+		  const struct unwind_space *space, struct unwind_cache *cache,
+		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 
-/* Reads 8 bytes at addr from the copy; false when any of them lies outside it. */
-bool stack_copy__read_u64(const struct stack_copy *copy, uint64_t addr, uint64_t *value);
+/* Reads 8 bytes at addr from the copy; false when any of them lies outside it. Inline:
+ * the walk does two or three of these per frame. */
+static inline bool stack_copy__read_u64(const struct stack_copy *copy, uint64_t addr,
+					uint64_t *value)
+{
+	/* addr - base wraps for addr < base, so one comparison covers both ends. */
+	uint64_t off = addr - copy->base;
+
+	if (off > copy->len || copy->len - off < 8)
+		return false;
+	__builtin_memcpy(value, copy->bytes + off, sizeof(*value));
+	return true;
+}
 
 #endif
