@@ -37,6 +37,7 @@ struct session {
 	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
 	struct unwind_cache *unwind_cache;
 	uint64_t last_space_id;
+	struct process *last_process; /* the one get_process returned last */
 };
 
 /* Kernel frames, then the FP chain's user frames, and after them (moved down once
@@ -145,15 +146,21 @@ static struct process *get_process(struct session *s, uint32_t pid, bool *create
 	struct process *proc;
 
 	*created = false;
+	/* Samples come in runs from one process: skip the hash for a repeat. */
+	if (s->last_process && s->last_process->pid == pid)
+		return s->last_process;
 	HASH_FIND(hh, s->processes, &pid, sizeof(pid), proc);
-	if (proc)
+	if (proc) {
+		s->last_process = proc;
 		return proc;
+	}
 	proc = calloc(1, sizeof(*proc));
 	if (!proc)
 		return NULL;
 	proc->pid = pid;
 	proc->space_id = ++s->last_space_id;
 	HASH_ADD(hh, s->processes, pid, sizeof(proc->pid), proc);
+	s->last_process = proc;
 	*created = true;
 	return proc;
 }

@@ -45,19 +45,23 @@ static inline bool read_u64(const struct copy_view *v, uint64_t addr, uint64_t *
 	return true;
 }
 
-/* The rules for one pc, decoded. cfa UNWIND_CFA_END: no rule covers it. */
+/* The rules for one pc, decoded. cfa UNWIND_CFA_END: no rule covers it. One cache line
+ * each. */
 struct cached_rules {
 	uint64_t space; /* with pc, the key: unwind_space.id, 0 in an empty slot */
 	uint64_t pc;    /* the address looked up, in the process */
 	int64_t cfa_offset, rbp_offset, ra_offset;
+	/* The slot the caller's rules were in the last time this pc was unwound: a guess,
+	 * checked against the caller's pc before use, never NULL. */
+	struct cached_rules *next;
 	uint8_t cfa, rbp, ra; /* enum unwind_cfa_kind, unwind_rbp_kind, unwind_ra_kind */
 	bool plain;           /* see is_plain */
-};
-_Static_assert(sizeof(struct cached_rules) <= 64, "a cache slot should fit a cache line");
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache line");
 
 /* Direct-mapped: a collision costs one mapping and table search, and a lookup stays a
  * few ALU operations, a load and two compares. 2048 slots hold the call sites of a
- * profile's hot paths with room to spare, in 96 KiB. */
+ * profile's hot paths with room to spare, in 128 KiB. */
 #define CACHE_SLOTS_LOG2 11
 #define CACHE_SLOTS (1u << CACHE_SLOTS_LOG2)
 
@@ -68,7 +72,14 @@ struct unwind_cache {
 
 struct unwind_cache *unwind_cache__new(void)
 {
-	return calloc(1, sizeof(struct unwind_cache));
+	struct unwind_cache *cache = aligned_alloc(64, sizeof(*cache));
+
+	if (!cache)
+		return NULL;
+	memset(cache, 0, sizeof(*cache));
+	for (uint32_t i = 0; i < CACHE_SLOTS; i++)
+		cache->slots[i].next = &cache->slots[i];
+	return cache;
 }
 
 void unwind_cache__free(struct unwind_cache *cache)
@@ -166,9 +177,10 @@ struct walker {
 };
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with *end set when
- * no mapping or no table holds pc. */
-static const struct cached_rules *fill_slot(struct walker *w, uint64_t pc,
-					    struct cached_rules *slot, enum unwind_end *end)
+ * no mapping or no table holds pc. Kept out of line (as is step()) so the walk's loop
+ * keeps its registers. */
+static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rules *slot,
+				      enum unwind_end *end)
 {
 	const struct unwind_map *map;
 	int err;
@@ -186,8 +198,8 @@ static const struct cached_rules *fill_slot(struct walker *w, uint64_t pc,
 }
 
 /* The rules at pc: from the cache, or looked up and remembered. */
-static inline const struct cached_rules *find_rules(struct walker *w, uint64_t pc,
-						    enum unwind_end *end)
+static inline struct cached_rules *find_rules(struct walker *w, uint64_t pc,
+					      enum unwind_end *end)
 {
 	struct cached_rules *slot = &w->cache->slots[cache_slot(w->space_mix, pc)];
 
@@ -264,7 +276,8 @@ static enum unwind_end recover_bp(const struct cached_rules *rules, const struct
 /* One step: the caller's registers from the callee's, for any rules. ra_undefined
  * reports the outermost frame; signal reports a signal trampoline (its caller resumes
  * at an exact pc). */
-static enum unwind_end step(const struct cached_rules *rules, const struct unwind_regs *regs,
+static enum unwind_end
+step(const struct cached_rules *rules, const struct unwind_regs *regs,
 			    const struct copy_view *copy, struct unwind_regs *caller,
 			    bool *ra_undefined, bool *signal)
 {
@@ -337,28 +350,51 @@ static inline enum unwind_end step_plain(const struct cached_rules *rules,
 	return UNWIND_END_COMPLETE;
 }
 
+/* The rules for the caller of the frame whose rules were prev, at pc. Tries prev's
+ * successor from earlier walks first: when it is right, as it mostly is, the CPU can go
+ * on with it before the caller's pc has been loaded from the copy and hashed, so the
+ * walk's critical path shrinks to following slot->next. */
+static inline struct cached_rules *caller_rules(struct walker *w, struct cached_rules *prev,
+						uint64_t pc, enum unwind_end *end)
+{
+	struct cached_rules *rules = prev->next;
+
+	if (__builtin_expect(rules->pc == pc && rules->space == w->space->id, 1))
+		return rules;
+	rules = find_rules(w, pc, end);
+	if (rules)
+		prev->next = rules;
+	return rules;
+}
+
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	struct walker w = { .space = space, .cache = cache, .space_mix = space_mix(space->id) };
+	struct walker w;
+	/* Field by field: an initializer would zero the whole map cache on every walk. */
+	w.space = space;
+	w.cache = cache;
+	w.space_mix = space_mix(space->id);
+	w.maps.nr = 0;
+	w.maps.next = 0;
 	const struct copy_view view = copy_view(copy);
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
 	bool bp_valid = regs->bp_valid, exact = true;
 	enum unwind_end end = UNWIND_END_DEPTH;
+	struct cached_rules *rules;
 	uint32_t n = 0;
 
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
-	while (n < max) {
-		const struct cached_rules *rules;
-		/* caller frames: look up ra-1, the call instruction, not the one after it */
-		uint64_t lookup = ip - !exact;
-
+	if (max == 0)
+		goto out;
+	/* the first frame at its exact pc */
+	rules = find_rules(&w, ip, &end);
+	for (;;) {
 		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact };
-		rules = find_rules(&w, lookup, &end);
 		if (!rules)
 			break;
 		if (__builtin_expect(rules->plain, 1)) {
@@ -382,7 +418,12 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		if (ip == 0) /* a zero return address also ends a stack */
 			break;
 		end = UNWIND_END_DEPTH;
+		if (n == max)
+			break;
+		/* caller frames: look up ra-1, the call instruction, not the one after it */
+		rules = caller_rules(&w, rules, ip - !exact, &end);
 	}
+out:
 	result->nr_frames = n;
 	result->end = end;
 	result->last = (struct unwind_regs){ ip, sp, bp, bp_valid };
