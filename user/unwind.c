@@ -173,14 +173,13 @@ struct walker {
 	const struct unwind_space *space;
 	struct unwind_cache *cache;
 	uint64_t space_mix;
+	enum unwind_end miss; /* why the last lookup found no rules */
 	struct map_cache maps;
 };
 
-/* Looks pc up in the table of the mapping holding it, into slot. NULL with *end set when
- * no mapping or no table holds pc. Kept out of line (as is step()) so the walk's loop
- * keeps its registers. */
-static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rules *slot,
-				      enum unwind_end *end)
+/* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
+ * when no mapping or no table holds pc. */
+static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rules *slot)
 {
 	const struct unwind_map *map;
 	int err;
@@ -188,7 +187,7 @@ static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cach
 	w->cache->stats.misses++;
 	err = find_map(&w->maps, w->space, pc, &map);
 	if (err) {
-		*end = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
+		w->miss = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
 		return NULL;
 	}
 	decode_rules(map->table, pc - map->bias, slot);
@@ -197,15 +196,15 @@ static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cach
 	return slot;
 }
 
-/* The rules at pc: from the cache, or looked up and remembered. */
-static inline struct cached_rules *find_rules(struct walker *w, uint64_t pc,
-					      enum unwind_end *end)
+/* The rules at pc in address space id: from the cache, or looked up and remembered. The
+ * id is passed by value so the walk's loop keeps it in a register. */
+static inline struct cached_rules *find_rules(struct walker *w, uint64_t id, uint64_t pc)
 {
 	struct cached_rules *slot = &w->cache->slots[cache_slot(w->space_mix, pc)];
 
-	if (__builtin_expect(slot->pc == pc && slot->space == w->space->id, 1))
+	if (__builtin_expect(slot->pc == pc && slot->space == id, 1))
 		return slot;
-	return fill_slot(w, pc, slot, end);
+	return fill_slot(w, pc, slot);
 }
 
 /* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
@@ -354,14 +353,14 @@ static inline enum unwind_end step_plain(const struct cached_rules *rules,
  * successor from earlier walks first: when it is right, as it mostly is, the CPU can go
  * on with it before the caller's pc has been loaded from the copy and hashed, so the
  * walk's critical path shrinks to following slot->next. */
-static inline struct cached_rules *caller_rules(struct walker *w, struct cached_rules *prev,
-						uint64_t pc, enum unwind_end *end)
+static inline struct cached_rules *caller_rules(struct walker *w, uint64_t id,
+						struct cached_rules *prev, uint64_t pc)
 {
 	struct cached_rules *rules = prev->next;
 
-	if (__builtin_expect(rules->pc == pc && rules->space == w->space->id, 1))
+	if (__builtin_expect(rules->pc == pc && rules->space == id, 1))
 		return rules;
-	rules = find_rules(w, pc, end);
+	rules = find_rules(w, id, pc);
 	if (rules)
 		prev->next = rules;
 	return rules;
@@ -376,6 +375,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	w.space = space;
 	w.cache = cache;
 	w.space_mix = space_mix(space->id);
+	w.miss = UNWIND_END_NO_CFI;
 	w.maps.nr = 0;
 	w.maps.next = 0;
 	const struct copy_view view = copy_view(copy);
@@ -384,6 +384,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
 	bool bp_valid = regs->bp_valid, exact = true;
 	enum unwind_end end = UNWIND_END_DEPTH;
+	const uint64_t id = space->id;
 	struct cached_rules *rules;
 	uint32_t n = 0;
 
@@ -392,11 +393,13 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	if (max == 0)
 		goto out;
 	/* the first frame at its exact pc */
-	rules = find_rules(&w, ip, &end);
+	rules = find_rules(&w, id, ip);
 	for (;;) {
 		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact };
-		if (!rules)
+		if (!rules) {
+			end = w.miss;
 			break;
+		}
 		if (__builtin_expect(rules->plain, 1)) {
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			exact = false;
@@ -421,7 +424,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		if (n == max)
 			break;
 		/* caller frames: look up ra-1, the call instruction, not the one after it */
-		rules = caller_rules(&w, rules, ip - !exact, &end);
+		rules = caller_rules(&w, id, rules, ip - !exact);
 	}
 out:
 	result->nr_frames = n;
