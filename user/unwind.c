@@ -395,6 +395,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	/* the first frame at its exact pc */
 	rules = find_rules(&w, id, ip);
 	for (;;) {
+		uint64_t lookup;
+
 		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact };
 		if (!rules) {
 			end = w.miss;
@@ -403,6 +405,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		if (__builtin_expect(rules->plain, 1)) {
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			exact = false;
+			/* caller frames: look up ra-1, the call instruction, not the one after it */
+			lookup = ip - 1;
 		} else {
 			struct unwind_regs cur = { ip, sp, bp, bp_valid }, caller;
 			bool ra_undefined, signal;
@@ -414,7 +418,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			sp = caller.sp;
 			bp = caller.bp;
 			bp_valid = caller.bp_valid;
-			exact = signal;
+			exact = signal; /* a signal frame's caller resumes at its exact pc */
+			lookup = exact ? ip : ip - 1;
 		}
 		if (end != UNWIND_END_COMPLETE)
 			break;
@@ -423,8 +428,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		end = UNWIND_END_DEPTH;
 		if (n == max)
 			break;
-		/* caller frames: look up ra-1, the call instruction, not the one after it */
-		rules = caller_rules(&w, id, rules, ip - !exact);
+		rules = caller_rules(&w, id, rules, lookup);
 	}
 out:
 	result->nr_frames = n;
