@@ -235,6 +235,7 @@ static int run(struct bench *b, int passes)
 {
 	struct session *s = NULL;
 	struct lu_unwinder *u = NULL;
+	struct unwind_cache_stats cache_before, cache_after;
 	uint64_t ns, best, best_lu, frames;
 	int err;
 
@@ -263,6 +264,7 @@ static int run(struct bench *b, int passes)
 	/* hprof's and libunwind's passes alternate in blocks, so both see the same machine (on
 	 * a shared host a busy neighbour can halve either's speed for seconds at a time) while
 	 * each walker's own data stays warm from one pass to the next within a block. */
+	session__unwind_cache_stats(s, &cache_before);
 	best = best_lu = UINT64_MAX;
 	for (int p = 0; p < passes; p += BLOCK) {
 		for (int k = 0; k < BLOCK; k++) {
@@ -274,6 +276,10 @@ static int run(struct bench *b, int passes)
 			best_lu = ns < best_lu ? ns : best_lu;
 		}
 	}
+	session__unwind_cache_stats(s, &cache_after);
+	printf("# hprof rule cache: %.2f%% of frame lookups searched a table in the warm passes\n",
+	       100.0 * (cache_after.misses - cache_before.misses) /
+		       ((double)b->hprof_frames * ((passes + BLOCK - 1) / BLOCK * BLOCK)));
 	print_line("hprof", "warm", best, b->samples, b->hprof_frames);
 	print_line("libunwind", "warm", best_lu, b->samples, b->lu_frames);
 

@@ -522,6 +522,11 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	return profile__add(s->profile, comm, session__truncated_root(reason), frames, n);
 }
 
+void session__unwind_cache_stats(const struct session *s, struct unwind_cache_stats *stats)
+{
+	unwind_cache__stats(s->unwind_cache, stats);
+}
+
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
 			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {

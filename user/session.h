@@ -58,6 +58,9 @@ struct module_registry *session__modules(struct session *s);
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,
  * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without
  * a stack copy, or -ENOMEM. */
+/* The unwind rule cache's counters, for benchmarks. */
+void session__unwind_cache_stats(const struct session *s, struct unwind_cache_stats *stats);
+
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
 			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 /* A live process's stack outside of samples (hprof stack): the DWARF walk from regs over

@@ -66,7 +66,7 @@ struct unwind_space {
 struct unwind_cache;
 
 struct unwind_cache_stats {
-	uint64_t hits, misses;
+	uint64_t misses; /* lookups that searched a mapping's table (the rest were hits) */
 };
 
 struct unwind_cache *unwind_cache__new(void);
