@@ -57,6 +57,15 @@ record nofp_signal -- &&
 in_handler=$(share_matching "$TMP/nofp_signal.folded" nofp_signal ';__restore_rt;on_alarm;busy_in_handler')
 check "nofp_signal: most samples run in the handler, through the signal frame ($in_handler)" at_least 80 "$in_handler"
 
+# Samples inside rt_sigreturn have their user ip just past __restore_rt's syscall, where
+# its CFI ends; the walk must take the syscall instruction's signal-frame rules.
+record nofp_sigstorm -- &&
+	expect_chain nofp_sigstorm "^nofp_sigstorm;$START;storm(;[^;]+)*\$"
+in_sigreturn=$(share_matching "$TMP/nofp_sigstorm.folded" nofp_sigstorm \
+	"^nofp_sigstorm;$START;storm;raise(;[^;]+)*;__restore_rt(;[^;]*_\\[k\\])+\$")
+check "nofp_sigstorm: samples inside rt_sigreturn are unwound through __restore_rt ($in_sigreturn)" \
+	at_least 2 "$in_sigreturn"
+
 record nofp_threads -- &&
 	expect_chain nofp_threads "^nofp_threads;clone3;start_thread;thread_main;worker_[0-3](;stage_[0-3](;spin)?|$CLOCK)$KERNEL\$"
 for n in 0 1 2 3; do

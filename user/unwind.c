@@ -207,6 +207,13 @@ static inline struct cached_rules *find_rules(struct walker *w, uint64_t id, uin
 	return fill_slot(w, pc, slot);
 }
 
+/* The kernel's signal frame, as __restore_rt's CFI describes it: the CFA and return
+ * address come from the saved ucontext. */
+static bool is_signal_frame(const struct cached_rules *r)
+{
+	return r->cfa == UNWIND_CFA_EXPR_DEREF_SP && r->ra == UNWIND_RA_AT_SP;
+}
+
 /* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
 static enum unwind_end compute_cfa(const struct cached_rules *rules, const struct unwind_regs *regs,
 				   const struct copy_view *copy, uint64_t *cfa)
@@ -308,7 +315,7 @@ step(const struct cached_rules *rules, const struct unwind_regs *regs,
 	if (end != UNWIND_END_COMPLETE)
 		return end;
 	caller->sp = cfa;
-	*signal = rules->cfa == UNWIND_CFA_EXPR_DEREF_SP && rules->ra == UNWIND_RA_AT_SP;
+	*signal = is_signal_frame(rules);
 	/* Outside signal frames the stack only grows down: a caller's frame is above. */
 	if (!*signal && cfa <= regs->sp)
 		return UNWIND_END_BAD_FRAME;
@@ -366,6 +373,21 @@ static inline struct cached_rules *caller_rules(struct walker *w, uint64_t id,
 	return rules;
 }
 
+/* A sample taken in the rt_sigreturn system call has its ip just past the trampoline's
+ * syscall instruction, which is where __restore_rt's FDE ends: no rule covers that pc.
+ * The syscall instruction's own rules (at ip - 1) are the signal frame's, and sp has not
+ * moved since, so they apply. Only a signal frame is taken from ip - 1: for any other
+ * function, what precedes ip says nothing about ip. Returns the rules to use. */
+static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t ip,
+					 struct cached_rules *rules)
+{
+	enum unwind_end miss = w->miss;
+	struct cached_rules *before = ip ? find_rules(w, id, ip - 1) : NULL;
+
+	w->miss = miss; /* a failed second look keeps the first one's reason */
+	return before && is_signal_frame(before) ? before : rules;
+}
+
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
@@ -394,6 +416,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		goto out;
 	/* the first frame at its exact pc */
 	rules = find_rules(&w, id, ip);
+	if (!rules || rules->cfa == UNWIND_CFA_END)
+		rules = in_sigreturn(&w, id, ip, rules);
 	for (;;) {
 		uint64_t lookup;
 
