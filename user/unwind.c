@@ -377,14 +377,13 @@ static inline struct cached_rules *caller_rules(struct walker *w, uint64_t id,
  * syscall instruction, which is where __restore_rt's FDE ends: no rule covers that pc.
  * The syscall instruction's own rules (at ip - 1) are the signal frame's, and sp has not
  * moved since, so they apply. Only a signal frame is taken from ip - 1: for any other
- * function, what precedes ip says nothing about ip. Returns the rules to use. */
+ * function, what precedes ip says nothing about ip. Returns the rules to use for the
+ * first frame, whose own (rules) cover nothing. */
 static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t ip,
 					 struct cached_rules *rules)
 {
-	enum unwind_end miss = w->miss;
 	struct cached_rules *before = ip ? find_rules(w, id, ip - 1) : NULL;
 
-	w->miss = miss; /* a failed second look keeps the first one's reason */
 	return before && is_signal_frame(before) ? before : rules;
 }
 
@@ -416,8 +415,6 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		goto out;
 	/* the first frame at its exact pc */
 	rules = find_rules(&w, id, ip);
-	if (!rules || rules->cfa == UNWIND_CFA_END)
-		rules = in_sigreturn(&w, id, ip, rules);
 	for (;;) {
 		uint64_t lookup;
 
@@ -435,6 +432,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			struct unwind_regs cur = { ip, sp, bp, bp_valid }, caller;
 			bool ra_undefined, signal;
 
+			if (n == 1 && rules->cfa == UNWIND_CFA_END)
+				rules = in_sigreturn(&w, id, ip, rules);
 			end = step(rules, &cur, &view, &caller, &ra_undefined, &signal);
 			if (end != UNWIND_END_COMPLETE || ra_undefined)
 				break;
