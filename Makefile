@@ -31,8 +31,9 @@ BPF_SRCS   := $(wildcard kernel/*.bpf.c)
 BPF_OBJS   := $(patsubst kernel/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst kernel/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-# Everything but main.c is shared by hprof, the unit tests and the benchmarks.
-LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard flamegraph/*.c)
+# Everything but main.c is shared by hprof, the unit tests and the benchmarks. Stages of the
+# pipeline get folders of their own under user/ (user/binary/, ...).
+LIB_SRCS   := $(filter-out user/main.c,$(wildcard user/*.c user/*/*.c)) $(wildcard flamegraph/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 HPROF      := $(BUILD)/hprof
 
@@ -136,4 +137,4 @@ run: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
