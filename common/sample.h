@@ -18,6 +18,11 @@
 #define HPROF_STACK_CHUNK 4096
 #define HPROF_MAX_STACK_CHUNKS (HPROF_MAX_STACK_COPY / HPROF_STACK_CHUNK + 1)
 #define HPROF_DEFAULT_STACK_COPY 16384
+/* Stack bytes copied from the outermost frame record the FP chain reached, when the main
+ * copy does not hold them: enough for the DWARF walk to go on from there through libc's
+ * start-up code (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3),
+ * which keeps no frame pointers. */
+#define HPROF_FP_TAIL_WINDOW 512
 
 _Static_assert(HPROF_MAX_FP_DEPTH >= 127, "FP chains must reach at least 127 frames");
 _Static_assert(HPROF_MAX_STACK_COPY % HPROF_STACK_CHUNK == 0, "stack copy is whole chunks");
@@ -39,7 +44,9 @@ enum fp_end {
 #define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
- * __u8 stack[stack_len] (user memory from user_sp upwards). user_ips[0] is user_ip. */
+ * __u8 stack[stack_len] (user memory from user_sp upwards); __u8 tail[tail_len] (user
+ * memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it through the
+ * hprof_sample__* accessors below, never by computing offsets. */
 struct hprof_sample {
 	__u64 timestamp_ns;
 	__u64 user_ip;
@@ -53,15 +60,59 @@ struct hprof_sample {
 	__u16 nr_kernel;
 	__u32 stack_len;
 	__u8 fp_end; /* enum fp_end */
-	__u8 pad[7];
+	__u8 pad;
+	__u16 tail_len;
+	__u32 pad2;
+	/* Address of the frame record the FP chain's last return address was read from
+	 * (user_ips[nr_user - 1] is at fp_tail_frame + 8); 0 when the chain has one frame. */
+	__u64 fp_tail_frame;
 	char comm[HPROF_COMM_LEN];
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 80, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 88, "hprof_sample layout is shared with BPF");
 
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
-	 HPROF_MAX_STACK_COPY)
+	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW)
+_Static_assert(HPROF_FP_TAIL_WINDOW < 65536, "tail_len is 16 bits");
+
+#ifndef __bpf__
+/* A record of size bytes is well formed when its counts are within their limits and its
+ * data holds everything they describe. Every other accessor assumes this. */
+static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 size)
+{
+	if (size < sizeof(*s) || s->nr_user > HPROF_MAX_FP_DEPTH ||
+	    s->nr_kernel > HPROF_MAX_KERNEL_DEPTH || s->stack_len > HPROF_MAX_STACK_COPY ||
+	    s->tail_len > HPROF_FP_TAIL_WINDOW)
+		return 0;
+	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
+			       s->tail_len;
+}
+
+/* Frame addresses may be unaligned in the ring buffer: copy them out. */
+static inline __u64 hprof_sample__user_ip(const struct hprof_sample *s, __u32 i)
+{
+	__u64 v;
+
+	__builtin_memcpy(&v, s->data + (__u64)i * 8, sizeof(v));
+	return v;
+}
+
+static inline __u64 hprof_sample__kernel_ip(const struct hprof_sample *s, __u32 i)
+{
+	return hprof_sample__user_ip(s, s->nr_user + i);
+}
+
+static inline const __u8 *hprof_sample__stack(const struct hprof_sample *s)
+{
+	return s->data + (__u64)(s->nr_user + s->nr_kernel) * 8;
+}
+
+static inline const __u8 *hprof_sample__tail(const struct hprof_sample *s)
+{
+	return hprof_sample__stack(s) + s->stack_len;
+}
+#endif
 
 /* Per-CPU counters kept by the BPF program, indexed by enum kernel_counter. */
 enum kernel_counter {
@@ -76,6 +127,7 @@ enum kernel_counter {
 	KC_STACK_COPY_CLAMPED,   /* the stack copy stopped at the end of readable memory */
 	KC_KERNEL_STACK_FAILED,  /* bpf_get_stack failed on a kernel-mode sample */
 	KC_FORKS_FOLLOWED,       /* children added to the pid filter */
+	KC_FP_TAIL_FAILED,       /* the window at the FP chain's end could not be read */
 	KC_NR,
 };
 

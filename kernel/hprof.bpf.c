@@ -19,6 +19,7 @@ const volatile __u32 stack_copy_size = 0;  /* bytes of user stack to copy; 0 = F
 /* Room for the largest record plus one chunk of slack, so that the verifier's bound on
  * (offset of the stack copy) + (chunk length) stays inside the buffer. */
 #define SCRATCH_SIZE (HPROF_SAMPLE_MAX_SIZE + HPROF_STACK_CHUNK)
+_Static_assert(HPROF_FP_TAIL_WINDOW <= HPROF_STACK_CHUNK, "the tail fits in the slack");
 
 struct scratch {
 	__u8 buf[SCRATCH_SIZE];
@@ -124,6 +125,7 @@ static __always_inline void walk_frame_pointers(struct hprof_sample *s)
 		}
 		ips[i] = frame[1];
 		n = i + 1;
+		s->fp_tail_frame = bp;
 		if (frame[0] != 0 && frame[0] <= bp) {
 			s->fp_end = FP_END_NOT_ASCENDING;
 			break;
@@ -174,6 +176,34 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst)
 		count(KC_STACK_COPY_FAILED);
 	else
 		count(KC_STACK_COPY_CLAMPED);
+}
+
+/* Copies HPROF_FP_TAIL_WINDOW bytes from the FP chain's outermost frame record when the
+ * stack copy does not already hold them, so that userspace can go on from the chain's
+ * end with the DWARF walk (libc's start-up code keeps no frame pointers). */
+static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off)
+{
+	__u64 tail = s->fp_tail_frame;
+	__u8 *dst;
+
+	if (stack_copy_size == 0 || tail == 0)
+		return;
+	if (tail >= s->user_sp && tail + HPROF_FP_TAIL_WINDOW <= s->user_sp + s->stack_len)
+		return;
+	/* The verifier must see the bound on the register that indexes the buffer. */
+	barrier_var(off);
+	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
+		return;
+	dst = s->data + off;
+	if (bpf_probe_read_user(dst, HPROF_FP_TAIL_WINDOW, (void *)tail) == 0) {
+		s->tail_len = HPROF_FP_TAIL_WINDOW;
+		return;
+	}
+	/* The window ran off the stack mapping: half of it still holds the usual frames. */
+	if (bpf_probe_read_user(dst, HPROF_FP_TAIL_WINDOW / 2, (void *)tail) == 0)
+		s->tail_len = HPROF_FP_TAIL_WINDOW / 2;
+	else
+		count(KC_FP_TAIL_FAILED);
 }
 
 SEC("perf_event")
@@ -234,8 +264,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (s->flags & SAMPLE_USER_REGS)
 		copy_user_stack(s, s->data + off);
+	off += s->stack_len;
+	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
+		return 0;
+	if (s->flags & SAMPLE_USER_REGS)
+		copy_fp_tail(s, off);
 
-	size = sizeof(*s) + off + s->stack_len;
+	size = sizeof(*s) + off + s->tail_len;
 	if (size > HPROF_SAMPLE_MAX_SIZE)
 		return 0;
 	if (bpf_ringbuf_output(&samples, s, size, 0))

@@ -88,10 +88,11 @@ thrower=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx ';throw_and_catch\(\);t
 check "nofp_cxx: samples inside a throw are unwound through it ($thrower)" [ "${thrower%/*}" -gt 0 ]
 
 # Stitching: a 1 KiB copy holds ~60 of fp_deep's 200 frames; the walk must go on along the
-# FP chain (whose best is libc's __libc_start_call_main: libc keeps no frame pointers).
-# Frame pointers alone skip copy_block, the caller of the rbp-preserving memset/memcpy.
+# FP chain, and from the chain's end (libc keeps no frame pointers) through libc's start-up
+# code to _start, over the window the kernel copies there. Frame pointers alone skip
+# copy_block, the caller of the rbp-preserving memset/memcpy.
 record fp_deep --stack-size 1024 -- 200 &&
-	expect_chain fp_deep "^fp_deep;__libc_start_call_main;main$(printf ';deep%.0s' $(seq 200));copy_block$HOST\$"
+	expect_chain fp_deep "^fp_deep;$START$(printf ';deep%.0s' $(seq 200));copy_block$HOST\$"
 check "fp_deep: the summary reports the stitched stacks as dwarf+fp" \
 	grep -Eq "dwarf\+fp (99|100)\.[0-9]%" "$TMP/fp_deep.err"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define CAPTURE_MAGIC "HPROFCAP"
-#define CAPTURE_VERSION 1
+#define CAPTURE_VERSION 2 /* 2: samples carry the window at the FP chain's end */
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 

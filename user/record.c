@@ -423,7 +423,8 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	for (int m = 0; m < METHOD_COUNT; m++)
 		fprintf(stderr, " %s %.1f%%", session__method_name(m),
 			percent(st->methods[m], user_samples));
-	fprintf(stderr, "\n");
+	fprintf(stderr, " (%" PRIu64 " FP chains finished by the DWARF walk from their end)\n",
+		st->fp_tails);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(stderr, "hprof: truncated stacks:");
 		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
@@ -446,8 +447,10 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");
 	else
 		fprintf(stderr, " (stack copies: %" PRIu64 " clamped at the end of the stack, %" PRIu64
-				" failed)\n",
-			kc[KC_STACK_COPY_CLAMPED], kc[KC_STACK_COPY_FAILED]);
+				" failed; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
+				" unreadable)\n",
+			kc[KC_STACK_COPY_CLAMPED], kc[KC_STACK_COPY_FAILED], st->tail_windows,
+			kc[KC_FP_TAIL_FAILED]);
 }
 
 static int write_folded_file(struct session *s, const char *path)

@@ -134,7 +134,8 @@ static int add_build_id(struct report *rep, const uint8_t *payload, uint32_t len
 	return 0;
 }
 
-/* The stack bytes end the record, so a shorter copy is the same record cut short. */
+/* A shorter copy is the same record with the end of its stack bytes cut out (the window
+ * at the FP chain's end, which follows them, moves down). */
 static int replay_sample(struct report *rep, struct session *s, const uint8_t *payload,
 			 uint32_t len)
 {
@@ -144,8 +145,11 @@ static int replay_sample(struct report *rep, struct session *s, const uint8_t *p
 	memcpy(rep->scratch, payload, len);
 	sample = (struct hprof_sample *)rep->scratch;
 	if (rep->stack_limit && sample->stack_len > rep->stack_limit &&
-	    len >= sample->stack_len) {
+	    hprof_sample__well_formed(sample, len)) {
+		uint8_t *tail = (uint8_t *)hprof_sample__tail(sample);
+
 		cut = sample->stack_len - rep->stack_limit;
+		memmove(tail - cut, tail, sample->tail_len);
 		sample->stack_len = rep->stack_limit;
 		len -= cut;
 	}

@@ -40,10 +40,15 @@ struct session {
 	struct process *last_process; /* the one get_process returned last */
 };
 
+/* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
+ * start-up code; more than this is not a start-up path. */
+#define FP_TAIL_MAX_FRAMES 64
+
 /* Kernel frames, then the FP chain's user frames, and after them (moved down once
- * chosen) the DWARF walk's frames with a stitched FP tail. */
-#define MAX_STACK_FRAMES \
-	(HPROF_MAX_KERNEL_DEPTH + HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH)
+ * chosen) the DWARF walk's frames with a stitched FP chain and the walk from its end. */
+#define MAX_STACK_FRAMES                                                                  \
+	(HPROF_MAX_KERNEL_DEPTH + HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + \
+	 FP_TAIL_MAX_FRAMES)
 
 static const char *const method_names[METHOD_COUNT] = {
 	[METHOD_FP] = "fp",
@@ -336,22 +341,28 @@ static bool fp_chain_is_complete(struct session *s, const struct frame *outermos
 	return is_entry_function(name) || (!s->dwarf && is_libc_start_function(name));
 }
 
-static bool sample_is_well_formed(const struct hprof_sample *sample, size_t size)
+/* The user memory a sample carries: the stack copied from sp, and the window copied from
+ * the FP chain's outermost frame record when the copy did not reach it. */
+struct sample_memory {
+	struct stack_copy stack;
+	struct stack_copy tail;
+};
+
+static struct sample_memory sample_memory(const struct hprof_sample *sample)
 {
-	if (size < sizeof(*sample) || sample->nr_user > HPROF_MAX_FP_DEPTH ||
-	    sample->nr_kernel > HPROF_MAX_KERNEL_DEPTH || sample->stack_len > HPROF_MAX_STACK_COPY)
-		return false;
-	return size >= sizeof(*sample) + (sample->nr_user + sample->nr_kernel) * 8ull +
-			       sample->stack_len;
+	return (struct sample_memory){
+		.stack = { .bytes = hprof_sample__stack(sample), .base = sample->user_sp,
+			   .len = sample->stack_len },
+		.tail = { .bytes = hprof_sample__tail(sample), .base = sample->fp_tail_frame,
+			  .len = sample->tail_len },
+	};
 }
 
-/* Copies frame addresses out of the record (it may be unaligned in the ring buffer). */
-static uint64_t record_u64(const struct hprof_sample *sample, uint32_t index)
+static bool sample_memory__read_u64(const struct sample_memory *mem, uint64_t addr,
+				    uint64_t *value)
 {
-	uint64_t v;
-
-	memcpy(&v, sample->data + (size_t)index * 8, sizeof(v));
-	return v;
+	return stack_copy__read_u64(&mem->stack, addr, value) ||
+	       stack_copy__read_u64(&mem->tail, addr, value);
 }
 
 /* The leaf's CFI agrees that rbp is its frame pointer. When it does not (the leaf keeps
@@ -372,12 +383,13 @@ static bool leaf_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
 	return rules.cfa == UNWIND_CFA_BP_OFFSET;
 }
 
-/* Where the DWARF walk ran out of copied stack, continue with the kernel's FP chain if
- * the walk's rbp is one of the chain's frame addresses: the chain's next return address
- * is then this frame's caller. The chain's frame addresses are rebuilt from the copy,
- * up to the first one outside it. Returns the index of the first FP return address to
- * append, or 0 when the two do not join. */
-static uint32_t stitch_point(const struct hprof_sample *sample, const struct stack_copy *copy,
+/* Where the DWARF walk stopped (it ran out of copied stack, or met code without usable
+ * CFI, such as JIT code), continue with the kernel's FP chain if the walk's last frame is
+ * one of the chain's: same pc, and its rbp is the chain's frame address there. The chain's
+ * next return address is then that frame's caller. The chain's frame addresses are
+ * rebuilt from the copy, up to the first one outside it. Returns the index of the first
+ * FP return address to append, or 0 when the two do not join. */
+static uint32_t stitch_point(const struct hprof_sample *sample, const struct sample_memory *mem,
 			     const struct unwind_regs *last)
 {
 	uint64_t bp = sample->user_bp;
@@ -385,12 +397,20 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sta
 	if (!last->bp_valid)
 		return 0;
 	for (uint32_t i = 1; i < sample->nr_user; i++) {
-		if (bp == last->bp)
+		if (bp == last->bp && hprof_sample__user_ip(sample, i - 1) == last->ip)
 			return i;
-		if (!stack_copy__read_u64(copy, bp, &bp))
+		if (!sample_memory__read_u64(mem, bp, &bp))
 			return 0;
 	}
 	return 0;
+}
+
+/* Walk ends after which the FP chain may carry on. */
+static bool fp_may_continue(enum unwind_end end)
+{
+	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_NO_CFI ||
+	       end == UNWIND_END_UNSUPPORTED || end == UNWIND_END_UNMAPPED ||
+	       end == UNWIND_END_BAD_FRAME;
 }
 
 static uint32_t add_fp_frames(struct session *s, struct process *proc,
@@ -401,82 +421,135 @@ static uint32_t add_fp_frames(struct session *s, struct process *proc,
 
 	*all_mapped = true;
 	for (uint32_t i = from; i < sample->nr_user; i++) {
-		if (!resolve_user_frame(s, proc, record_u64(sample, i), i > 0, &out[n++]))
+		if (!resolve_user_frame(s, proc, hprof_sample__user_ip(sample, i), i > 0, &out[n++]))
 			*all_mapped = false;
 	}
 	return n;
 }
 
-/* The DWARF walk over the sample's copy into out; returns the frame count and sets
- * *method and *reason. */
+/* Libc's start-up code keeps no frame pointers, so an FP chain ends in it (main's caller,
+ * a thread's start routine) rather than at the entry. The DWARF walk goes on from the
+ * chain's outermost frame, whose registers the frame record gives: the caller's sp is
+ * just above the record, its rbp the value saved in it. Appends the frames beyond that
+ * frame to out and returns true when the walk reaches the entry. */
+static bool finish_fp_chain(struct session *s, struct walk_ctx *w,
+			    const struct hprof_sample *sample, const struct sample_memory *mem,
+			    struct frame *out, uint32_t *added)
+{
+	uint64_t record = sample->fp_tail_frame, saved_bp, ra;
+	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
+	struct unwind_result result;
+	struct unwind_regs regs;
+
+	*added = 0;
+	if (record == 0 || sample->nr_user < 2 || !sample_memory__read_u64(mem, record, &saved_bp) ||
+	    !sample_memory__read_u64(mem, record + 8, &ra) || ra != outermost)
+		return false;
+	/* A return address: its frame's rules are the call instruction's, at ra - 1. */
+	regs = (struct unwind_regs){
+		.ip = outermost - 1, .sp = record + 16, .bp = saved_bp, .bp_valid = true,
+	};
+	walk_in_process(s, w->proc, &regs, sample->tail_len ? &mem->tail : &mem->stack, s->walked,
+			FP_TAIL_MAX_FRAMES, &result);
+	if (result.end != UNWIND_END_COMPLETE)
+		return false;
+	for (uint32_t i = 1; i < result.nr_frames; i++)
+		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[(*added)++]);
+	s->stats.fp_tails++;
+	return true;
+}
+
+/* The chain ends at the entry: by its own frames' rules, or, where there is no CFI, by
+ * the name of the function it ends in. */
+static bool fp_chain_reaches_entry(struct session *s, struct walk_ctx *w,
+				   const struct hprof_sample *sample, const struct sample_memory *mem,
+				   const struct frame *outermost, struct frame *out,
+				   uint32_t *added)
+{
+	const char *name;
+
+	if (finish_fp_chain(s, w, sample, mem, out, added))
+		return true;
+	name = profile__frame_name(s->profile, outermost);
+	return name && is_entry_function(name);
+}
+
+/* The DWARF walk over the sample's copy into out; where it stops short, the FP chain from
+ * where the two join, finished by a DWARF walk from the chain's end. Returns the frame
+ * count and sets *method and *reason. */
 static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
-			   const struct hprof_sample *sample, struct frame *out,
-			   enum stack_method *method, unsigned *reason)
+			   const struct hprof_sample *sample, const struct sample_memory *mem,
+			   struct frame *out, enum stack_method *method, unsigned *reason)
 {
 	const struct unwind_regs regs = {
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
 	};
-	const struct stack_copy copy = {
-		.bytes = sample->data + (size_t)(sample->nr_user + sample->nr_kernel) * 8,
-		.base = sample->user_sp,
-		.len = sample->stack_len,
-	};
 	struct unwind_result result;
-	uint32_t n = 0, join;
-	const char *name;
+	uint32_t n = 0, join, fp, tail;
 	bool all_mapped;
 
-	walk_in_process(s, w->proc, &regs, &copy, s->walked, UNWIND_MAX_FRAMES, &result);
+	walk_in_process(s, w->proc, &regs, &mem->stack, s->walked, UNWIND_MAX_FRAMES, &result);
 	for (uint32_t i = 0; i < result.nr_frames; i++)
 		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[n++]);
 	*reason = result.end;
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
-	if (result.end != UNWIND_END_COPY_SHORT)
+	if (!fp_may_continue(result.end))
 		return n;
-	join = stitch_point(sample, &copy, &result.last);
-	if (join == 0 || join >= sample->nr_user)
+	join = stitch_point(sample, mem, &result.last);
+	if (join == 0)
 		return n;
-	n += add_fp_frames(s, w->proc, sample, join, out + n, &all_mapped);
-	/* The FP tail can at best reach libc's start-up code (see is_libc_start_function). */
-	name = all_mapped ? profile__frame_name(s->profile, &out[n - 1]) : NULL;
-	if (name && (is_entry_function(name) || is_libc_start_function(name)))
-		*method = METHOD_DWARF_FP;
-	return n;
+	fp = add_fp_frames(s, w->proc, sample, join, out + n, &all_mapped);
+	if (fp == 0 || !all_mapped ||
+	    !fp_chain_reaches_entry(s, w, sample, mem, &out[n + fp - 1], out + n + fp, &tail))
+		return n;
+	*method = METHOD_DWARF_FP;
+	return n + fp + tail;
 }
 
-/* Picks the user stack: the FP chain when it is complete and the leaf keeps a frame
- * pointer, else the DWARF walk (stitched to the FP chain where the copy runs out), else
- * whatever the FP chain has, marked truncated. Returns the frame count. */
+/* Picks the user stack: the FP chain when it reaches the entry and the leaf keeps a frame
+ * pointer; else the DWARF walk, continued on the FP chain where it cannot go on; else the
+ * FP chain finished by a DWARF walk from its end; else whatever the walk found, marked
+ * truncated. Returns the frame count. */
 static uint32_t user_stack(struct session *s, struct process *proc,
 			   const struct hprof_sample *sample, struct frame *out,
 			   enum stack_method *method, unsigned *reason)
 {
 	struct walk_ctx w = { .s = s, .proc = proc };
-	bool all_mapped, fp_complete;
-	uint32_t n;
+	const struct sample_memory mem = sample_memory(sample);
+	bool all_mapped, fp_complete, leaf_fp;
+	uint32_t n, walked, tail;
 
 	n = add_fp_frames(s, proc, sample, 0, out, &all_mapped);
 	fp_complete = fp_chain_is_complete(s, &out[n - 1], all_mapped);
 	if (fp_complete)
 		s->stats.fp_complete++;
-	if (fp_complete && (!s->dwarf || leaf_uses_frame_pointer(&w, sample->user_ip))) {
+	leaf_fp = !s->dwarf || leaf_uses_frame_pointer(&w, sample->user_ip);
+	if (fp_complete && leaf_fp) {
 		*method = METHOD_FP;
 		return n;
 	}
-	if (s->dwarf && sample->stack_len > 0) {
-		uint32_t walked = walk_dwarf(s, &w, sample, out + n, method, reason);
-
-		/* A complete-looking FP chain beats a truncated walk. */
-		if (*method != METHOD_TRUNCATED || !fp_complete) {
-			memmove(out, out + n, walked * sizeof(*out));
-			return walked;
-		}
+	if (!s->dwarf || sample->stack_len == 0) {
+		*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
+		*reason = TRUNCATED_FP_ONLY;
+		return n;
+	}
+	walked = walk_dwarf(s, &w, sample, &mem, out + n, method, reason);
+	if (*method != METHOD_TRUNCATED) {
+		memmove(out, out + n, walked * sizeof(*out));
+		return walked;
+	}
+	/* The walk could not start or join the chain: the chain alone, if the leaf agrees. */
+	if (leaf_fp && all_mapped && finish_fp_chain(s, &w, sample, &mem, out + n, &tail)) {
+		*method = METHOD_DWARF_FP;
+		return n + tail;
+	}
+	/* A complete-looking FP chain beats a truncated walk. */
+	if (fp_complete) {
 		*method = METHOD_FP;
 		return n;
 	}
-	*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
-	*reason = TRUNCATED_FP_ONLY;
-	return n;
+	memmove(out, out + n, walked * sizeof(*out));
+	return walked;
 }
 
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
@@ -490,16 +563,17 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 
 	s->stats.samples++;
 	s->stats.bytes += size;
-	if (!sample_is_well_formed(sample, size)) {
+	if (!hprof_sample__well_formed(sample, size)) {
 		s->stats.malformed++;
 		return 0;
 	}
+	s->stats.tail_windows += sample->tail_len > 0;
 	memcpy(comm, sample->comm, HPROF_COMM_LEN);
 	for (uint32_t i = 0; i < sample->nr_kernel; i++) {
 		frames[n++] = (struct frame){
 			.module = MODULE_KERNEL,
 			.flags = i > 0 ? FRAME_CALLER : 0,
-			.addr = record_u64(sample, sample->nr_user + i),
+			.addr = hprof_sample__kernel_ip(sample, i),
 		};
 	}
 	if (sample->nr_user == 0) {
@@ -536,16 +610,12 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 	struct process *proc;
 	struct stack_copy copy;
 
-	if (!sample_is_well_formed(sample, size) || sample->nr_user == 0 || sample->stack_len == 0)
+	if (!hprof_sample__well_formed(sample, size) || sample->nr_user == 0 || sample->stack_len == 0)
 		return -EINVAL;
 	proc = find_process(s, sample);
 	if (!proc)
 		return -ENOMEM;
-	copy = (struct stack_copy){
-		.bytes = sample->data + (size_t)(sample->nr_user + sample->nr_kernel) * 8,
-		.base = sample->user_sp,
-		.len = sample->stack_len,
-	};
+	copy = sample_memory(sample).stack;
 	walk_in_process(s, proc, &regs, &copy, frames, max, result);
 	return 0;
 }

@@ -32,6 +32,8 @@ struct session_stats {
 	uint64_t bytes;             /* bytes of sample records received */
 	uint64_t malformed;         /* lost: record shorter than its header says */
 	uint64_t fp_complete;       /* user stacks whose FP chain reached the outermost frame */
+	uint64_t fp_tails;          /* FP chains finished by a DWARF walk from their end */
+	uint64_t tail_windows;      /* samples carrying the stack at the FP chain's end */
 	uint64_t kernel_only;       /* samples with no user stack (kernel threads) */
 	uint64_t no_maps;           /* samples of processes whose mappings could not be read */
 	uint64_t frames_unmapped;   /* user frames in no executable mapping */

@@ -95,9 +95,7 @@ const struct hprof_sample *capture_rec__sample(const struct capture_rec *r)
 
 enum walk_skip walk__skip_reason(const struct hprof_sample *s, size_t size)
 {
-	if (size < sizeof(*s) || s->nr_user > HPROF_MAX_FP_DEPTH ||
-	    s->nr_kernel > HPROF_MAX_KERNEL_DEPTH || s->stack_len > HPROF_MAX_STACK_COPY ||
-	    size < sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len)
+	if (!hprof_sample__well_formed(s, size))
 		return WALK_SKIP_MALFORMED;
 	if (s->nr_user == 0)
 		return WALK_SKIP_KERNEL_ONLY;
@@ -120,7 +118,7 @@ const char *walk_skip__name(enum walk_skip why)
 
 const uint8_t *walk__stack_bytes(const struct hprof_sample *s)
 {
-	return s->data + (size_t)(s->nr_user + s->nr_kernel) * 8;
+	return hprof_sample__stack(s);
 }
 
 /* -------- binaries, read from disk -------- */
