@@ -405,6 +405,26 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sam
 	return 0;
 }
 
+/* How far past a binary's entry point its start-up code may call out: _start calls
+ * __libc_start_main (or ld.so's _start calls _dl_start) within its first few
+ * instructions. */
+#define ENTRY_CODE_MAX 256
+
+/* The frame (pc, or the call before a return address) is the entry point's own code, the
+ * outermost frame of a process. A hand-written _start, such as the dynamic loader's, has
+ * no CFI to say that its return address is undefined; the ELF header says where it is. */
+static bool is_entry_code(struct session *s, struct process *proc, uint64_t pc, bool caller)
+{
+	struct mapping *m = find_mapping(s, proc, pc);
+	struct module *mod = m ? mapping_module(s, m) : NULL;
+	uint64_t entry, vaddr;
+
+	if (!mod || m->bias_err || !(entry = elf_symbols__entry(mod->syms)))
+		return false;
+	vaddr = pc - (uint64_t)m->bias - (caller ? 1 : 0);
+	return vaddr >= entry && vaddr - entry < ENTRY_CODE_MAX;
+}
+
 /* Walk ends after which the FP chain may carry on. */
 static bool fp_may_continue(enum unwind_end end)
 {
@@ -470,6 +490,9 @@ static bool fp_chain_reaches_entry(struct session *s, struct walk_ctx *w,
 
 	if (finish_fp_chain(s, w, sample, mem, out, added))
 		return true;
+	if (is_entry_code(s, w->proc, hprof_sample__user_ip(sample, sample->nr_user - 1),
+			  sample->nr_user > 1))
+		return true;
 	name = profile__frame_name(s->profile, outermost);
 	return name && is_entry_function(name);
 }
@@ -491,6 +514,10 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 	walk_in_process(s, w->proc, &regs, &mem->stack, s->walked, UNWIND_MAX_FRAMES, &result);
 	for (uint32_t i = 0; i < result.nr_frames; i++)
 		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[n++]);
+	if (result.end == UNWIND_END_NO_CFI && result.nr_frames > 0 &&
+	    is_entry_code(s, w->proc, s->walked[result.nr_frames - 1].pc,
+			  !s->walked[result.nr_frames - 1].exact))
+		result.end = UNWIND_END_COMPLETE;
 	*reason = result.end;
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
 	if (!fp_may_continue(result.end))

@@ -34,6 +34,7 @@ struct elf_symbols {
 	size_t build_id_len;
 	void *image; /* owned copy for elf_symbols__load_image */
 	size_t image_size;
+	uint64_t entry; /* e_entry: where the program (or the dynamic loader) starts */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -206,6 +207,14 @@ static void read_build_id(struct elf_symbols *es, Elf *elf)
 	}
 }
 
+static void read_entry(struct elf_symbols *es, Elf *elf)
+{
+	GElf_Ehdr ehdr;
+
+	if (gelf_getehdr(elf, &ehdr))
+		es->entry = ehdr.e_entry;
+}
+
 static int compare_symbols(const void *a, const void *b)
 {
 	const struct symbol *x = a, *y = b;
@@ -277,6 +286,7 @@ static int load_from_elf(Elf *elf, const char *what, struct elf_symbols **out, c
 		goto cleanup;
 	}
 	read_build_id(es, elf);
+	read_entry(es, elf);
 	ret = read_symbols(es, elf, &had_symtab);
 	if (ret) {
 		set_err(err, errlen, "%s: reading symbols: %s", what, strerror(-ret));
@@ -399,6 +409,11 @@ size_t elf_symbols__build_id(const struct elf_symbols *es, const uint8_t **id)
 {
 	*id = es->build_id;
 	return es->build_id_len;
+}
+
+uint64_t elf_symbols__entry(const struct elf_symbols *es)
+{
+	return es ? es->entry : 0;
 }
 
 size_t elf_symbols__image_size(const struct elf_symbols *es)

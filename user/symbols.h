@@ -26,6 +26,8 @@ const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, 
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
+/* The ELF header's entry point (a virtual address), 0 when there is none. */
+uint64_t elf_symbols__entry(const struct elf_symbols *syms);
 /* Size of the image given to elf_symbols__load_image; 0 for files. */
 size_t elf_symbols__image_size(const struct elf_symbols *syms);
 void elf_symbols__free(struct elf_symbols *syms);
