@@ -58,7 +58,8 @@ static void evict_caches(struct bench *b)
 static int new_session(struct bench *b, struct session **out)
 {
 	uint32_t pid;
-	const char *text;
+	const char *text, *path;
+	struct map_event e;
 	size_t len;
 	int err = session__new(true, out);
 
@@ -66,11 +67,15 @@ static int new_session(struct bench *b, struct session **out)
 		return err;
 	session__set_replay(*out);
 	for (size_t i = 0; i < b->cap->nr_recs; i++) {
-		if (capture_rec__maps(&b->cap->recs[i], &pid, &text, &len)) {
+		if (capture_rec__maps(&b->cap->recs[i], &pid, &text, &len))
 			err = session__load_maps(*out, pid, text, len);
-			if (err)
-				return err;
-		}
+		/* Every sample is walked many times, after all mappings are known: an exit would
+		 * forget the process. */
+		else if (capture_rec__map_event(&b->cap->recs[i], &e, &path) &&
+			 e.type != MAP_EVENT_EXIT)
+			err = session__handle_map_event(*out, &e, path);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -78,18 +83,23 @@ static int new_session(struct bench *b, struct session **out)
 static int new_lu(struct bench *b, struct lu_unwinder **out)
 {
 	uint32_t pid;
-	const char *text;
+	const char *text, *path;
+	struct map_event e;
 	size_t len;
 	int err = lu_unwinder__new(true, out);
 
 	if (err)
 		return err;
 	for (size_t i = 0; i < b->cap->nr_recs; i++) {
-		if (capture_rec__maps(&b->cap->recs[i], &pid, &text, &len)) {
+		if (capture_rec__maps(&b->cap->recs[i], &pid, &text, &len))
 			err = lu_unwinder__load_maps(*out, pid, text, len);
-			if (err)
-				return err;
-		}
+		/* Every sample is walked many times, after all mappings are known: an exit would
+		 * forget the process. */
+		else if (capture_rec__map_event(&b->cap->recs[i], &e, &path) &&
+			 e.type != MAP_EVENT_EXIT)
+			err = lu_unwinder__map_event(*out, &e, path);
+		if (err)
+			return err;
 	}
 	return 0;
 }

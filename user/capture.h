@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define CAPTURE_MAGIC "HPROFCAP"
-#define CAPTURE_VERSION 2 /* 2: samples carry the window at the FP chain's end */
+#define CAPTURE_VERSION 2 /* 2: samples carry the window at the FP chain's end; map events */
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 
@@ -21,6 +21,7 @@ enum capture_record_type {
 	CAPTURE_MAPS = 2,     /* u32 pid, u32 reserved, /proc/PID/maps text */
 	CAPTURE_SAMPLE = 3,   /* struct hprof_sample with its data */
 	CAPTURE_BUILD_ID = 4, /* u32 id length, u8 id[20], path (NUL-terminated) */
+	CAPTURE_MAP_EVENT = 5, /* struct map_event, path (NUL-terminated) */
 };
 
 struct capture_info {

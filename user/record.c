@@ -24,11 +24,17 @@
 #include "flamegraph.h"
 #include "hprof.skel.h"
 #include "record.h"
+#include "record/reorder.h"
+#include "record/sideband.h"
 #include "sample.h"
 #include "session.h"
 
 #define DEFAULT_FREQUENCY 99
 #define POLL_TIMEOUT_MS 100
+/* A record is written a little after its timestamp is taken (the BPF program stamps the
+ * sample before it copies the stack): records are put in order only once they are older
+ * than the last drain of every buffer by this much. */
+#define REORDER_SLACK_NS (10 * 1000 * 1000ull)
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t exit_signal;
@@ -40,6 +46,8 @@ struct recorder {
 	int nr_links;
 	struct bpf_link *fork_link;
 	struct ring_buffer *rb;
+	struct sideband *sideband;
+	struct reorder *queue;
 	struct session *session;
 	pid_t child;
 	int child_status;
@@ -154,16 +162,72 @@ static int add_pid_filter(struct recorder *r, pid_t pid)
 	return 0;
 }
 
-static int handle_sample(void *ctx, void *data, size_t size)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Ring buffer callback: samples wait in the queue for the mapping events before them. */
+static int queue_sample(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
-	int err = session__handle_sample(r->session, data, size);
+	const struct hprof_sample *sample = data;
+	/* A record too short to hold its time is counted as malformed when it is handled. */
+	uint64_t time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
 
-	/* After handling: maps read for this sample are written before it. */
+	return reorder__push(r->queue, time, REORDER_SAMPLE, data, size);
+}
+
+/* Side-band callback: the event and its path, as one queued record. */
+static int queue_map_event(void *ctx, const struct map_event *e, const char *path)
+{
+	struct recorder *r = ctx;
+	size_t path_len = strnlen(path, MAP_EVENT_PATH_MAX - 1);
+	uint8_t record[sizeof(*e) + MAP_EVENT_PATH_MAX];
+
+	memcpy(record, e, sizeof(*e));
+	memcpy(record + sizeof(*e), path, path_len);
+	record[sizeof(*e) + path_len] = '\0';
+	return reorder__push(r->queue, e->time_ns, REORDER_EVENT, record, sizeof(*e) + path_len + 1);
+}
+
+/* Records leave the queue in time order: handled, then written to the capture (after
+ * handling, so that maps read for a record are written before it). */
+static int handle_record(void *ctx, enum reorder_kind kind, const void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	int err;
+
+	if (kind == REORDER_SAMPLE)
+		err = session__handle_sample(r->session, data, len);
+	else
+		err = session__handle_map_event(r->session, data,
+						(const char *)data + sizeof(struct map_event));
 	if (!err && r->raw && !r->raw_err)
-		r->raw_err = capture__write_record(atomic_file__stream(r->raw), CAPTURE_SAMPLE, data,
-						   size, NULL, 0);
+		r->raw_err = capture__write_record(atomic_file__stream(r->raw),
+						   kind == REORDER_SAMPLE ? CAPTURE_SAMPLE
+									  : CAPTURE_MAP_EVENT,
+						   data, len, NULL, 0);
 	return err;
+}
+
+/* Reads every buffer, then handles what is now certainly in order (everything when
+ * final). Returns 0 or -errno. */
+static int drain_and_handle(struct recorder *r, bool final)
+{
+	uint64_t drained_at = now_ns();
+	int err;
+
+	err = ring_buffer__consume(r->rb);
+	if (err >= 0)
+		err = sideband__drain(r->sideband, queue_map_event, r);
+	if (err < 0)
+		return err;
+	return reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
+			      handle_record, r);
 }
 
 static void write_raw_maps(void *ctx, uint32_t pid, const char *text, size_t len)
@@ -263,13 +327,28 @@ static int load_bpf(struct recorder *r)
 		if (err)
 			return err;
 	}
-	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.samples), handle_sample, r, NULL);
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.samples), queue_sample, r, NULL);
 	if (!r->rb) {
 		err = -errno;
 		fprintf(stderr, "hprof: cannot open the ring buffer: %s\n", strerror(errno));
 		return err;
 	}
 	return 0;
+}
+
+/* The kernel's mapping events, open before the command execs and before any sample. */
+static int open_sideband(struct recorder *r)
+{
+	char msg[256] = "";
+	int err;
+
+	r->queue = reorder__new();
+	if (!r->queue)
+		return -ENOMEM;
+	err = sideband__open(&r->sideband, msg, sizeof(msg));
+	if (err)
+		fprintf(stderr, "hprof: %s\n", msg);
+	return err;
 }
 
 /* Forks the command, held on a pipe until sampling is set up so that its first
@@ -359,6 +438,8 @@ static int sample_until_done(struct recorder *r)
 			err = 0;
 			continue;
 		}
+		if (err >= 0)
+			err = drain_and_handle(r, false);
 		if (err < 0) {
 			fprintf(stderr, "hprof: reading samples failed: %s\n", strerror(-err));
 			break;
@@ -374,7 +455,7 @@ static int sample_until_done(struct recorder *r)
 		bpf_link__destroy(r->links[i]);
 		r->links[i] = NULL;
 	}
-	if (!err && ring_buffer__consume(r->rb) < 0)
+	if (!err && drain_and_handle(r, true) < 0)
 		err = -EIO;
 	r->duration_s = now_s() - start;
 	return err;
@@ -403,10 +484,11 @@ static double percent(uint64_t part, uint64_t whole)
 }
 
 void print_summary(struct session *session, double duration_s, unsigned frequency, bool no_dwarf,
-		   const uint64_t *kernel_counters)
+		   const uint64_t *kernel_counters, uint64_t sideband_lost)
 {
 	static const uint64_t no_counters[KC_NR];
 	const struct session_stats *st = session__stats(session);
+	const struct process_table_stats *ps = session__process_stats(session);
 	const uint64_t *kc = kernel_counters ? kernel_counters : no_counters;
 	uint64_t user_samples = st->samples - st->kernel_only - st->malformed;
 	uint64_t lost = kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
@@ -442,6 +524,11 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	fprintf(stderr, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
 			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
+	fprintf(stderr, "hprof: mappings: %" PRIu64 " mmap, %" PRIu64 " exec, %" PRIu64 " fork, %" PRIu64
+			" exit events; %" PRIu64 " processes read from /proc; %" PRIu64
+			" mapping events lost\n",
+		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
+		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, sideband_lost);
 	fprintf(stderr, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
 	if (no_dwarf)
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");
@@ -736,6 +823,8 @@ static void recorder__destroy(struct recorder *r)
 	free(r->links);
 	bpf_link__destroy(r->fork_link);
 	ring_buffer__free(r->rb);
+	sideband__free(r->sideband);
+	reorder__free(r->queue);
 	hprof_bpf__destroy(r->skel);
 	session__free(r->session);
 	free(r->opts.pids);
@@ -816,6 +905,8 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	err = load_bpf(&r);
+	if (!err)
+		err = open_sideband(&r);
 	if (!err && r.child)
 		err = add_pid_filter(&r, r.child);
 	if (!err)
@@ -838,7 +929,7 @@ int cmd_record(int argc, char **argv)
 	if (!err && r.raw)
 		err = finish_raw(&r);
 	print_summary(r.session, r.duration_s, r.opts.frequency, r.opts.no_dwarf,
-		      r.kernel_counters);
+		      r.kernel_counters, sideband__lost(r.sideband));
 	if (!err) {
 		if (r.opts.out.svg_path)
 			fprintf(stderr, "hprof: wrote flamegraph to %s\n", r.opts.out.svg_path);

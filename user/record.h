@@ -33,6 +33,6 @@ int write_outputs(struct session *s, const struct output_opts *opts);
 /* The summary hprof prints at the end of a recording or a report, on stderr.
  * kernel_counters may be NULL (a report has none). */
 void print_summary(struct session *s, double duration_s, unsigned frequency, bool no_dwarf,
-		   const uint64_t *kernel_counters);
+		   const uint64_t *kernel_counters, uint64_t sideband_lost);
 
 #endif

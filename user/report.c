@@ -100,7 +100,8 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 	size_t need = type == CAPTURE_INFO ? sizeof(struct capture_info)
 		      : type == CAPTURE_MAPS ? 8
 		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
-		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample) : SIZE_MAX;
+		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
+		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
 		snprintf(err, errlen, "%s: unknown record type %u", path, type);
@@ -156,8 +157,19 @@ static int replay_sample(struct report *rep, struct session *s, const uint8_t *p
 	return session__handle_sample(s, sample, len);
 }
 
-/* Feeds every record to the session in file order: maps before the samples that need
- * them. Returns 0 or -errno with the reason in err. */
+/* A mapping event: the struct, then its path, which must end the record. */
+static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t len)
+{
+	struct map_event e;
+
+	if (payload[len - 1] != '\0')
+		return -EINVAL;
+	memcpy(&e, payload, sizeof(e));
+	return session__handle_map_event(s, &e, (const char *)payload + sizeof(e));
+}
+
+/* Feeds every record to the session in file order, which is time order: maps and mapping
+ * events before the samples that need them. Returns 0 or -errno with the reason in err. */
 static int replay(struct report *rep, struct capture_reader *reader, struct session *s, char *err,
 		  size_t errlen)
 {
@@ -179,6 +191,9 @@ static int replay(struct report *rep, struct capture_reader *reader, struct sess
 			break;
 		case CAPTURE_SAMPLE:
 			ret = replay_sample(rep, s, payload, len);
+			break;
+		case CAPTURE_MAP_EVENT:
+			ret = replay_map_event(s, payload, len);
 			break;
 		case CAPTURE_BUILD_ID:
 			ret = add_build_id(rep, payload, len);
@@ -239,7 +254,7 @@ int cmd_report(int argc, char **argv)
 	err = write_outputs(s, &rep.out);
 	if (!err)
 		print_summary(s, rep.info.duration_ns / 1e9, rep.info.frequency,
-			      rep.no_dwarf || rep.info.stack_size == 0, NULL);
+			      rep.no_dwarf || rep.info.stack_size == 0, NULL, 0);
 cleanup:
 	if (err && err_msg[0])
 		fprintf(stderr, "hprof: report: %s\n", err_msg);

@@ -7,37 +7,19 @@
 #include <uthash.h>
 
 #include "modules.h"
-#include "procmaps.h"
+#include "proc/processes.h"
 #include "symbols.h"
-
-/* Mappings change (dlopen, exec); reread a process's maps on a miss, at most this often. */
-#define MAPS_REFRESH_NS (50 * 1000 * 1000ull)
-
-struct process {
-	uint32_t pid;
-	char comm[HPROF_COMM_LEN];
-	bool counted; /* in stats.processes */
-	struct process_maps *maps;
-	uint64_t space_id; /* names maps for the unwind cache; new with every reread */
-	uint64_t maps_read_ns;
-	UT_hash_handle hh;
-};
 
 struct session {
 	struct module_registry *modules;
 	struct ksyms *ksyms;
 	struct profile *profile;
-	struct process *processes;
+	struct process_table *processes;
 	struct session_stats stats;
 	bool dwarf;
-	bool replay;
-	session_maps_hook_fn maps_hook;
-	void *maps_hook_ctx;
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
 	struct unwind_cache *unwind_cache;
-	uint64_t last_space_id;
-	struct process *last_process; /* the one get_process returned last */
 };
 
 /* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
@@ -78,14 +60,6 @@ const char *session__truncated_root(unsigned reason)
 	return reason < TRUNCATED_COUNT ? truncated_roots[reason] : "[truncated]";
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int session__new(bool dwarf, struct session **out)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -103,6 +77,8 @@ int session__new(bool dwarf, struct session **out)
 		goto cleanup;
 	}
 	err = module_registry__new(&s->modules);
+	if (!err)
+		err = process_table__new(&s->processes);
 	if (err)
 		goto cleanup;
 	/* Without kallsyms kernel frames are still shown, as addresses. */
@@ -117,100 +93,44 @@ cleanup:
 	return err;
 }
 
-static void set_maps(struct session *s, struct process *proc, const char *text, size_t len)
-{
-	struct process_maps *maps;
-
-	if (process_maps__parse(text, len, &maps) == 0) {
-		process_maps__free(proc->maps);
-		proc->maps = maps;
-		/* Rules cached under the old id may describe code that is no longer there. */
-		proc->space_id = ++s->last_space_id;
-	}
-}
-
-/* Rereads a live process's maps (a replay has only the maps its capture holds). */
-static void refresh_maps(struct session *s, struct process *proc)
-{
-	char *text;
-	size_t len;
-
-	if (s->replay)
-		return;
-	proc->maps_read_ns = now_ns();
-	if (process_maps__read_text(proc->pid, &text, &len) != 0)
-		return;
-	if (s->maps_hook)
-		s->maps_hook(s->maps_hook_ctx, proc->pid, text, len);
-	set_maps(s, proc, text, len);
-	free(text);
-}
-
-static struct process *get_process(struct session *s, uint32_t pid, bool *created)
-{
-	struct process *proc;
-
-	*created = false;
-	/* Samples come in runs from one process: skip the hash for a repeat. */
-	if (s->last_process && s->last_process->pid == pid)
-		return s->last_process;
-	HASH_FIND(hh, s->processes, &pid, sizeof(pid), proc);
-	if (proc) {
-		s->last_process = proc;
-		return proc;
-	}
-	proc = calloc(1, sizeof(*proc));
-	if (!proc)
-		return NULL;
-	proc->pid = pid;
-	proc->space_id = ++s->last_space_id;
-	HASH_ADD(hh, s->processes, pid, sizeof(proc->pid), proc);
-	s->last_process = proc;
-	*created = true;
-	return proc;
-}
-
 static struct process *find_process(struct session *s, const struct hprof_sample *sample)
 {
-	struct process *proc;
-	bool created;
+	struct process *proc = process_table__get(s->processes, sample->pid);
 
-	proc = get_process(s, sample->pid, &created);
 	if (!proc)
 		return NULL;
 	if (!proc->counted) {
 		proc->counted = true;
 		s->stats.processes++;
 	}
-	if (created || memcmp(proc->comm, sample->comm, HPROF_COMM_LEN) != 0) {
-		/* A new comm usually means exec: the old mappings are stale. */
-		memcpy(proc->comm, sample->comm, HPROF_COMM_LEN);
-		if (created || proc->maps)
-			refresh_maps(s, proc);
-	}
+	/* A thread's own name, or the process's before its exec event was handled. */
+	memcpy(proc->comm, sample->comm, HPROF_COMM_LEN);
 	return proc;
 }
 
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx)
 {
-	s->maps_hook = fn;
-	s->maps_hook_ctx = ctx;
+	process_table__set_maps_hook(s->processes, fn, ctx);
 }
 
 void session__set_replay(struct session *s)
 {
-	s->replay = true;
+	process_table__set_replay(s->processes);
 }
 
 int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len)
 {
-	bool created;
-	struct process *proc = get_process(s, pid, &created);
+	return process_table__load_maps(s->processes, pid, text, len);
+}
 
-	if (!proc)
-		return -ENOMEM;
-	set_maps(s, proc, text, len);
-	return 0;
+int session__handle_map_event(struct session *s, const struct map_event *e, const char *path)
+{
+	return process_table__apply(s->processes, e, path);
+}
+
+const struct process_table_stats *session__process_stats(const struct session *s)
+{
+	return process_table__stats(s->processes);
 }
 
 struct module_registry *session__modules(struct session *s)
@@ -218,16 +138,10 @@ struct module_registry *session__modules(struct session *s)
 	return s->modules;
 }
 
-/* The mapping holding addr, rereading the maps once if the cached ones miss it. */
 static struct mapping *find_mapping(struct session *s, struct process *proc, uint64_t addr)
 {
-	struct mapping *m = process_maps__find(proc->maps, addr);
-
-	if (!m && !s->replay && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
-		refresh_maps(s, proc);
-		m = process_maps__find(proc->maps, addr);
-	}
-	return m;
+	(void)s;
+	return process__find_mapping(proc, addr);
 }
 
 /* The module behind a file mapping, with its load bias, looked up once per mapping. */
@@ -610,7 +524,7 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	proc = find_process(s, sample);
 	if (!proc)
 		return -ENOMEM;
-	if (!proc->maps)
+	if (!proc->seeded)
 		s->stats.no_maps++;
 	user = user_stack(s, proc, sample, frames + n, &method, &reason);
 	for (uint32_t i = n; i < n + user; i++)
@@ -650,12 +564,7 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 /* A process looked up outside of samples (hprof stack): its maps read on first use. */
 static struct process *live_process(struct session *s, uint32_t pid)
 {
-	bool created;
-	struct process *proc = get_process(s, pid, &created);
-
-	if (proc && created)
-		refresh_maps(s, proc);
-	return proc;
+	return process_table__get(s->processes, pid);
 }
 
 int session__walk_process(struct session *s, uint32_t pid, const struct unwind_regs *regs,
@@ -692,15 +601,9 @@ const struct session_stats *session__stats(const struct session *s)
 
 void session__free(struct session *s)
 {
-	struct process *proc, *tmp;
-
 	if (!s)
 		return;
-	HASH_ITER(hh, s->processes, proc, tmp) {
-		HASH_DEL(s->processes, proc);
-		process_maps__free(proc->maps);
-		free(proc);
-	}
+	process_table__free(s->processes);
 	profile__free(s->profile);
 	ksyms__free(s->ksyms);
 	module_registry__free(s->modules);

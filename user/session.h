@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proc/map_event.h"
+#include "proc/processes.h"
 #include "profile.h"
 #include "sample.h"
 #include "unwind.h"
@@ -52,9 +54,14 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);
-/* Replaying a capture: mappings come only from session__load_maps, never from /proc. */
+/* Replaying a capture: mappings come only from session__load_maps and the capture's
+ * mapping events, never from /proc. */
 void session__set_replay(struct session *s);
 int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len);
+/* Applies one of the kernel's mapping events (fork, exec, mmap, exit); records must come
+ * in time order with the samples. Returns 0 or -ENOMEM. */
+int session__handle_map_event(struct session *s, const struct map_event *e, const char *path);
+const struct process_table_stats *session__process_stats(const struct session *s);
 struct module_registry *session__modules(struct session *s);
 /* The DWARF walk alone over one sample's copy, through the session's mappings and tables
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,

@@ -86,6 +86,16 @@ bool capture_rec__maps(const struct capture_rec *r, uint32_t *pid, const char **
 	return true;
 }
 
+bool capture_rec__map_event(const struct capture_rec *r, struct map_event *e, const char **path)
+{
+	if (r->type != CAPTURE_MAP_EVENT || r->len < sizeof(*e) + 1 ||
+	    r->payload[r->len - 1] != '\0')
+		return false;
+	memcpy(e, r->payload, sizeof(*e));
+	*path = (const char *)r->payload + sizeof(*e);
+	return true;
+}
+
 const struct hprof_sample *capture_rec__sample(const struct capture_rec *r)
 {
 	if (r->type != CAPTURE_SAMPLE || r->len < sizeof(struct hprof_sample))
@@ -281,7 +291,7 @@ struct lu_loaded {
 
 struct lu_process {
 	uint32_t pid;
-	struct process_maps *maps;
+	uint64_t space_id; /* of the mappings loaded[] was resolved in */
 	unw_addr_space_t as;
 	struct lu_loaded loaded[LU_MAX_LOADED];
 	uint32_t nr_loaded;
@@ -290,6 +300,7 @@ struct lu_process {
 
 struct lu_unwinder {
 	struct lu_module *modules;   /* by path */
+	struct process_table *maps;  /* the capture's mappings, as hprof's session keeps them */
 	struct lu_process *processes;
 	bool cache;
 	unw_accessors_t accessors;
@@ -321,12 +332,22 @@ static struct lu_module *get_module(struct lu_unwinder *u, const char *path)
 static struct lu_loaded *loaded_for_pc(struct lu_unwinder *u, struct lu_process *proc,
 				       uint64_t pc)
 {
-	const struct mapping *m = process_maps__find(proc->maps, pc);
+	struct process *p = process_table__get(u->maps, proc->pid);
+	const struct mapping *m;
 	struct lu_loaded *l;
 	struct lu_module *mod;
 	uint64_t pgoff, lo = UINT64_MAX, hi = 0;
 	bool found = false;
 
+	if (!p)
+		return NULL;
+	if (p->space_id != proc->space_id) {
+		/* The mappings changed: resolve every module again. */
+		proc->space_id = p->space_id;
+		proc->nr_loaded = 0;
+		unw_flush_cache(proc->as, 0, 0);
+	}
+	m = process__find_mapping(p, pc);
 	if (!m || !m->path[0])
 		return NULL;
 	for (uint32_t i = 0; i < proc->nr_loaded; i++) {
@@ -475,6 +496,12 @@ int lu_unwinder__new(bool cache, struct lu_unwinder **out)
 	if (!u)
 		return -ENOMEM;
 	u->cache = cache;
+	if (process_table__new(&u->maps)) {
+		free(u);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	process_table__set_replay(u->maps);
 	u->accessors = (unw_accessors_t){
 		.find_proc_info = lu_find_proc_info,
 		.put_unwind_info = lu_put_unwind_info,
@@ -488,36 +515,38 @@ int lu_unwinder__new(bool cache, struct lu_unwinder **out)
 	return 0;
 }
 
-int lu_unwinder__load_maps(struct lu_unwinder *u, uint32_t pid, const char *text, size_t len)
+/* pid's unwinding state, created on first use. */
+static struct lu_process *lu_process(struct lu_unwinder *u, uint32_t pid)
 {
 	struct lu_process *proc;
-	struct process_maps *maps;
-	int err = process_maps__parse(text, len, &maps);
 
-	if (err)
-		return err;
 	HASH_FIND(hh, u->processes, &pid, sizeof(pid), proc);
-	if (!proc) {
-		proc = calloc(1, sizeof(*proc));
-		if (!proc) {
-			process_maps__free(maps);
-			return -ENOMEM;
-		}
-		proc->pid = pid;
-		proc->as = unw_create_addr_space(&u->accessors, 0);
-		if (!proc->as) {
-			free(proc);
-			process_maps__free(maps);
-			return -ENOMEM;
-		}
-		unw_set_caching_policy(proc->as, u->cache ? UNW_CACHE_GLOBAL : UNW_CACHE_NONE);
-		HASH_ADD(hh, u->processes, pid, sizeof(proc->pid), proc);
+	if (proc)
+		return proc;
+	proc = calloc(1, sizeof(*proc));
+	if (!proc)
+		return NULL;
+	proc->pid = pid;
+	proc->as = unw_create_addr_space(&u->accessors, 0);
+	if (!proc->as) {
+		free(proc);
+		return NULL;
 	}
-	process_maps__free(proc->maps);
-	proc->maps = maps;
-	proc->nr_loaded = 0;
-	unw_flush_cache(proc->as, 0, 0);
-	return 0;
+	unw_set_caching_policy(proc->as, u->cache ? UNW_CACHE_GLOBAL : UNW_CACHE_NONE);
+	HASH_ADD(hh, u->processes, pid, sizeof(proc->pid), proc);
+	return proc;
+}
+
+int lu_unwinder__load_maps(struct lu_unwinder *u, uint32_t pid, const char *text, size_t len)
+{
+	if (!lu_process(u, pid))
+		return -ENOMEM;
+	return process_table__load_maps(u->maps, pid, text, len);
+}
+
+int lu_unwinder__map_event(struct lu_unwinder *u, const struct map_event *e, const char *path)
+{
+	return process_table__apply(u->maps, e, path);
 }
 
 int lu_unwinder__walk(struct lu_unwinder *u, const struct hprof_sample *s, uint64_t *pcs,
@@ -532,7 +561,7 @@ int lu_unwinder__walk(struct lu_unwinder *u, const struct hprof_sample *s, uint6
 	int ret;
 
 	*nr = 0;
-	HASH_FIND(hh, u->processes, &s->pid, sizeof(s->pid), ctx.proc);
+	ctx.proc = lu_process(u, s->pid);
 	if (!ctx.proc)
 		return -UNW_EUNSPEC;
 	ret = unw_init_remote(&cursor, ctx.proc->as, &ctx);
@@ -607,12 +636,12 @@ void lu_unwinder__free(struct lu_unwinder *u)
 	HASH_ITER(hh, u->processes, proc, ptmp) {
 		HASH_DEL(u->processes, proc);
 		unw_destroy_addr_space(proc->as);
-		process_maps__free(proc->maps);
 		free(proc);
 	}
 	HASH_ITER(hh, u->modules, mod, mtmp) {
 		HASH_DEL(u->modules, mod);
 		module_free(mod);
 	}
+	process_table__free(u->maps);
 	free(u);
 }

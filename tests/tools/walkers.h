@@ -41,6 +41,8 @@ void capture_file__free(struct capture_file *f);
 bool capture_rec__maps(const struct capture_rec *r, uint32_t *pid, const char **text,
 		       size_t *len);
 /* The sample, for CAPTURE_SAMPLE records long enough to hold the header (else NULL). */
+/* A CAPTURE_MAP_EVENT record's event and path; false for any other record. */
+bool capture_rec__map_event(const struct capture_rec *r, struct map_event *e, const char **path);
 const struct hprof_sample *capture_rec__sample(const struct capture_rec *r);
 
 /* Why a sample cannot be unwound by either side. */
@@ -62,8 +64,10 @@ struct lu_unwinder;
 
 /* cache: libunwind's global per-address-space cache (perf's setting) instead of none. */
 int lu_unwinder__new(bool cache, struct lu_unwinder **out);
-/* The process's mappings (the text of /proc/PID/maps), replacing any older ones. */
+/* The process's mappings (the text of /proc/PID/maps). */
 int lu_unwinder__load_maps(struct lu_unwinder *u, uint32_t pid, const char *text, size_t len);
+/* One of the capture's mapping events, in time order. */
+int lu_unwinder__map_event(struct lu_unwinder *u, const struct map_event *e, const char *path);
 /* Unwinds one sample, writing up to max pcs, innermost first (raw values: the sampled ip,
  * then return addresses, or exact pcs after a signal frame). A zero pc ends the walk and
  * is not written. Returns libunwind's last status: 0 when unw_step said the stack ended

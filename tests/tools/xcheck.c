@@ -125,7 +125,8 @@ static int run(struct xcheck *x)
 {
 	uint64_t index = 0;
 	uint32_t pid;
-	const char *text;
+	const char *text, *path;
+	struct map_event e;
 	size_t len;
 	int err;
 
@@ -136,6 +137,12 @@ static int run(struct xcheck *x)
 			err = session__load_maps(x->session, pid, text, len);
 			if (!err)
 				err = lu_unwinder__load_maps(x->lu, pid, text, len);
+			if (err)
+				return err;
+		} else if (capture_rec__map_event(r, &e, &path)) {
+			err = session__handle_map_event(x->session, &e, path);
+			if (!err)
+				err = lu_unwinder__map_event(x->lu, &e, path);
 			if (err)
 				return err;
 		} else if (r->type == CAPTURE_SAMPLE) {
