@@ -18,6 +18,10 @@ struct unwind_table {
 	size_t nr_rows;
 	struct unwind_row_wide *wide;
 	size_t nr_wide;
+	/* where each compiled FDE begins, ascending: rows cannot say, since adjacent FDEs
+	 * with equal rules share a row and leave no end marker between them */
+	uint64_t *fde_starts;
+	size_t nr_fde_starts;
 	struct unwind_stats stats;
 };
 
@@ -363,6 +367,11 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 		insn_bytes += co.fdes[i].insn_len;
 	sink.cap_rows = insn_bytes + 2 * co.nr_fdes + 1;
 	sink.rows = malloc(sink.cap_rows * sizeof(*sink.rows));
+	t->fde_starts = malloc((co.nr_fdes ? co.nr_fdes : 1) * sizeof(*t->fde_starts));
+	if (!t->fde_starts) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	if (!sink.rows)
 		sink.cap_rows = 0;
 	else if (sink.cap_rows * sizeof(*sink.rows) >= 4u << 20)
@@ -383,6 +392,8 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 		}
 		if (f->lo >= hi)
 			continue;
+		/* of FDEs at one pc only the last gets here, so starts strictly ascend */
+		t->fde_starts[t->nr_fde_starts++] = f->lo;
 		err = cfi_run_fde(&elf->sec[cie->sec], cie, f, hi, &sink, e);
 		if (err)
 			goto cleanup;
@@ -433,7 +444,8 @@ static int from_image(const uint8_t *img, size_t size, const char *name, unsigne
 	if (err)
 		goto cleanup;
 	t->stats.table_bytes = sizeof(*t) + t->nr_rows * sizeof(*t->rows) +
-			       t->nr_wide * sizeof(*t->wide);
+			       t->nr_wide * sizeof(*t->wide) +
+			       t->nr_fde_starts * sizeof(*t->fde_starts);
 	*out = t;
 	t = NULL;
 cleanup:
@@ -502,6 +514,7 @@ void unwind_table__free(struct unwind_table *t)
 		return;
 	free(t->rows);
 	free(t->wide);
+	free(t->fde_starts);
 	free(t);
 }
 
@@ -526,6 +539,28 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64
 		return NULL;
 	row = &t->rows[lo - 1];
 	return row->cfa_kind == UNWIND_CFA_END ? NULL : row;
+}
+
+int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint64_t *start)
+{
+	size_t lo = 0, hi;
+
+	if (!unwind_table__find(t, pc))
+		return -ENOENT;
+	hi = t->nr_fde_starts;
+	/* the first start > pc; a covered pc always has one at or below it */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->fde_starts[mid] <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ENOENT;
+	*start = t->fde_starts[lo - 1];
+	return 0;
 }
 
 const struct unwind_row *unwind_table__rows(const struct unwind_table *t, size_t *nr_rows)

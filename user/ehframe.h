@@ -44,6 +44,12 @@ void unwind_table__free(struct unwind_table *table);
  * including a pc in the gap after an end-of-function marker. */
 const struct unwind_row *unwind_table__find(const struct unwind_table *table, uint64_t pc);
 
+/* The start of the FDE covering pc (the function holding it, for code without symbols).
+ * Returns 0, or -ENOENT when no FDE covers pc. Of overlapping FDEs the later one holds
+ * the overlap, as for unwind_table__find. */
+int unwind_table__function_start(const struct unwind_table *table, uint64_t pc,
+				 uint64_t *start);
+
 /* All rows, end-of-function markers included, sorted by pc. */
 const struct unwind_row *unwind_table__rows(const struct unwind_table *table, size_t *nr_rows);
 
@@ -76,7 +82,7 @@ struct unwind_stats {
 	uint64_t cfa_reason[UNWIND_REASON_COUNT];
 	uint64_t rbp_reason[UNWIND_REASON_COUNT];
 	uint64_t ra_reason[UNWIND_REASON_COUNT];
-	uint64_t table_bytes; /* memory held by the table: rows, side table and header */
+	uint64_t table_bytes; /* memory held by the table: rows, side table, FDE starts, header */
 };
 
 void unwind_table__stats(const struct unwind_table *table, struct unwind_stats *stats);

@@ -797,6 +797,60 @@ static void test_layout(void)
 	free(img.b);
 }
 
+/* Start of the FDE holding pc, or ~0 when none does. */
+static uint64_t start_of(const struct unwind_table *t, uint64_t pc)
+{
+	uint64_t start = ~0ull;
+
+	return unwind_table__function_start(t, pc, &start) == 0 ? start : ~0ull;
+}
+
+static void test_function_start(void)
+{
+	/* two adjacent FDEs with equal rules (one row covers both), one more after them,
+	 * a gap, an FDE overlapped by a later one, two FDEs at one pc */
+	struct cie_spec cs = { .aug = "zR", .fde_enc = 0x1b, .init = x86_init, .init_len = sizeof(x86_init) };
+	static const uint8_t p16[] = { 0x0e, 16 };
+	static const struct { uint64_t lo, range; bool p16; } fdes[] = {
+		{ 0x5040, 0x40, false }, { 0x5000, 0x40, false }, { 0x5080, 0x10, true },
+		{ 0x7000, 0x100, false }, { 0x7080, 0x10, true }, { 0x8000, 0x10, false },
+		{ 0x8000, 0x20, true },
+	};
+	struct buf f = { 0 }, img;
+	const struct elf_opts eo = { 0 };
+	const struct unwind_row *row;
+	struct result r;
+	size_t c = cie(&f, &cs);
+
+	for (size_t i = 0; i < sizeof(fdes) / sizeof(fdes[0]); i++)
+		fde(&f, &(struct fde_spec){ .cie_off = c, .lo = fdes[i].lo, .range = fdes[i].range,
+					    .enc = 0x1b, .has_z = true, .insn = fdes[i].p16 ? p16 : NULL,
+					    .insn_len = fdes[i].p16 ? 2 : 0 });
+	img = make_elf(&f, &eo);
+	r = compile_img(&img, UNWIND_SRC_ALL);
+	check(r.ret == 0, "function start: compiles (%s)", r.err);
+	if (r.ret == 0) {
+		row = unwind_table__find(r.t, 0x5040);
+		check(row && row->pc == 0x5000, "function start: adjacent equal FDEs share one row");
+		check(start_of(r.t, 0x5000) == 0x5000 && start_of(r.t, 0x503f) == 0x5000 &&
+		      start_of(r.t, 0x5040) == 0x5040 && start_of(r.t, 0x507f) == 0x5040 &&
+		      start_of(r.t, 0x508f) == 0x5080,
+		      "function start: each adjacent FDE keeps its own start");
+		check(start_of(r.t, 0x4fff) == ~0ull && start_of(r.t, 0x5090) == ~0ull &&
+		      start_of(r.t, 0x6fff) == ~0ull && start_of(r.t, 0x9000) == ~0ull,
+		      "function start: none before, between or after the FDEs");
+		check(start_of(r.t, 0x707f) == 0x7000 && start_of(r.t, 0x7085) == 0x7080 &&
+		      start_of(r.t, 0x7090) == ~0ull,
+		      "function start: an overlapping FDE takes the overlap, as its rows do");
+		check(start_of(r.t, 0x801f) == 0x8000, "function start: two FDEs at one pc");
+	}
+	unwind_table__free(r.t);
+	check(unwind_table__function_start(NULL, 0x5000, &(uint64_t){ 0 }) == -ENOENT,
+	      "function start: no table, no start");
+	free(f.b);
+	free(img.b);
+}
+
 static void test_via_hdr(void)
 {
 	struct cie_spec cs = { .aug = "zR", .fde_enc = 0x1b, .init = x86_init, .init_len = sizeof(x86_init) };
@@ -1062,6 +1116,7 @@ int main(void)
 	test_augmentations();
 	test_debug_frame();
 	test_layout();
+	test_function_start();
 	test_via_hdr();
 	test_elf_errors();
 	test_corrupt_programs();
