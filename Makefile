@@ -18,7 +18,7 @@ endif
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
 CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
-LDLIBS     += -lbpf -lelf -lz -lstdc++
+LDLIBS     += -lbpf -lelf -lz -llzma -lstdc++
 UNWIND_LIBS := -lunwind-generic -lunwind
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -MMD -MP \

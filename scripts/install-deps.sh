@@ -7,6 +7,7 @@ packages=(
 	clang llvm                 # BPF compiler (clang -target bpf) and llvm-strip
 	bpftool                    # vmlinux.h and skeleton generation
 	libbpf-dev libelf-dev zlib1g-dev
+	liblzma-dev                # MiniDebugInfo (.gnu_debugdata) is xz-compressed
 	uthash-dev                 # stack aggregation hash tables
 	libunwind-dev              # reference unwinder for the cross-check tests and bench
 	binutils                   # readelf, the independent CFI oracle in tests

@@ -5,12 +5,22 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <limits.h>
+#include <lzma.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+
+/* MiniDebugInfo is a few hundred KiB even for large libraries; these bounds only stop a
+ * hostile xz stream from taking the machine's memory. */
+#define DEBUGDATA_MAX_BYTES (64u << 20)
+#define DEBUGDATA_MEMLIMIT (64u << 20)
 
 struct symbol {
 	uint64_t start;
@@ -35,6 +45,7 @@ struct elf_symbols {
 	void *image; /* owned copy for elf_symbols__load_image */
 	size_t image_size;
 	uint64_t entry; /* e_entry: where the program (or the dynamic loader) starts */
+	enum elf_symbols_source source;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -136,25 +147,26 @@ static int read_symtab_section(struct elf_symbols *es, Elf *elf, Elf_Scn *scn,
 	return 0;
 }
 
-/* Reads .symtab when present, else .dynsym. Returns 0 or -errno. */
-static int read_symbols(struct elf_symbols *es, Elf *elf, bool *had_symtab)
+/* The first section of the given type, or NULL. */
+static Elf_Scn *find_section_type(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	GElf_Shdr shdr, chosen_shdr;
+	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		if (shdr.sh_type == SHT_SYMTAB && !symtab)
-			symtab = scn;
-		else if (shdr.sh_type == SHT_DYNSYM && !dynsym)
-			dynsym = scn;
+		if (gelf_getshdr(scn, shdr) && shdr->sh_type == type)
+			return scn;
 	}
-	*had_symtab = symtab != NULL;
-	scn = symtab ? symtab : dynsym;
-	if (!scn || !gelf_getshdr(scn, &chosen_shdr))
-		return 0;
-	return read_symtab_section(es, elf, scn, &chosen_shdr);
+	return NULL;
+}
+
+/* Appends the function symbols of the first section of the type (SHT_SYMTAB or
+ * SHT_DYNSYM). A stripped copy's NOBITS section has another type, so it is skipped. */
+static int read_symbols_of_type(struct elf_symbols *es, Elf *elf, Elf64_Word type)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section_type(elf, type, &shdr);
+
+	return scn ? read_symtab_section(es, elf, scn, &shdr) : 0;
 }
 
 static int read_segments(struct elf_symbols *es, Elf *elf)
@@ -238,39 +250,301 @@ static void sort_symbols(struct elf_symbols *es)
 	es->nr_syms = kept;
 }
 
-/* Symbols from the separate debug file /usr/lib/debug/.build-id/xx/yyyy.debug. */
-static void read_debug_file_symbols(struct elf_symbols *es)
+/* The root of separate debug files: HPROF_DEBUG_DIR, else gdb's default. */
+static const char *debug_dir(void)
 {
-	char path[128];
-	int len, fd;
-	Elf *elf;
-	bool had_symtab;
+	const char *dir = getenv("HPROF_DEBUG_DIR");
 
-	if (es->build_id_len < 2)
-		return;
-	len = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", es->build_id[0]);
-	for (size_t i = 1; i < es->build_id_len; i++)
-		len += snprintf(path + len, sizeof(path) - len, "%02x", es->build_id[i]);
-	snprintf(path + len, sizeof(path) - len, ".debug");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
-		es->nr_syms = 0;
-		es->names_len = 0;
-		if (read_symbols(es, elf, &had_symtab) != 0)
-			es->nr_syms = 0;
-	}
-	elf_end(elf);
-	close(fd);
+	return dir && dir[0] == '/' ? dir : "/usr/lib/debug";
 }
 
-static int load_from_elf(Elf *elf, const char *what, struct elf_symbols **out, char *err,
-			 size_t errlen)
+/* The section named name with its bytes in *data, or NULL (also for NOBITS). */
+static Elf_Scn *find_section_data(Elf *elf, const char *name, Elf_Data **data)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		*data = elf_getdata(scn, NULL);
+		return *data && (*data)->d_buf ? scn : NULL;
+	}
+	return NULL;
+}
+
+/* The CRC-32 of a whole file: .gnu_debuglink's checksum (zlib's polynomial and
+ * conditioning, as binutils computes it). Returns 0 or -errno. */
+static int file_crc32(int fd, size_t size, uint32_t *crc)
+{
+	void *map;
+
+	*crc = (uint32_t)crc32_z(0, Z_NULL, 0);
+	if (size == 0)
+		return 0;
+	map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	*crc = (uint32_t)crc32_z(*crc, map, size);
+	munmap(map, size);
+	return 0;
+}
+
+/* The .symtab of a separate debug file, used only when its CRC-32 is crc (when
+ * check_crc). Returns 0 (with or without symbols) or -errno. */
+static int read_debug_file(struct elf_symbols *es, const char *path, bool check_crc, uint32_t crc)
+{
+	uint32_t actual = 0;
+	struct stat st;
+	Elf *elf = NULL;
+	int fd, err;
+
+	/* O_NONBLOCK: a FIFO planted under a debug name must not hang the profiler */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if (check_crc) {
+		err = file_crc32(fd, (size_t)st.st_size, &actual);
+		if (!err && actual != crc)
+			err = -EBADMSG; /* another build's debug file: its addresses would lie */
+		if (err)
+			goto cleanup;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	err = read_symbols_of_type(es, elf, SHT_SYMTAB);
+cleanup:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* /usr/lib/debug/.build-id/xx/yyyy.debug */
+static int read_build_id_file(struct elf_symbols *es)
+{
+	char path[PATH_MAX];
+	size_t len;
+	int n;
+
+	if (es->build_id_len < 2)
+		return -ENOENT;
+	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", debug_dir(), es->build_id[0]);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	len = (size_t)n;
+	for (size_t i = 1; i < es->build_id_len && len + 2 < sizeof(path); i++)
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "%02x", es->build_id[i]);
+	n = snprintf(path + len, sizeof(path) - len, ".debug");
+	if (n < 0 || (size_t)n >= sizeof(path) - len)
+		return -ENAMETOOLONG;
+	return read_debug_file(es, path, false, 0);
+}
+
+/* Reads .gnu_debuglink: a file name, NUL, padding to 4 bytes, the file's CRC-32 in the
+ * ELF's byte order. Returns 0 or -errno. */
+static int parse_debuglink(Elf *elf, char name[NAME_MAX + 1], uint32_t *crc)
+{
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	const uint8_t *p;
+	const char *nul;
+	Elf_Data *data;
+	size_t len, crc_off;
+	uint8_t b[4];
+
+	if (!ident || !find_section_data(elf, ".gnu_debuglink", &data))
+		return -ENOENT;
+	p = data->d_buf;
+	nul = memchr(p, '\0', data->d_size < NAME_MAX + 1 ? data->d_size : NAME_MAX + 1);
+	if (!nul)
+		return -EINVAL;
+	len = (size_t)(nul - (const char *)p);
+	crc_off = (len + 1 + 3) & ~(size_t)3;
+	/* objcopy writes a bare file name; a path would leave the directories searched */
+	if (len == 0 || memchr(p, '/', len) || strcmp((const char *)p, ".") == 0 ||
+	    strcmp((const char *)p, "..") == 0 || crc_off + 4 > data->d_size)
+		return -EINVAL;
+	memcpy(name, p, len + 1);
+	memcpy(b, p + crc_off, 4);
+	*crc = ident[EI_DATA] == ELFDATA2MSB
+		       ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]
+		       : (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+	return 0;
+}
+
+/* The file .gnu_debuglink names, looked for where gdb looks: next to the binary, in .debug/
+ * next to it, and under the debug directory followed by the binary's directory. */
+static int read_debuglink_file(struct elf_symbols *es, Elf *elf, const char *binary)
+{
+	static const char *const forms[] = { "%s%.*s%s", "%s%.*s.debug/%s", "%s%.*s%s" };
+	char name[NAME_MAX + 1], path[PATH_MAX];
+	const char *slash = binary ? strrchr(binary, '/') : NULL;
+	int dir_len, n, err;
+	uint32_t crc;
+
+	if (!slash || binary[0] != '/')
+		return -ENOENT;
+	err = parse_debuglink(elf, name, &crc);
+	if (err)
+		return err;
+	dir_len = (int)(slash - binary + 1);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		n = snprintf(path, sizeof(path), forms[i], i == 2 ? debug_dir() : "", dir_len,
+			     binary, name);
+		if (n < 0 || (size_t)n >= sizeof(path) || strcmp(path, binary) == 0)
+			continue;
+		err = read_debug_file(es, path, true, crc);
+		if (err == -ENOMEM || (!err && es->nr_syms))
+			return err;
+		es->nr_syms = 0;
+		es->names_len = 0;
+	}
+	return -ENOENT;
+}
+
+/* Decompresses an xz stream of at most DEBUGDATA_MAX_BYTES. Returns 0 or -errno. */
+static int xz_decode(const uint8_t *in, size_t in_size, uint8_t **out, size_t *out_size)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	uint8_t *buf = NULL, *bigger;
+	size_t cap = 0;
+	lzma_ret ret = LZMA_OK;
+	int err;
+
+	if (lzma_stream_decoder(&strm, DEBUGDATA_MEMLIMIT, 0) != LZMA_OK)
+		return -ENOMEM;
+	strm.next_in = in;
+	strm.avail_in = in_size;
+	/* every pass makes progress or fails (LZMA_BUF_ERROR), and the buffer is capped */
+	while (ret == LZMA_OK) {
+		if (strm.avail_out == 0) {
+			if (cap >= DEBUGDATA_MAX_BYTES) {
+				err = -EFBIG;
+				goto cleanup;
+			}
+			cap = cap ? cap * 2 : 64 * 1024;
+			cap = cap < DEBUGDATA_MAX_BYTES ? cap : DEBUGDATA_MAX_BYTES;
+			bigger = realloc(buf, cap);
+			if (!bigger) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = bigger;
+			strm.next_out = buf + strm.total_out;
+			strm.avail_out = cap - strm.total_out;
+		}
+		ret = lzma_code(&strm, LZMA_FINISH);
+	}
+	if (ret != LZMA_STREAM_END) {
+		err = ret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL;
+		goto cleanup;
+	}
+	*out = buf;
+	*out_size = strm.total_out;
+	buf = NULL;
+	err = 0;
+cleanup:
+	lzma_end(&strm);
+	free(buf);
+	return err;
+}
+
+/* MiniDebugInfo: .gnu_debugdata holds an xz-compressed ELF whose .symtab has the
+ * functions .dynsym lacks. Returns 0 or -errno. */
+static int read_debugdata(struct elf_symbols *es, Elf *elf)
+{
+	Elf_Data *data;
+	uint8_t *image = NULL;
+	size_t size = 0;
+	Elf *inner = NULL;
+	int err;
+
+	if (!find_section_data(elf, ".gnu_debugdata", &data))
+		return -ENOENT;
+	err = xz_decode(data->d_buf, data->d_size, &image, &size);
+	if (err)
+		return err;
+	inner = elf_memory((char *)image, size);
+	if (!inner || elf_kind(inner) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	err = read_symbols_of_type(es, inner, SHT_SYMTAB);
+cleanup:
+	elf_end(inner);
+	free(image);
+	return err;
+}
+
+/* Appends the symbols of one source. Returns 0 (with or without symbols) or -errno. */
+static int read_source(struct elf_symbols *es, Elf *elf, const char *path,
+		       enum elf_symbols_source source)
+{
+	int err;
+
+	switch (source) {
+	case ELF_SYMBOLS_SYMTAB:
+		return read_symbols_of_type(es, elf, SHT_SYMTAB);
+	case ELF_SYMBOLS_BUILD_ID:
+		return read_build_id_file(es);
+	case ELF_SYMBOLS_DEBUGLINK:
+		return read_debuglink_file(es, elf, path);
+	case ELF_SYMBOLS_DEBUGDATA:
+		/* Fedora keeps only what .dynsym lacks in it, so gdb merges the two */
+		err = read_debugdata(es, elf);
+		return err || !es->nr_syms ? err : read_symbols_of_type(es, elf, SHT_DYNSYM);
+	case ELF_SYMBOLS_DYNSYM:
+		return read_symbols_of_type(es, elf, SHT_DYNSYM);
+	case ELF_SYMBOLS_NONE:
+		break;
+	}
+	return -ENOENT;
+}
+
+/* Function symbols from the first source, in gdb's order, that has any (see enum
+ * elf_symbols_source). path is NULL for an image. Returns 0 or -errno. */
+static int read_symbols(struct elf_symbols *es, Elf *elf, const char *path)
+{
+	static const enum elf_symbols_source order[] = {
+		ELF_SYMBOLS_SYMTAB, ELF_SYMBOLS_BUILD_ID, ELF_SYMBOLS_DEBUGLINK,
+		ELF_SYMBOLS_DEBUGDATA, ELF_SYMBOLS_DYNSYM,
+	};
+	int err;
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		err = read_source(es, elf, path, order[i]);
+		if (!err && es->nr_syms) {
+			es->source = order[i];
+			return 0;
+		}
+		/* a source that fails or has nothing leaves nothing behind */
+		es->nr_syms = 0;
+		es->names_len = 0;
+		if (err == -ENOMEM)
+			return err;
+	}
+	es->source = ELF_SYMBOLS_NONE;
+	return 0;
+}
+
+static int load_from_elf(Elf *elf, const char *path, const char *what, struct elf_symbols **out,
+			 char *err, size_t errlen)
 {
 	struct elf_symbols *es;
-	bool had_symtab = false;
 	int ret;
 
 	if (elf_kind(elf) != ELF_K_ELF) {
@@ -287,13 +561,11 @@ static int load_from_elf(Elf *elf, const char *what, struct elf_symbols **out, c
 	}
 	read_build_id(es, elf);
 	read_entry(es, elf);
-	ret = read_symbols(es, elf, &had_symtab);
+	ret = read_symbols(es, elf, path);
 	if (ret) {
 		set_err(err, errlen, "%s: reading symbols: %s", what, strerror(-ret));
 		goto cleanup;
 	}
-	if (!had_symtab)
-		read_debug_file_symbols(es);
 	sort_symbols(es);
 	*out = es;
 	return 0;
@@ -321,7 +593,7 @@ int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, siz
 		close(fd);
 		return -ENOEXEC;
 	}
-	ret = load_from_elf(elf, path, out, err, errlen);
+	ret = load_from_elf(elf, path, path, out, err, errlen);
 	elf_end(elf);
 	close(fd);
 	return ret;
@@ -346,7 +618,7 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
 		free(copy);
 		return -ENOEXEC;
 	}
-	ret = load_from_elf(elf, "ELF image", out, err, errlen);
+	ret = load_from_elf(elf, NULL, "ELF image", out, err, errlen);
 	elf_end(elf);
 	if (ret) {
 		free(copy);
@@ -403,6 +675,25 @@ const char *elf_symbols__lookup(const struct elf_symbols *es, uint64_t vaddr, ui
 		return NULL;
 	*offset = vaddr - s->start;
 	return es->names + s->name;
+}
+
+enum elf_symbols_source elf_symbols__source(const struct elf_symbols *es)
+{
+	return es ? es->source : ELF_SYMBOLS_NONE;
+}
+
+const char *elf_symbols_source__name(enum elf_symbols_source source)
+{
+	static const char *const names[] = {
+		[ELF_SYMBOLS_NONE] = "none",
+		[ELF_SYMBOLS_SYMTAB] = ".symtab",
+		[ELF_SYMBOLS_BUILD_ID] = "build-id debug file",
+		[ELF_SYMBOLS_DEBUGLINK] = ".gnu_debuglink file",
+		[ELF_SYMBOLS_DEBUGDATA] = ".gnu_debugdata+.dynsym",
+		[ELF_SYMBOLS_DYNSYM] = ".dynsym",
+	};
+
+	return (unsigned int)source < sizeof(names) / sizeof(names[0]) ? names[source] : "?";
 }
 
 size_t elf_symbols__build_id(const struct elf_symbols *es, const uint8_t **id)

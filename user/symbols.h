@@ -10,9 +10,20 @@
 
 struct elf_symbols;
 
-/* Loads function symbols (.symtab, else .dynsym; a separate debug file found through the
- * build-id under /usr/lib/debug when the file has no .symtab) and the PT_LOAD segments.
- * Returns 0 or -errno with a one-line reason in err. */
+/* Where a file's function symbols came from: the first of these that has any. Separate
+ * debug files are looked for under HPROF_DEBUG_DIR (default /usr/lib/debug). */
+enum elf_symbols_source {
+	ELF_SYMBOLS_NONE = 0,
+	ELF_SYMBOLS_SYMTAB,    /* the file's own .symtab */
+	ELF_SYMBOLS_BUILD_ID,  /* DEBUG_DIR/.build-id/xx/yyyy.debug */
+	ELF_SYMBOLS_DEBUGLINK, /* .gnu_debuglink's file, its CRC-32 checked: next to the file,
+				* in .debug/ next to it, or in DEBUG_DIR/<the file's directory>/ */
+	ELF_SYMBOLS_DEBUGDATA, /* MiniDebugInfo (.gnu_debugdata) merged with .dynsym */
+	ELF_SYMBOLS_DYNSYM,
+};
+
+/* Loads function symbols (from the source enum elf_symbols_source names) and the PT_LOAD
+ * segments. Returns 0 or -errno with a one-line reason in err. */
 int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen);
 /* The same for an ELF image in memory (the vDSO). The image is copied. */
 int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
@@ -23,6 +34,9 @@ int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t file_o
 				 uint64_t *vaddr);
 /* The function holding vaddr and vaddr's offset into it, or NULL. */
 const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *offset);
+/* Where the function symbols came from. */
+enum elf_symbols_source elf_symbols__source(const struct elf_symbols *syms);
+const char *elf_symbols_source__name(enum elf_symbols_source source);
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
