@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,11 +158,35 @@ static char *symbol_name(const char *sym)
 	return strdup(sym);
 }
 
+/* A frame no symbol names: after the function that holds it by CFI, so all its
+ * return addresses make one frame ("MODULE+0xSTART", the start as addr2line -e takes it),
+ * or "_start" at the entry point; with no CFI either, "MODULE+0xADDR". */
+static char *unnamed_frame_name(struct profile *p, struct module *mod, uint64_t pc,
+				uint64_t addr)
+{
+	const struct unwind_table *table = NULL;
+	uint64_t entry = 0;
+	uint64_t start = addr;
+	bool has_start;
+	char *name = NULL;
+
+	if (mod) {
+		table = module_registry__unwind_table(p->modules, mod);
+		entry = elf_symbols__entry(mod->syms);
+	}
+	/* as for symbols: a return address right after a gap names the function it points at */
+	has_start = unwind_table__function_start(table, pc, &start) == 0 ||
+		    (pc != addr && unwind_table__function_start(table, addr, &start) == 0);
+	if (entry && ((has_start && start == entry) || pc == entry))
+		return strdup("_start");
+	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
+}
+
 static char *format_frame_name(struct profile *p, const struct frame *f)
 {
 	/* caller frames: look up ra-1, the call instruction, not the one after it */
 	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr;
-	const struct module *mod;
+	struct module *mod;
 	const char *sym = NULL;
 	uint64_t off;
 	char *name = NULL;
@@ -187,8 +212,7 @@ static char *format_frame_name(struct profile *p, const struct frame *f)
 		sym = elf_symbols__lookup(mod->syms, f->addr, &off);
 	if (sym)
 		return symbol_name(sym);
-	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", f->addr) < 0 ? NULL
-										      : name;
+	return unnamed_frame_name(p, mod, pc, f->addr);
 }
 
 const char *profile__frame_name(struct profile *p, const struct frame *f)
