@@ -93,8 +93,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 
 # Tools for tests and benchmarks: tests/tools/walkers.c drives hprof's walk and libunwind
 # (remotely, as perf does) over the samples of a capture.
-TOOLS      := $(BUILD)/tools/xcheck
+TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize
 all: $(TOOLS)
+
+# tests/tools/symbolize.c names addresses of a file as a profile would (tests/t_symbols.sh).
+$(BUILD)/tools/symbolize: $(BUILD)/obj/tests/tools/symbolize.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tools/xcheck: $(BUILD)/obj/tests/tools/xcheck.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
