@@ -1,6 +1,7 @@
 #include "modules.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -11,7 +12,15 @@
 
 struct module_entry {
 	struct module mod;
-	UT_hash_handle hh; /* keyed by mod.path */
+	char *anon_key;    /* anonymous code: "PID NAME", mod.name pointing at NAME */
+	UT_hash_handle hh; /* keyed by mod.path in by_path, or by anon_key in by_anon */
+};
+
+/* One perf map per process, shared by the modules of its anonymous mappings. */
+struct perf_map_entry {
+	uint32_t pid;
+	struct perf_map *map;
+	UT_hash_handle hh;
 };
 
 /* Tables are shared by build-id: the same library under another path (a container's
@@ -26,6 +35,8 @@ struct table_entry {
 struct module_registry {
 	struct table_entry *tables;
 	struct module_entry *by_path;
+	struct module_entry *by_anon;
+	struct perf_map_entry *perf_maps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr, cap;
 };
@@ -71,10 +82,10 @@ static void load_symbols(struct module *mod)
 		mod->load_err = -ENOENT;
 }
 
+/* A new entry with the next id, its path copied. NULL when out of memory. */
 static struct module_entry *add_entry(struct module_registry *reg, const char *path)
 {
 	struct module_entry *e;
-	const char *slash;
 
 	if (reg->nr == reg->cap) {
 		uint32_t cap = reg->cap ? reg->cap * 2 : 64;
@@ -90,23 +101,85 @@ static struct module_entry *add_entry(struct module_registry *reg, const char *p
 		free(e);
 		return NULL;
 	}
-	slash = strrchr(e->mod.path, '/');
-	e->mod.name = slash ? slash + 1 : e->mod.path;
 	e->mod.id = MODULE_FIRST_FILE + reg->nr;
 	reg->by_id[reg->nr++] = e;
-	HASH_ADD_KEYPTR(hh, reg->by_path, e->mod.path, strlen(e->mod.path), e);
-	load_symbols(&e->mod);
 	return e;
 }
 
 struct module *module_registry__get(struct module_registry *reg, const char *path)
 {
 	struct module_entry *e;
+	const char *slash;
 
 	HASH_FIND_STR(reg->by_path, path, e);
+	if (e)
+		return &e->mod;
+	e = add_entry(reg, path);
 	if (!e)
-		e = add_entry(reg, path);
-	return e ? &e->mod : NULL;
+		return NULL;
+	slash = strrchr(e->mod.path, '/');
+	e->mod.name = slash ? slash + 1 : e->mod.path;
+	HASH_ADD_KEYPTR(hh, reg->by_path, e->mod.path, strlen(e->mod.path), e);
+	load_symbols(&e->mod);
+	return &e->mod;
+}
+
+static struct perf_map *process_perf_map(struct module_registry *reg, uint32_t pid)
+{
+	struct perf_map_entry *p;
+
+	HASH_FIND(hh, reg->perf_maps, &pid, sizeof(pid), p);
+	if (p)
+		return p->map;
+	p = calloc(1, sizeof(*p));
+	if (!p || perf_map__new(pid, &p->map) != 0) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	HASH_ADD(hh, reg->perf_maps, pid, sizeof(p->pid), p);
+	return p->map;
+}
+
+struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
+					  const char *mapping_name, bool with_perf_map)
+{
+	/* Named anonymous mappings keep their name; other code outside files is a JIT's. */
+	const char *name = mapping_name[0] == '[' ? mapping_name : "[jit]";
+	struct module_entry *e;
+	char *key, path[64];
+
+	if (asprintf(&key, "%u %s", pid, name) < 0)
+		return NULL;
+	HASH_FIND_STR(reg->by_anon, key, e);
+	if (e) {
+		free(key);
+		return &e->mod;
+	}
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	e = add_entry(reg, path);
+	if (!e) {
+		free(key);
+		return NULL;
+	}
+	e->anon_key = key;
+	e->mod.name = strchr(key, ' ') + 1;
+	e->mod.anon_code = true;
+	e->mod.load_err = -ENOENT;
+	/* Without its perf map the module still names frames by mapping. */
+	e->mod.perf_map = with_perf_map ? process_perf_map(reg, pid) : NULL;
+	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
+	return &e->mod;
+}
+
+void module_registry__perf_map_stats(const struct module_registry *reg,
+				     struct perf_map_stats *stats)
+{
+	const struct perf_map_entry *p;
+
+	memset(stats, 0, sizeof(*stats));
+	for (p = reg->perf_maps; p; p = p->hh.next)
+		perf_map__stats(p->map, stats);
 }
 
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id)
@@ -136,7 +209,7 @@ static int compile_table(struct module *mod)
 		return unwind_table__from_image((const void *)vdso, size, "[vdso]", UNWIND_SRC_ALL,
 						&mod->table, mod->table_msg, sizeof(mod->table_msg));
 	}
-	if (mod->path[0] != '/')
+	if (mod->anon_code || mod->path[0] != '/')
 		return -ENOENT;
 	return unwind_table__from_file(mod->path, UNWIND_SRC_ALL, &mod->table, mod->table_msg,
 				       sizeof(mod->table_msg));
@@ -193,17 +266,25 @@ uint32_t module_registry__count(const struct module_registry *reg)
 
 void module_registry__free(struct module_registry *reg)
 {
+	struct perf_map_entry *p, *ptmp;
 	struct table_entry *t, *tmp;
 
 	if (!reg)
 		return;
 	HASH_CLEAR(hh, reg->by_path);
+	HASH_CLEAR(hh, reg->by_anon);
+	HASH_ITER(hh, reg->perf_maps, p, ptmp) {
+		HASH_DEL(reg->perf_maps, p);
+		perf_map__free(p->map);
+		free(p);
+	}
 	for (uint32_t i = 0; i < reg->nr; i++) {
 		/* Shared tables are freed through the build-id cache below. */
 		if (reg->by_id[i]->mod.table && !reg->by_id[i]->mod.table_shared)
 			unwind_table__free(reg->by_id[i]->mod.table);
 		elf_symbols__free(reg->by_id[i]->mod.syms);
 		free(reg->by_id[i]->mod.path);
+		free(reg->by_id[i]->anon_key);
 		free(reg->by_id[i]);
 	}
 	HASH_ITER(hh, reg->tables, t, tmp) {

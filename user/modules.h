@@ -1,11 +1,13 @@
 /* The binaries frames point into: one entry per file (or [vdso]), shared by every
- * process that maps it, with its symbols loaded on first use. */
+ * process that maps it, with its symbols loaded on first use; and per process, the
+ * anonymous code (JIT code) outside any file, named from perf's map file. */
 #ifndef HPROF_MODULES_H
 #define HPROF_MODULES_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "binary/perfmap.h"
 #include "procmaps.h"
 #include "ehframe.h"
 #include "symbols.h"
@@ -14,14 +16,18 @@
 enum {
 	MODULE_KERNEL = 0,   /* frame address is a kernel address */
 	MODULE_UNMAPPED = 1, /* no executable mapping held the address; address is absolute */
-	MODULE_ANON = 2,     /* anonymous executable memory (JIT code); address is absolute */
+	MODULE_ANON = 2,     /* anonymous code of no known process (out of memory); absolute */
 	MODULE_FIRST_FILE = 3,
 };
 
 struct module {
 	uint32_t id;
-	char *path;       /* as /proc/PID/maps names it */
-	const char *name; /* basename of path */
+	char *path;       /* as /proc/PID/maps names it; for anonymous code, the perf map's */
+	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
+	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
+	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays). */
+	bool anon_code;
+	struct perf_map *perf_map;
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
@@ -38,6 +44,14 @@ int module_registry__new(struct module_registry **out);
 /* The module for a mapping's path, created (and its ELF read) on first sight.
  * Returns NULL only when out of memory. */
 struct module *module_registry__get(struct module_registry *reg, const char *path);
+/* The module for process pid's code in mappings named mapping_name that are not files
+ * ("" or "[anon:NAME]"), created on first sight. with_perf_map: name its frames from
+ * /tmp/perf-PID.map. Returns NULL only when out of memory. */
+struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
+					  const char *mapping_name, bool with_perf_map);
+/* The perf map files' counts, summed over processes. */
+void module_registry__perf_map_stats(const struct module_registry *reg,
+				     struct perf_map_stats *stats);
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id);
 /* Translates a process address inside mapping m of module mod to the module's ELF
  * virtual address. Returns 0 or -ENOENT (unreadable ELF or no segment holds it). */

@@ -182,6 +182,14 @@ static char *unnamed_frame_name(struct profile *p, struct module *mod, uint64_t 
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
 }
 
+/* JIT code: its process's perf map entry, else its mapping's name, never an address. */
+static char *anon_code_name(const struct module *mod, uint64_t pc)
+{
+	const char *name = perf_map__lookup(mod->perf_map, pc);
+
+	return strdup(name ? name : mod->name);
+}
+
 static char *format_frame_name(struct profile *p, const struct frame *f)
 {
 	/* caller frames: look up ra-1, the call instruction, not the one after it */
@@ -201,9 +209,11 @@ static char *format_frame_name(struct profile *p, const struct frame *f)
 	case MODULE_UNMAPPED:
 		return asprintf(&name, "[unmapped]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
 	case MODULE_ANON:
-		return asprintf(&name, "[anon]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
+		return strdup("[jit]");
 	}
 	mod = module_registry__by_id(p->modules, f->module);
+	if (mod && mod->anon_code)
+		return anon_code_name(mod, pc);
 	if (mod)
 		sym = elf_symbols__lookup(mod->syms, pc, &off);
 	/* A return address right after a gap (the kernel's signal return path lands on

@@ -483,6 +483,24 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0.0;
 }
 
+/* Only when some process with JIT code had a map file. */
+static void print_perf_map_summary(struct session *session)
+{
+	struct perf_map_stats pm;
+
+	module_registry__perf_map_stats(session__modules(session), &pm);
+	if (!pm.read && !pm.refused)
+		return;
+	fprintf(stderr, "hprof: perf map files: %" PRIu64 " entries, %" PRIu64
+			" bad lines skipped; %" PRIu64 " files read, %" PRIu64
+			" refused (owner or file type)",
+		pm.entries, pm.bad_lines, pm.read, pm.refused);
+	if (pm.cut_short)
+		fprintf(stderr, ", %" PRIu64 " cut short at %u MiB or %u entries", pm.cut_short,
+			PERF_MAP_MAX_BYTES >> 20, PERF_MAP_MAX_ENTRIES);
+	fprintf(stderr, "\n");
+}
+
 void print_summary(struct session *session, double duration_s, unsigned frequency, bool no_dwarf,
 		   const uint64_t *kernel_counters, uint64_t sideband_lost)
 {
@@ -529,6 +547,7 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 			" mapping events lost\n",
 		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
 		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, sideband_lost);
+	print_perf_map_summary(session);
 	fprintf(stderr, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
 	if (no_dwarf)
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");

@@ -17,6 +17,7 @@ struct session {
 	struct process_table *processes;
 	struct session_stats stats;
 	bool dwarf;
+	bool replay; /* a capture: no live process to read perf map files of */
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
 	struct unwind_cache *unwind_cache;
@@ -115,6 +116,7 @@ void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ct
 
 void session__set_replay(struct session *s)
 {
+	s->replay = true;
 	process_table__set_replay(s->processes);
 }
 
@@ -144,10 +146,17 @@ static struct mapping *find_mapping(struct session *s, struct process *proc, uin
 	return process__find_mapping(proc, addr);
 }
 
-/* The module behind a file mapping, with its load bias, looked up once per mapping. */
-static struct module *mapping_module(struct session *s, struct mapping *m)
+/* The module behind a mapping, with its load bias, looked up once per mapping. Code in
+ * no file (not even the vDSO's image) is the process's anonymous code: JIT code, absolute
+ * addresses, named from its perf map (which a replay does not have). */
+static struct module *mapping_module(struct session *s, struct process *proc, struct mapping *m)
 {
-	if (!m->module && m->path[0]) {
+	if (m->module)
+		return m->module;
+	if (m->path[0] != '/' && strcmp(m->path, "[vdso]") != 0) {
+		m->module = module_registry__anon_code(s->modules, proc->pid, m->path, !s->replay);
+		m->bias = 0;
+	} else {
 		m->module = module_registry__get(s->modules, m->path);
 		if (m->module)
 			m->bias_err = module__bias(m->module, m, &m->bias);
@@ -168,12 +177,16 @@ static bool resolve_user_frame(struct session *s, struct process *proc, uint64_t
 		f->module = MODULE_UNMAPPED;
 		return false;
 	}
-	mod = mapping_module(s, m);
+	mod = mapping_module(s, proc, m);
 	if (!mod) {
 		f->module = MODULE_ANON;
 		return true;
 	}
 	f->module = mod->id;
+	/* Read the perf map while the process lives: its uid vouches for the file, and a
+	 * JIT appends to it as it compiles. */
+	if (mod->perf_map)
+		perf_map__lookup(mod->perf_map, addr);
 	/* Without a readable ELF, name the frame by its offset in the file. */
 	f->addr = m->bias_err ? addr - m->start + m->file_offset : addr - (uint64_t)m->bias;
 	return true;
@@ -194,7 +207,7 @@ static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 	m = find_mapping(w->s, w->proc, pc);
 	if (!m)
 		return -ENOENT;
-	mod = mapping_module(w->s, m);
+	mod = mapping_module(w->s, w->proc, m);
 	if (!mod || m->bias_err)
 		return -ENODATA;
 	map->table = module_registry__unwind_table(w->s->modules, mod);
@@ -330,7 +343,7 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sam
 static bool is_entry_code(struct session *s, struct process *proc, uint64_t pc, bool caller)
 {
 	struct mapping *m = find_mapping(s, proc, pc);
-	struct module *mod = m ? mapping_module(s, m) : NULL;
+	struct module *mod = m ? mapping_module(s, proc, m) : NULL;
 	uint64_t entry, vaddr;
 
 	if (!mod || m->bias_err || !(entry = elf_symbols__entry(mod->syms)))
