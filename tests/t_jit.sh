@@ -72,3 +72,19 @@ if jit fifo -- --perf-map-fifo; then
 	check "FIFO as map file: hprof finishes, frames are [jit] ($unnamed)" at_least 80 "$unnamed"
 	check "FIFO as map file: the summary counts it refused" grep -q "1 refused" "$TMP/fifo.err"
 fi
+
+# The hybrid is never worse than either of its parts: JIT code has no CFI, so the DWARF
+# walk cannot start there; the FP chain carries the stack from the JIT frame to main, and
+# the DWARF walk finishes it from there through libc's start-up code to _start.
+START='^fp_jit;_start;__libc_start_main;__libc_start_call_main;main;run_jit;(jit_hot_loop|\[jit\])'
+if jit hybrid -- --perf-map && jit fponly --no-dwarf -- --perf-map; then
+	hybrid=$(share_matching "$TMP/hybrid.folded" fp_jit "$START$KERNEL\$")
+	fponly=$(share_matching "$TMP/fponly.folded" fp_jit ';main;run_jit;(jit_hot_loop|\[jit\])'"$KERNEL\$")
+	echo "# complete: hybrid $hybrid, frame pointers only $fponly"
+	check "hybrid: >= 99% of samples complete from _start through the JIT code ($hybrid)" \
+		at_least 99 "$hybrid"
+	check "hybrid: at least as complete as frame pointers alone ($hybrid vs $fponly)" \
+		[ $((${hybrid%/*} * ${fponly#*/})) -ge $((${fponly%/*} * ${hybrid#*/})) ]
+	check "hybrid: the summary counts the stacks as dwarf+fp" \
+		grep -Eq "dwarf\\+fp (99|100)\\.[0-9]%" "$TMP/hybrid.err"
+fi
