@@ -13,7 +13,9 @@
 struct module_entry {
 	struct module mod;
 	char *anon_key;    /* anonymous code: "PID NAME", mod.name pointing at NAME */
-	UT_hash_handle hh; /* keyed by mod.path in by_path, or by anon_key in by_anon */
+	struct mapped_file_id file; /* key in by_file */
+	UT_hash_handle hh; /* keyed by mod.path in by_path, by anon_key in by_anon, or by
+			    * file in by_file */
 };
 
 /* One perf map per process, shared by the modules of its anonymous mappings. */
@@ -36,6 +38,8 @@ struct module_registry {
 	struct table_entry *tables;
 	struct module_entry *by_path;
 	struct module_entry *by_anon;
+	struct module_entry *by_file;
+	struct mapped_files *files;
 	struct perf_map_entry *perf_maps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr, cap;
@@ -44,7 +48,17 @@ struct module_registry {
 int module_registry__new(struct module_registry **out)
 {
 	*out = calloc(1, sizeof(**out));
+	if (*out && !((*out)->files = mapped_files__new())) {
+		free(*out);
+		*out = NULL;
+	}
 	return *out ? 0 : -ENOMEM;
+}
+
+/* Where the module's ELF is read from: its pinned file, else its path. */
+static const char *load_path(const struct module *mod)
+{
+	return mod->load_path[0] ? mod->load_path : mod->path;
 }
 
 /* The vDSO is the same image in every process of this kernel: read it from our own
@@ -76,8 +90,8 @@ static void load_symbols(struct module *mod)
 	if (strcmp(mod->path, "[vdso]") == 0)
 		mod->load_err = load_vdso_symbols(mod);
 	else if (mod->path[0] == '/')
-		mod->load_err = elf_symbols__load(mod->path, &mod->syms, mod->load_msg,
-						  sizeof(mod->load_msg));
+		mod->load_err = elf_symbols__load_from(load_path(mod), mod->path, &mod->syms,
+						       mod->load_msg, sizeof(mod->load_msg));
 	else
 		mod->load_err = -ENOENT;
 }
@@ -122,6 +136,64 @@ struct module *module_registry__get(struct module_registry *reg, const char *pat
 	HASH_ADD_KEYPTR(hh, reg->by_path, e->mod.path, strlen(e->mod.path), e);
 	load_symbols(&e->mod);
 	return &e->mod;
+}
+
+static struct mapped_file_id file_id(const struct mapping *m)
+{
+	return (struct mapped_file_id){ m->dev_major, m->dev_minor, m->inode };
+}
+
+int module_registry__pin(struct module_registry *reg, uint32_t pid, const struct mapping *m)
+{
+	struct mapped_file_id id = file_id(m);
+
+	if (m->path[0] != '/' || m->inode == 0)
+		return -ENOENT;
+	return mapped_files__pin(reg->files, pid, m->start, m->end, m->path, &id);
+}
+
+/* The kernel appends " (deleted)" to the path of a file removed since it was mapped. */
+static size_t path_len_without_deleted(const char *path)
+{
+	static const char suffix[] = " (deleted)";
+	size_t len = strlen(path);
+
+	if (len > sizeof(suffix) - 1 && strcmp(path + len - (sizeof(suffix) - 1), suffix) == 0)
+		return len - (sizeof(suffix) - 1);
+	return len;
+}
+
+struct module *module_registry__get_mapped(struct module_registry *reg, uint32_t pid,
+					   const struct mapping *m)
+{
+	struct mapped_file_id id = file_id(m);
+	struct module_entry *e;
+	const char *slash;
+	size_t len;
+
+	if (m->path[0] != '/' || m->inode == 0)
+		return module_registry__get(reg, m->path);
+	HASH_FIND(hh, reg->by_file, &id, sizeof(id), e);
+	if (e)
+		return &e->mod;
+	module_registry__pin(reg, pid, m);
+	e = add_entry(reg, m->path);
+	if (!e)
+		return NULL;
+	len = path_len_without_deleted(e->mod.path);
+	e->mod.path[len] = '\0';
+	slash = strrchr(e->mod.path, '/');
+	e->mod.name = slash ? slash + 1 : e->mod.path;
+	e->file = id;
+	mapped_files__path(reg->files, &id, e->mod.load_path, sizeof(e->mod.load_path));
+	HASH_ADD(hh, reg->by_file, file, sizeof(e->file), e);
+	load_symbols(&e->mod);
+	return &e->mod;
+}
+
+size_t module_registry__pinned_files(const struct module_registry *reg)
+{
+	return mapped_files__count(reg->files);
 }
 
 static struct perf_map *process_perf_map(struct module_registry *reg, uint32_t pid)
@@ -211,8 +283,8 @@ static int compile_table(struct module *mod)
 	}
 	if (mod->anon_code || mod->path[0] != '/')
 		return -ENOENT;
-	return unwind_table__from_file(mod->path, UNWIND_SRC_ALL, &mod->table, mod->table_msg,
-				       sizeof(mod->table_msg));
+	return unwind_table__from_file(load_path(mod), UNWIND_SRC_ALL, &mod->table,
+				       mod->table_msg, sizeof(mod->table_msg));
 }
 
 const struct unwind_table *module_registry__unwind_table(struct module_registry *reg,
@@ -273,6 +345,8 @@ void module_registry__free(struct module_registry *reg)
 		return;
 	HASH_CLEAR(hh, reg->by_path);
 	HASH_CLEAR(hh, reg->by_anon);
+	HASH_CLEAR(hh, reg->by_file);
+	mapped_files__free(reg->files);
 	HASH_ITER(hh, reg->perf_maps, p, ptmp) {
 		HASH_DEL(reg->perf_maps, p);
 		perf_map__free(p->map);

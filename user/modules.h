@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "binary/mapped_files.h"
 #include "binary/perfmap.h"
 #include "procmaps.h"
 #include "ehframe.h"
@@ -23,6 +24,7 @@ enum {
 struct module {
 	uint32_t id;
 	char *path;       /* as /proc/PID/maps names it; for anonymous code, the perf map's */
+	char load_path[32]; /* "/proc/self/fd/N" of the pinned file; "" to read path */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
 	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
 	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays). */
@@ -44,6 +46,15 @@ int module_registry__new(struct module_registry **out);
 /* The module for a mapping's path, created (and its ELF read) on first sight.
  * Returns NULL only when out of memory. */
 struct module *module_registry__get(struct module_registry *reg, const char *path);
+/* Opens the file behind mapping m of pid while pid lives (see mapped_files__pin), so that
+ * the module made of it later reads that very file. Returns 0 or -errno. */
+int module_registry__pin(struct module_registry *reg, uint32_t pid, const struct mapping *m);
+/* The module for mapping m of pid: one per file (device and inode), read from the file
+ * pinned for it (pinned now if it was not), named as pid names it. Mappings without an
+ * inode go by path. Returns NULL only when out of memory. */
+struct module *module_registry__get_mapped(struct module_registry *reg, uint32_t pid,
+					   const struct mapping *m);
+size_t module_registry__pinned_files(const struct module_registry *reg);
 /* The module for process pid's code in mappings named mapping_name that are not files
  * ("" or "[anon:NAME]"), created on first sight. with_perf_map: name its frames from
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */

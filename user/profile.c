@@ -177,7 +177,10 @@ static char *unnamed_frame_name(struct profile *p, struct module *mod, uint64_t 
 	/* as for symbols: a return address right after a gap names the function it points at */
 	has_start = unwind_table__function_start(table, pc, &start) == 0 ||
 		    (pc != addr && unwind_table__function_start(table, addr, &start) == 0);
-	if (entry && ((has_start && start == entry) || pc == entry))
+	/* entry code without CFI (ld.so's _start) is named as is_entry_code in session.c
+	 * recognises it */
+	if (entry && ((has_start && start == entry) ||
+		      (!has_start && pc >= entry && pc - entry < ELF_ENTRY_CODE_MAX)))
 		return strdup("_start");
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
 }

@@ -188,6 +188,7 @@ static int queue_map_event(void *ctx, const struct map_event *e, const char *pat
 	size_t path_len = strnlen(path, MAP_EVENT_PATH_MAX - 1);
 	uint8_t record[sizeof(*e) + MAP_EVENT_PATH_MAX];
 
+	session__pin_mapped_file(r->session, e, path);
 	memcpy(record, e, sizeof(*e));
 	memcpy(record + sizeof(*e), path, path_len);
 	record[sizeof(*e) + path_len] = '\0';

@@ -130,6 +130,17 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	return process_table__apply(s->processes, e, path);
 }
 
+void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path)
+{
+	const struct mapping m = {
+		.start = e->start, .end = e->start + e->len, .inode = e->inode,
+		.dev_major = e->dev_major, .dev_minor = e->dev_minor, .path = path,
+	};
+
+	if (e->type == MAP_EVENT_MMAP)
+		module_registry__pin(s->modules, e->pid, &m);
+}
+
 const struct process_table_stats *session__process_stats(const struct session *s)
 {
 	return process_table__stats(s->processes);
@@ -157,7 +168,8 @@ static struct module *mapping_module(struct session *s, struct process *proc, st
 		m->module = module_registry__anon_code(s->modules, proc->pid, m->path, !s->replay);
 		m->bias = 0;
 	} else {
-		m->module = module_registry__get(s->modules, m->path);
+		m->module = s->replay ? module_registry__get(s->modules, m->path)
+				      : module_registry__get_mapped(s->modules, proc->pid, m);
 		if (m->module)
 			m->bias_err = module__bias(m->module, m, &m->bias);
 	}
@@ -332,11 +344,6 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sam
 	return 0;
 }
 
-/* How far past a binary's entry point its start-up code may call out: _start calls
- * __libc_start_main (or ld.so's _start calls _dl_start) within its first few
- * instructions. */
-#define ENTRY_CODE_MAX 256
-
 /* The frame (pc, or the call before a return address) is the entry point's own code, the
  * outermost frame of a process. A hand-written _start, such as the dynamic loader's, has
  * no CFI to say that its return address is undefined; the ELF header says where it is. */
@@ -349,7 +356,7 @@ static bool is_entry_code(struct session *s, struct process *proc, uint64_t pc, 
 	if (!mod || m->bias_err || !(entry = elf_symbols__entry(mod->syms)))
 		return false;
 	vaddr = pc - (uint64_t)m->bias - (caller ? 1 : 0);
-	return vaddr >= entry && vaddr - entry < ENTRY_CODE_MAX;
+	return vaddr >= entry && vaddr - entry < ELF_ENTRY_CODE_MAX;
 }
 
 /* Walk ends after which the FP chain may carry on. */

@@ -62,6 +62,9 @@ int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t
  * in time order with the samples. Returns 0 or -ENOMEM. */
 int session__handle_map_event(struct session *s, const struct map_event *e, const char *path);
 const struct process_table_stats *session__process_stats(const struct session *s);
+/* Opens the file of an mmap event as soon as it is read, while its process still lives
+ * (it is handled later, in time order). */
+void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path);
 struct module_registry *session__modules(struct session *s);
 /* The DWARF walk alone over one sample's copy, through the session's mappings and tables
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,

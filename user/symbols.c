@@ -576,12 +576,18 @@ cleanup:
 
 int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen)
 {
+	return elf_symbols__load_from(path, path, out, err, errlen);
+}
+
+int elf_symbols__load_from(const char *open_path, const char *path, struct elf_symbols **out,
+			   char *err, size_t errlen)
+{
 	Elf *elf;
 	int fd, ret;
 
 	*out = NULL;
 	elf_version(EV_CURRENT);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(open_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(errno));

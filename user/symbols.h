@@ -25,6 +25,10 @@ enum elf_symbols_source {
 /* Loads function symbols (from the source enum elf_symbols_source names) and the PT_LOAD
  * segments. Returns 0 or -errno with a one-line reason in err. */
 int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen);
+/* The same, reading the file at open_path (a pinned descriptor's /proc/self/fd/N) while
+ * separate debug files are looked for next to path, the binary's own. */
+int elf_symbols__load_from(const char *open_path, const char *path, struct elf_symbols **out,
+			   char *err, size_t errlen);
 /* The same for an ELF image in memory (the vDSO). The image is copied. */
 int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
 			    size_t errlen);
@@ -40,6 +44,12 @@ const char *elf_symbols_source__name(enum elf_symbols_source source);
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
+/* How far past a binary's entry point its start-up code may call out: _start calls
+ * __libc_start_main (or ld.so's _start calls _dl_start) within its first few
+ * instructions, and hand-written entry code often has no CFI or symbol to say where it
+ * ends. */
+#define ELF_ENTRY_CODE_MAX 256
+
 /* The ELF header's entry point (a virtual address), 0 when there is none. */
 uint64_t elf_symbols__entry(const struct elf_symbols *syms);
 /* Size of the image given to elf_symbols__load_image; 0 for files. */
