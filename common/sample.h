@@ -17,7 +17,9 @@
  * stack mapping keeps the pages before it instead of failing whole. */
 #define HPROF_STACK_CHUNK 4096
 #define HPROF_MAX_STACK_CHUNKS (HPROF_MAX_STACK_COPY / HPROF_STACK_CHUNK + 1)
-#define HPROF_DEFAULT_STACK_COPY 16384
+/* The ceiling on each sample's copy (--stack-size); what is copied below it is the
+ * thread's live stack: from sp to its learned base, else to the end of its stack. */
+#define HPROF_DEFAULT_STACK_COPY 65536
 /* Stack bytes copied from the outermost frame record the FP chain reached, when the main
  * copy does not hold them: enough for the DWARF walk to go on from there through libc's
  * start-up code (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3),
@@ -42,6 +44,14 @@ enum fp_end {
 #define SAMPLE_IN_KERNEL   (1u << 0) /* the sample interrupted kernel code */
 #define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp are valid */
 #define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
+#define SAMPLE_COPY_LEARNED (1u << 3) /* the copy ended at the thread's learned stack base */
+
+/* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
+struct hprof_thread_stack {
+	__u64 base; /* the outermost frame's CFA: no walk of this thread reads at or above it */
+};
+_Static_assert(sizeof(struct hprof_thread_stack) == 8, "thread_stacks value is shared with BPF");
+#define HPROF_MAX_THREADS 65536
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8 tail[tail_len] (user
@@ -128,6 +138,8 @@ enum kernel_counter {
 	KC_KERNEL_STACK_FAILED,  /* bpf_get_stack failed on a kernel-mode sample */
 	KC_FORKS_FOLLOWED,       /* children added to the pid filter */
 	KC_FP_TAIL_FAILED,       /* the window at the FP chain's end could not be read */
+	KC_COPY_LEARNED,         /* stack copies up to the thread's learned base */
+	KC_COPY_DEFAULT,         /* stack copies to the end of the stack (thread not known yet) */
 	KC_NR,
 };
 

@@ -46,6 +46,14 @@ struct {
 	__type(value, __u8);
 } pids SEC(".maps");
 
+/* Stack bases userspace learned from complete walks; an entry goes when its thread exits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HPROF_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct hprof_thread_stack);
+} thread_stacks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, KC_NR);
@@ -135,17 +143,67 @@ static __always_inline void walk_frame_pointers(struct hprof_sample *s)
 	s->nr_user = n;
 }
 
-/* Copies stack_copy_size bytes from sp. When one read fails (the copy runs off the end of
- * the stack mapping), retries a page at a time and keeps what could be read. */
-static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst)
+struct vma_end {
+	__u64 end;
+};
+
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	__u64 sp = s->user_sp;
-	__u64 want = stack_copy_size;
-	__u64 copied = 0;
+	((struct vma_end *)data)->end = vma->vm_end;
+	return 0;
+}
+
+/* Where the user stack holding sp ends: the end of its mapping, and for the main thread's
+ * stack the start of argv's strings, so that neither they nor the environment after them
+ * are ever copied. 0 when it cannot be told (the mapping lock is busy). */
+static __always_inline __u64 user_stack_end(struct hprof_sample *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct vma_end found = { 0 };
+	__u64 arg_start;
+
+	if (bpf_find_vma(task, s->user_sp, vma_end_cb, &found, 0))
+		return 0;
+	arg_start = BPF_CORE_READ(task, mm, arg_start);
+	if (arg_start > s->user_sp && arg_start < found.end)
+		return arg_start;
+	return found.end;
+}
+
+/* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
+ * ceiling (a signal handler on another stack, a coroutine, does not), else as much as the
+ * ceiling allows; never past the end of the stack. */
+static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 stack_end)
+{
+	struct hprof_thread_stack *known = bpf_map_lookup_elem(&thread_stacks, &s->tid);
+	__u64 sp = s->user_sp, want = stack_copy_size;
 
 	if (want > HPROF_MAX_STACK_COPY)
 		want = HPROF_MAX_STACK_COPY;
-	if (want == 0)
+	if (known && known->base > sp && known->base - sp <= want) {
+		want = known->base - sp;
+		s->flags |= SAMPLE_COPY_LEARNED;
+		count(KC_COPY_LEARNED);
+	} else {
+		count(KC_COPY_DEFAULT);
+	}
+	if (stack_end > sp && stack_end - sp < want)
+		want = stack_end - sp;
+	/* whole words: the walk reads 8 bytes at a time */
+	return want & ~7ull;
+}
+
+/* Copies the live stack from sp in one read, sized so that it does not run off the end
+ * of the stack. Should the read still fail, retries a page at a time and keeps what could
+ * be read. */
+static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst, __u64 stack_end)
+{
+	__u64 sp = s->user_sp;
+	__u64 want = copy_length(s, stack_end);
+	__u64 copied = 0;
+
+	barrier_var(want);
+	if (want == 0 || want > HPROF_MAX_STACK_COPY)
 		return;
 	if (bpf_probe_read_user(dst, want, (void *)sp) == 0) {
 		s->stack_len = want;
@@ -181,22 +239,32 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst)
 /* Copies HPROF_FP_TAIL_WINDOW bytes from the FP chain's outermost frame record when the
  * stack copy does not already hold them, so that userspace can go on from the chain's
  * end with the DWARF walk (libc's start-up code keeps no frame pointers). */
-static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off)
+static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off, __u64 stack_end)
 {
-	__u64 tail = s->fp_tail_frame;
+	__u64 tail = s->fp_tail_frame, len = HPROF_FP_TAIL_WINDOW, copy_end;
 	__u8 *dst;
 
 	if (stack_copy_size == 0 || tail == 0)
 		return;
-	if (tail >= s->user_sp && tail + HPROF_FP_TAIL_WINDOW <= s->user_sp + s->stack_len)
+	/* never past the end of the stack: argv's and the environment's strings follow it */
+	if (stack_end > tail && stack_end - tail < len)
+		len = (stack_end - tail) & ~7ull;
+	copy_end = s->user_sp + s->stack_len;
+	/* The copy holds it, or holds everything up to the thread's base, past which no
+	 * walk reads. */
+	if (tail >= s->user_sp && tail < copy_end &&
+	    (copy_end - tail >= len || (s->flags & SAMPLE_COPY_LEARNED)))
 		return;
 	/* The verifier must see the bound on the register that indexes the buffer. */
 	barrier_var(off);
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
 		return;
 	dst = s->data + off;
-	if (bpf_probe_read_user(dst, HPROF_FP_TAIL_WINDOW, (void *)tail) == 0) {
-		s->tail_len = HPROF_FP_TAIL_WINDOW;
+	barrier_var(len);
+	if (len == 0 || len > HPROF_FP_TAIL_WINDOW)
+		return;
+	if (bpf_probe_read_user(dst, len, (void *)tail) == 0) {
+		s->tail_len = len;
 		return;
 	}
 	/* The window ran off the stack mapping: half of it still holds the usual frames. */
@@ -214,6 +282,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct hprof_sample *s;
 	struct scratch *scratch;
 	__u32 off, size;
+	__u64 stack_end = 0;
 	long kbytes;
 
 	if (tgid == 0) {
@@ -262,19 +331,31 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	off += s->nr_kernel * 8;
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8)
 		return 0;
-	if (s->flags & SAMPLE_USER_REGS)
-		copy_user_stack(s, s->data + off);
+	if ((s->flags & SAMPLE_USER_REGS) && stack_copy_size) {
+		stack_end = user_stack_end(s);
+		copy_user_stack(s, s->data + off, stack_end);
+	}
 	off += s->stack_len;
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
 		return 0;
 	if (s->flags & SAMPLE_USER_REGS)
-		copy_fp_tail(s, off);
+		copy_fp_tail(s, off, stack_end);
 
 	size = sizeof(*s) + off + s->tail_len;
 	if (size > HPROF_SAMPLE_MAX_SIZE)
 		return 0;
 	if (bpf_ringbuf_output(&samples, s, size, 0))
 		count(KC_DROP_RINGBUF_FULL);
+	return 0;
+}
+
+/* A thread's learned stack base goes with it: its tid may come back as another thread. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&thread_stacks, &tid);
 	return 0;
 }
 

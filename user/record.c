@@ -45,6 +45,7 @@ struct recorder {
 	struct bpf_link **links;
 	int nr_links;
 	struct bpf_link *fork_link;
+	struct bpf_link *exit_link;
 	struct ring_buffer *rb;
 	struct sideband *sideband;
 	struct reorder *queue;
@@ -293,6 +294,20 @@ static int finish_raw(struct recorder *r)
 	return err;
 }
 
+/* Tells the kernel where a thread's stack ends, so that its later samples copy only the
+ * live stack (base 0: forget it, the copy falls back to the end of the stack). */
+static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base)
+{
+	struct recorder *r = ctx;
+	struct hprof_thread_stack value = { .base = base };
+
+	if (base)
+		bpf_map__update_elem(r->skel->maps.thread_stacks, &tid, sizeof(tid), &value,
+				     sizeof(value), BPF_ANY);
+	else
+		bpf_map__delete_elem(r->skel->maps.thread_stacks, &tid, sizeof(tid), 0);
+}
+
 static int load_bpf(struct recorder *r)
 {
 	int err;
@@ -314,6 +329,14 @@ static int load_bpf(struct recorder *r)
 			strerror(-err));
 		return err;
 	}
+	r->exit_link = bpf_program__attach(r->skel->progs.on_exit);
+	if (!r->exit_link) {
+		err = -errno;
+		fprintf(stderr, "hprof: cannot attach the exit tracepoint: %s\n", strerror(errno));
+		return err;
+	}
+	if (!r->opts.no_dwarf)
+		session__set_stack_base_hook(r->session, learn_stack_base, r);
 	if (r->opts.command) {
 		r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 		if (!r->fork_link) {
@@ -553,11 +576,12 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	if (no_dwarf)
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");
 	else
-		fprintf(stderr, " (stack copies: %" PRIu64 " clamped at the end of the stack, %" PRIu64
+		fprintf(stderr, " (stack copies: %" PRIu64 " to the thread's learned base, %" PRIu64
+				" to the end of the stack, %" PRIu64 " cut short by a failed read, %" PRIu64
 				" failed; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
 				" unreadable)\n",
-			kc[KC_STACK_COPY_CLAMPED], kc[KC_STACK_COPY_FAILED], st->tail_windows,
-			kc[KC_FP_TAIL_FAILED]);
+			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_STACK_COPY_CLAMPED],
+			kc[KC_STACK_COPY_FAILED], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 }
 
 static int write_folded_file(struct session *s, const char *path)
@@ -842,6 +866,7 @@ static void recorder__destroy(struct recorder *r)
 		bpf_link__destroy(r->links[i]);
 	free(r->links);
 	bpf_link__destroy(r->fork_link);
+	bpf_link__destroy(r->exit_link);
 	ring_buffer__free(r->rb);
 	sideband__free(r->sideband);
 	reorder__free(r->queue);

@@ -21,6 +21,11 @@ struct session {
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *walked;     /* scratch, UNWIND_MAX_FRAMES */
 	struct unwind_cache *unwind_cache;
+	session_stack_base_fn stack_base_hook;
+	void *stack_base_ctx;
+	/* The outermost frame's sp of the sample being handled, when its walk reached the
+	 * entry (0 otherwise): where its thread's stack ends, for every walk. */
+	uint64_t walk_base;
 };
 
 /* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
@@ -107,6 +112,12 @@ static struct process *find_process(struct session *s, const struct hprof_sample
 	/* A thread's own name, or the process's before its exec event was handled. */
 	memcpy(proc->comm, sample->comm, HPROF_COMM_LEN);
 	return proc;
+}
+
+void session__set_stack_base_hook(struct session *s, session_stack_base_fn fn, void *ctx)
+{
+	s->stack_base_hook = fn;
+	s->stack_base_ctx = ctx;
 }
 
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx)
@@ -410,6 +421,7 @@ static bool finish_fp_chain(struct session *s, struct walk_ctx *w,
 	for (uint32_t i = 1; i < result.nr_frames; i++)
 		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[(*added)++]);
 	s->stats.fp_tails++;
+	s->walk_base = result.last.sp;
 	return true;
 }
 
@@ -454,6 +466,8 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 		result.end = UNWIND_END_COMPLETE;
 	*reason = result.end;
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
+	if (result.end == UNWIND_END_COMPLETE)
+		s->walk_base = result.last.sp;
 	if (!fp_may_continue(result.end))
 		return n;
 	join = stitch_point(sample, mem, &result.last);
@@ -513,6 +527,21 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	return walked;
 }
 
+/* Tells the kernel where the sample's thread's stack ends once a walk found it, and to
+ * forget it when a copy that ended there was too short. */
+static void learn_stack_base(struct session *s, const struct hprof_sample *sample,
+			     enum stack_method method, unsigned reason)
+{
+	bool learned = sample->flags & SAMPLE_COPY_LEARNED;
+
+	if (!s->stack_base_hook)
+		return;
+	if (!learned && s->walk_base && method != METHOD_TRUNCATED)
+		s->stack_base_hook(s->stack_base_ctx, sample->tid, s->walk_base);
+	else if (learned && method == METHOD_TRUNCATED && reason == UNWIND_END_COPY_SHORT)
+		s->stack_base_hook(s->stack_base_ctx, sample->tid, 0);
+}
+
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
@@ -546,7 +575,9 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return -ENOMEM;
 	if (!proc->seeded)
 		s->stats.no_maps++;
+	s->walk_base = 0;
 	user = user_stack(s, proc, sample, frames + n, &method, &reason);
+	learn_stack_base(s, sample, method, reason);
 	for (uint32_t i = n; i < n + user; i++)
 		s->stats.frames_unmapped += frames[i].module == MODULE_UNMAPPED;
 	n += user;

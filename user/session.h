@@ -51,6 +51,10 @@ const char *session__method_name(enum stack_method m);
 const char *session__truncated_root(unsigned reason);
 /* Accounts one record of size bytes. Returns 0 or -errno (out of memory only). */
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
+/* Called when a complete walk tells where a thread's stack ends (the outermost frame's
+ * CFA), and with base 0 when a copy that ended there proved too short. */
+typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base);
+void session__set_stack_base_hook(struct session *s, session_stack_base_fn fn, void *ctx);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);
