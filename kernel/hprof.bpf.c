@@ -250,10 +250,10 @@ static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off, __u6
 	if (stack_end > tail && stack_end - tail < len)
 		len = (stack_end - tail) & ~7ull;
 	copy_end = s->user_sp + s->stack_len;
-	/* The copy holds it, or holds everything up to the thread's base, past which no
-	 * walk reads. */
-	if (tail >= s->user_sp && tail < copy_end &&
-	    (copy_end - tail >= len || (s->flags & SAMPLE_COPY_LEARNED)))
+	/* A copy up to the thread's base holds everything a walk reads; a record outside the
+	 * stack is no frame (rbp held data); a copy that holds the window needs no other. */
+	if ((s->flags & SAMPLE_COPY_LEARNED) || tail < s->user_sp ||
+	    (stack_end && tail >= stack_end) || (tail < copy_end && copy_end - tail >= len))
 		return;
 	/* The verifier must see the bound on the register that indexes the buffer. */
 	barrier_var(off);

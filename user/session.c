@@ -347,7 +347,10 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sam
 	if (!last->bp_valid)
 		return 0;
 	for (uint32_t i = 1; i < sample->nr_user; i++) {
-		if (bp == last->bp && hprof_sample__user_ip(sample, i - 1) == last->ip)
+		/* The chain holds no return address into the function owning the sample's own
+		 * rbp (a leaf without a frame pointer is skipped), so the first join is by rbp
+		 * alone. */
+		if (bp == last->bp && (i == 1 || hprof_sample__user_ip(sample, i - 1) == last->ip))
 			return i;
 		if (!sample_memory__read_u64(mem, bp, &bp))
 			return 0;
