@@ -45,12 +45,20 @@ enum fp_end {
 #define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp are valid */
 #define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
 #define SAMPLE_COPY_LEARNED (1u << 3) /* the copy ended at the thread's learned stack base */
+#define SAMPLE_COPY_FP      (1u << 4) /* the FP chain ended where the thread's always do: only
+				       * HPROF_LEAF_COPY bytes were copied, for the leaf */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
-	__u64 base; /* the outermost frame's CFA: no walk of this thread reads at or above it */
+	__u64 base;    /* the outermost frame's CFA: no walk of this thread reads at or above it */
+	/* The frame record at which this thread's FP chains end when they are right (main's,
+	 * in a program built with frame pointers); 0 when its chains cannot be trusted. */
+	__u64 fp_tail;
 };
-_Static_assert(sizeof(struct hprof_thread_stack) == 8, "thread_stacks value is shared with BPF");
+_Static_assert(sizeof(struct hprof_thread_stack) == 16, "thread_stacks value is shared with BPF");
+/* Copied from sp when the FP chain suffices: enough for a leaf without a frame pointer (a
+ * libc string function) and its caller to be walked onto the chain. */
+#define HPROF_LEAF_COPY 256
 #define HPROF_MAX_THREADS 65536
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
@@ -140,6 +148,7 @@ enum kernel_counter {
 	KC_FP_TAIL_FAILED,       /* the window at the FP chain's end could not be read */
 	KC_COPY_LEARNED,         /* stack copies up to the thread's learned base */
 	KC_COPY_DEFAULT,         /* stack copies to the end of the stack (thread not known yet) */
+	KC_COPY_FP,              /* only the leaf copied: the FP chain suffices */
 	KC_NR,
 };
 

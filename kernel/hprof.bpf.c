@@ -173,9 +173,9 @@ static __always_inline __u64 user_stack_end(struct hprof_sample *s)
 /* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
  * ceiling (a signal handler on another stack, a coroutine, does not), else as much as the
  * ceiling allows; never past the end of the stack. */
-static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 stack_end)
+static __always_inline __u64 copy_length(struct hprof_sample *s,
+					 const struct hprof_thread_stack *known, __u64 stack_end)
 {
-	struct hprof_thread_stack *known = bpf_map_lookup_elem(&thread_stacks, &s->tid);
 	__u64 sp = s->user_sp, want = stack_copy_size;
 
 	if (want > HPROF_MAX_STACK_COPY)
@@ -193,13 +193,32 @@ static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 stack_end
 	return want & ~7ull;
 }
 
+/* The FP chain ended at the frame record this thread's right chains end at: userspace
+ * knows the frames beyond it, and needs no copy but the leaf's. */
+static __always_inline bool fp_chain_suffices(const struct hprof_sample *s,
+					      const struct hprof_thread_stack *known)
+{
+	return known && known->fp_tail && s->fp_tail_frame == known->fp_tail;
+}
+
+static __always_inline void copy_leaf(struct hprof_sample *s, __u8 *dst)
+{
+	s->flags |= SAMPLE_COPY_FP;
+	count(KC_COPY_FP);
+	if (bpf_probe_read_user(dst, HPROF_LEAF_COPY, (void *)s->user_sp) == 0)
+		s->stack_len = HPROF_LEAF_COPY;
+	else if (bpf_probe_read_user(dst, HPROF_LEAF_COPY / 2, (void *)s->user_sp) == 0)
+		s->stack_len = HPROF_LEAF_COPY / 2;
+}
+
 /* Copies the live stack from sp in one read, sized so that it does not run off the end
  * of the stack. Should the read still fail, retries a page at a time and keeps what could
  * be read. */
-static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst, __u64 stack_end)
+static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
+					    const struct hprof_thread_stack *known, __u64 stack_end)
 {
 	__u64 sp = s->user_sp;
-	__u64 want = copy_length(s, stack_end);
+	__u64 want = copy_length(s, known, stack_end);
 	__u64 copied = 0;
 
 	barrier_var(want);
@@ -283,6 +302,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct scratch *scratch;
 	__u32 off, size;
 	__u64 stack_end = 0;
+	struct hprof_thread_stack *known;
 	long kbytes;
 
 	if (tgid == 0) {
@@ -332,13 +352,18 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8)
 		return 0;
 	if ((s->flags & SAMPLE_USER_REGS) && stack_copy_size) {
-		stack_end = user_stack_end(s);
-		copy_user_stack(s, s->data + off, stack_end);
+		known = bpf_map_lookup_elem(&thread_stacks, &s->tid);
+		if (fp_chain_suffices(s, known)) {
+			copy_leaf(s, s->data + off);
+		} else {
+			stack_end = user_stack_end(s);
+			copy_user_stack(s, s->data + off, known, stack_end);
+		}
 	}
 	off += s->stack_len;
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
 		return 0;
-	if (s->flags & SAMPLE_USER_REGS)
+	if ((s->flags & SAMPLE_USER_REGS) && !(s->flags & SAMPLE_COPY_FP))
 		copy_fp_tail(s, off, stack_end);
 
 	size = sizeof(*s) + off + s->tail_len;

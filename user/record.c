@@ -296,12 +296,12 @@ static int finish_raw(struct recorder *r)
 
 /* Tells the kernel where a thread's stack ends, so that its later samples copy only the
  * live stack (base 0: forget it, the copy falls back to the end of the stack). */
-static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base)
+static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail)
 {
 	struct recorder *r = ctx;
-	struct hprof_thread_stack value = { .base = base };
+	struct hprof_thread_stack value = { .base = base, .fp_tail = fp_tail };
 
-	if (base)
+	if (base || fp_tail)
 		bpf_map__update_elem(r->skel->maps.thread_stacks, &tid, sizeof(tid), &value,
 				     sizeof(value), BPF_ANY);
 	else
@@ -547,8 +547,9 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	for (int m = 0; m < METHOD_COUNT; m++)
 		fprintf(stderr, " %s %.1f%%", session__method_name(m),
 			percent(st->methods[m], user_samples));
-	fprintf(stderr, " (%" PRIu64 " FP chains finished by the DWARF walk from their end)\n",
-		st->fp_tails);
+	fprintf(stderr, " (FP chains finished from their end: %" PRIu64 " by the DWARF walk, %" PRIu64
+			" with the thread's learned frames)\n",
+		st->fp_tails, st->fp_tails_learned);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(stderr, "hprof: truncated stacks:");
 		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
@@ -577,10 +578,11 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 		fprintf(stderr, " (frame pointers only, no stack copies)\n");
 	else
 		fprintf(stderr, " (stack copies: %" PRIu64 " to the thread's learned base, %" PRIu64
-				" to the end of the stack, %" PRIu64 " cut short by a failed read, %" PRIu64
+				" to the end of the stack, %" PRIu64 " of the leaf only (the FP chain sufficed), %" PRIu64
+				" cut short by a failed read, %" PRIu64
 				" failed; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
 				" unreadable)\n",
-			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_STACK_COPY_CLAMPED],
+			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_COPY_FP], kc[KC_STACK_COPY_CLAMPED],
 			kc[KC_STACK_COPY_FAILED], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 }
 

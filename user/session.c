@@ -8,6 +8,7 @@
 
 #include "modules.h"
 #include "proc/processes.h"
+#include "proc/threads.h"
 #include "symbols.h"
 
 struct session {
@@ -23,9 +24,14 @@ struct session {
 	struct unwind_cache *unwind_cache;
 	session_stack_base_fn stack_base_hook;
 	void *stack_base_ctx;
-	/* The outermost frame's sp of the sample being handled, when its walk reached the
-	 * entry (0 otherwise): where its thread's stack ends, for every walk. */
+	struct thread_table *threads;
+	/* Learned from the sample being handled: the outermost frame's sp when its walk
+	 * reached the entry (0 otherwise), where its thread's stack ends; and when its FP chain
+	 * proved right, the frames beyond the chain's end. */
 	uint64_t walk_base;
+	bool tail_learned;
+	uint32_t nr_tail;
+	struct unwind_frame tail[THREAD_TAIL_FRAMES];
 };
 
 /* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
@@ -78,7 +84,8 @@ int session__new(bool dwarf, struct session **out)
 	s->frames = calloc(MAX_STACK_FRAMES, sizeof(*s->frames));
 	s->walked = calloc(UNWIND_MAX_FRAMES, sizeof(*s->walked));
 	s->unwind_cache = unwind_cache__new();
-	if (!s->frames || !s->walked || !s->unwind_cache) {
+	s->threads = thread_table__new();
+	if (!s->frames || !s->walked || !s->unwind_cache || !s->threads) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -315,10 +322,11 @@ static bool sample_memory__read_u64(const struct sample_memory *mem, uint64_t ad
 	       stack_copy__read_u64(&mem->tail, addr, value);
 }
 
-/* The leaf's CFI agrees that rbp is its frame pointer. When it does not (the leaf keeps
- * no frame pointer, or is in its prologue), the kernel's chain skipped the leaf's caller
- * even if it looks complete. Without CFI there is nothing to contradict the chain. */
-static bool leaf_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
+/* The CFI at pc agrees that rbp is its function's frame pointer. When it does not (the
+ * function keeps no frame pointer, or is in its prologue), the kernel's chain skipped the
+ * function's caller even if it looks complete. Without CFI there is nothing to contradict
+ * the chain. */
+static bool frame_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
 {
 	const struct unwind_row *row;
 	struct unwind_rules rules;
@@ -340,7 +348,7 @@ static bool leaf_uses_frame_pointer(struct walk_ctx *w, uint64_t ip)
  * rebuilt from the copy, up to the first one outside it. Returns the index of the first
  * FP return address to append, or 0 when the two do not join. */
 static uint32_t stitch_point(const struct hprof_sample *sample, const struct sample_memory *mem,
-			     const struct unwind_regs *last)
+			     const struct unwind_regs *last, bool last_owns_bp)
 {
 	uint64_t bp = sample->user_bp;
 
@@ -348,9 +356,11 @@ static uint32_t stitch_point(const struct hprof_sample *sample, const struct sam
 		return 0;
 	for (uint32_t i = 1; i < sample->nr_user; i++) {
 		/* The chain holds no return address into the function owning the sample's own
-		 * rbp (a leaf without a frame pointer is skipped), so the first join is by rbp
-		 * alone. */
-		if (bp == last->bp && (i == 1 || hprof_sample__user_ip(sample, i - 1) == last->ip))
+		 * rbp when the leaf keeps no frame pointer: there the walk's last frame must be
+		 * that function by its own rules (a function that merely left rbp alone has it
+		 * too). */
+		if (bp == last->bp && (i == 1 ? last_owns_bp
+					      : hprof_sample__user_ip(sample, i - 1) == last->ip))
 			return i;
 		if (!sample_memory__read_u64(mem, bp, &bp))
 			return 0;
@@ -395,6 +405,32 @@ static uint32_t add_fp_frames(struct session *s, struct process *proc,
 	return n;
 }
 
+/* The frames beyond a right FP chain's end, for the thread's later samples. */
+static void keep_tail(struct session *s, const struct unwind_frame *frames, uint32_t nr)
+{
+	if (nr > THREAD_TAIL_FRAMES)
+		return;
+	memcpy(s->tail, frames, nr * sizeof(*frames));
+	s->nr_tail = nr;
+	s->tail_learned = true;
+}
+
+/* A sample whose chain ended where its thread's right chains end carries no copy of the
+ * stack there (the kernel saw to that): the frames beyond are the ones learned. */
+static bool finish_from_thread(struct session *s, struct walk_ctx *w,
+			       const struct hprof_sample *sample, struct frame *out, uint32_t *added)
+{
+	const struct thread_info *ti = thread_table__get(s->threads, sample->tid, 0);
+
+	if (!ti || ti->fp_tail != sample->fp_tail_frame ||
+	    ti->tail_ip != hprof_sample__user_ip(sample, sample->nr_user - 1))
+		return false;
+	for (uint32_t i = 0; i < ti->nr_tail; i++)
+		resolve_user_frame(s, w->proc, ti->tail[i].pc, !ti->tail[i].exact, &out[(*added)++]);
+	s->stats.fp_tails_learned++;
+	return true;
+}
+
 /* Libc's start-up code keeps no frame pointers, so an FP chain ends in it (main's caller,
  * a thread's start routine) rather than at the entry. The DWARF walk goes on from the
  * chain's outermost frame, whose registers the frame record gives: the caller's sp is
@@ -410,8 +446,15 @@ static bool finish_fp_chain(struct session *s, struct walk_ctx *w,
 	struct unwind_regs regs;
 
 	*added = 0;
-	if (record == 0 || sample->nr_user < 2 || !sample_memory__read_u64(mem, record, &saved_bp) ||
-	    !sample_memory__read_u64(mem, record + 8, &ra) || ra != outermost)
+	if (record == 0 || sample->nr_user < 2)
+		return false;
+	/* The kernel copied only the leaf: the thread's frames beyond are known. */
+	if (sample->flags & SAMPLE_COPY_FP)
+		return finish_from_thread(s, w, sample, out, added);
+	if (!sample_memory__read_u64(mem, record, &saved_bp) ||
+	    !sample_memory__read_u64(mem, record + 8, &ra))
+		return finish_from_thread(s, w, sample, out, added);
+	if (ra != outermost)
 		return false;
 	/* A return address: its frame's rules are the call instruction's, at ra - 1. */
 	regs = (struct unwind_regs){
@@ -419,12 +462,15 @@ static bool finish_fp_chain(struct session *s, struct walk_ctx *w,
 	};
 	walk_in_process(s, w->proc, &regs, sample->tail_len ? &mem->tail : &mem->stack, s->walked,
 			FP_TAIL_MAX_FRAMES, &result);
+	if (result.end == UNWIND_END_COPY_SHORT)
+		return finish_from_thread(s, w, sample, out, added);
 	if (result.end != UNWIND_END_COMPLETE)
 		return false;
 	for (uint32_t i = 1; i < result.nr_frames; i++)
 		resolve_user_frame(s, w->proc, s->walked[i].pc, !s->walked[i].exact, &out[(*added)++]);
 	s->stats.fp_tails++;
 	s->walk_base = result.last.sp;
+	keep_tail(s, s->walked + 1, result.nr_frames - 1);
 	return true;
 }
 
@@ -446,6 +492,44 @@ static bool fp_chain_reaches_entry(struct session *s, struct walk_ctx *w,
 	return name && is_entry_function(name);
 }
 
+/* Every frame of the FP chain is the walk's, and the walk went on past the chain's end:
+ * this thread's chains can be trusted where they end there. */
+static bool chain_matches_walk(const struct hprof_sample *sample,
+			       const struct unwind_frame *walked, uint32_t nr_walked)
+{
+	if (sample->fp_tail_frame == 0 || nr_walked <= sample->nr_user)
+		return false;
+	for (uint32_t i = 0; i < sample->nr_user; i++) {
+		if (walked[i].pc != hprof_sample__user_ip(sample, i))
+			return false;
+	}
+	return true;
+}
+
+/* A walk over only the leaf's copy that ran through the chain's end: the frames beyond
+ * are the ones learned for the thread, from the frame whose pc is the learned outermost
+ * return address on. */
+static bool reached_learned_tail(struct session *s, struct walk_ctx *w,
+				 const struct hprof_sample *sample, uint32_t nr_walked,
+				 struct frame *out, uint32_t *n)
+{
+	const struct thread_info *ti;
+	uint32_t added = 0;
+
+	if (!(sample->flags & SAMPLE_COPY_FP) ||
+	    !(ti = thread_table__get(s->threads, sample->tid, 0)) || !ti->fp_tail)
+		return false;
+	for (uint32_t i = 1; i < nr_walked; i++) {
+		if (s->walked[i].pc != ti->tail_ip)
+			continue;
+		if (!finish_from_thread(s, w, sample, out + i + 1, &added))
+			return false;
+		*n = i + 1 + added;
+		return true;
+	}
+	return false;
+}
+
 /* The DWARF walk over the sample's copy into out; where it stops short, the FP chain from
  * where the two join, finished by a DWARF walk from the chain's end. Returns the frame
  * count and sets *method and *reason. */
@@ -456,6 +540,7 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 	const struct unwind_regs regs = {
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
 	};
+	const struct unwind_frame *last;
 	struct unwind_result result;
 	uint32_t n = 0, join, fp, tail;
 	bool all_mapped;
@@ -469,11 +554,20 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 		result.end = UNWIND_END_COMPLETE;
 	*reason = result.end;
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
-	if (result.end == UNWIND_END_COMPLETE)
+	if (result.end == UNWIND_END_COMPLETE) {
 		s->walk_base = result.last.sp;
+		if (chain_matches_walk(sample, s->walked, result.nr_frames))
+			keep_tail(s, s->walked + sample->nr_user, result.nr_frames - sample->nr_user);
+	}
 	if (!fp_may_continue(result.end))
 		return n;
-	join = stitch_point(sample, mem, &result.last);
+	if (reached_learned_tail(s, w, sample, result.nr_frames, out, &n)) {
+		*method = METHOD_DWARF_FP;
+		return n;
+	}
+	last = &s->walked[result.nr_frames - 1];
+	join = stitch_point(sample, mem, &result.last,
+			    frame_uses_frame_pointer(w, last->exact ? last->pc : last->pc - 1));
 	if (join == 0)
 		return n;
 	fp = add_fp_frames(s, w->proc, sample, join, out + n, &all_mapped);
@@ -501,7 +595,7 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	fp_complete = fp_chain_is_complete(s, &out[n - 1], all_mapped);
 	if (fp_complete)
 		s->stats.fp_complete++;
-	leaf_fp = !s->dwarf || leaf_uses_frame_pointer(&w, sample->user_ip);
+	leaf_fp = !s->dwarf || frame_uses_frame_pointer(&w, sample->user_ip);
 	if (fp_complete && leaf_fp) {
 		*method = METHOD_FP;
 		return n;
@@ -530,19 +624,46 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	return walked;
 }
 
-/* Tells the kernel where the sample's thread's stack ends once a walk found it, and to
- * forget it when a copy that ended there was too short. */
-static void learn_stack_base(struct session *s, const struct hprof_sample *sample,
-			     enum stack_method method, unsigned reason)
+/* Keeps what the sample taught about its thread, and tells the kernel whenever that
+ * changed or the kernel did not use it (it forgets a thread when it exits; tids come back):
+ * where its stack ends, and where its FP chains end when they are right. A copy that the
+ * learned facts made too short unlearns them. */
+static void learn_thread(struct session *s, const struct hprof_sample *sample,
+			 enum stack_method method, unsigned reason)
 {
-	bool learned = sample->flags & SAMPLE_COPY_LEARNED;
+	bool used = sample->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP), tell = false;
+	struct thread_info *ti;
 
 	if (!s->stack_base_hook)
 		return;
-	if (!learned && s->walk_base && method != METHOD_TRUNCATED)
-		s->stack_base_hook(s->stack_base_ctx, sample->tid, s->walk_base);
-	else if (learned && method == METHOD_TRUNCATED && reason == UNWIND_END_COPY_SHORT)
-		s->stack_base_hook(s->stack_base_ctx, sample->tid, 0);
+	ti = thread_table__get(s->threads, sample->tid, method != METHOD_TRUNCATED);
+	if (!ti)
+		return;
+	/* A truncated stack of a sample that copied only the leaf says nothing against the
+	 * chain's end (the kernel checked it): it is the leaf that could not be walked. */
+	if (method == METHOD_TRUNCATED) {
+		if ((sample->flags & SAMPLE_COPY_LEARNED) && reason == UNWIND_END_COPY_SHORT &&
+		    ti->base) {
+			ti->base = 0;
+			tell = true;
+		}
+	} else {
+		if (s->walk_base && s->walk_base != ti->base) {
+			ti->base = s->walk_base;
+			tell = true;
+		}
+		if (s->tail_learned && !(sample->flags & SAMPLE_COPY_FP) &&
+		    ti->fp_tail != sample->fp_tail_frame) {
+			ti->fp_tail = sample->fp_tail_frame;
+			ti->tail_ip = hprof_sample__user_ip(sample, sample->nr_user - 1);
+			ti->nr_tail = s->nr_tail;
+			memcpy(ti->tail, s->tail, s->nr_tail * sizeof(*s->tail));
+			tell = true;
+		}
+		tell |= !used && (ti->base || ti->fp_tail);
+	}
+	if (tell)
+		s->stack_base_hook(s->stack_base_ctx, sample->tid, ti->base, ti->fp_tail);
 }
 
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
@@ -579,8 +700,9 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	if (!proc->seeded)
 		s->stats.no_maps++;
 	s->walk_base = 0;
+	s->tail_learned = false;
 	user = user_stack(s, proc, sample, frames + n, &method, &reason);
-	learn_stack_base(s, sample, method, reason);
+	learn_thread(s, sample, method, reason);
 	for (uint32_t i = n; i < n + user; i++)
 		s->stats.frames_unmapped += frames[i].module == MODULE_UNMAPPED;
 	n += user;
@@ -664,5 +786,6 @@ void session__free(struct session *s)
 	free(s->frames);
 	free(s->walked);
 	unwind_cache__free(s->unwind_cache);
+	thread_table__free(s->threads);
 	free(s);
 }

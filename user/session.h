@@ -35,6 +35,7 @@ struct session_stats {
 	uint64_t malformed;         /* lost: record shorter than its header says */
 	uint64_t fp_complete;       /* user stacks whose FP chain reached the outermost frame */
 	uint64_t fp_tails;          /* FP chains finished by a DWARF walk from their end */
+	uint64_t fp_tails_learned;  /* FP chains finished with the frames learned for the thread */
 	uint64_t tail_windows;      /* samples carrying the stack at the FP chain's end */
 	uint64_t kernel_only;       /* samples with no user stack (kernel threads) */
 	uint64_t no_maps;           /* samples of processes whose mappings could not be read */
@@ -51,9 +52,9 @@ const char *session__method_name(enum stack_method m);
 const char *session__truncated_root(unsigned reason);
 /* Accounts one record of size bytes. Returns 0 or -errno (out of memory only). */
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
-/* Called when a complete walk tells where a thread's stack ends (the outermost frame's
- * CFA), and with base 0 when a copy that ended there proved too short. */
-typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base);
+/* Called with what walks have taught about a thread (user/proc/threads.h): where its
+ * stack ends (0: not known) and the frame record its right FP chains end at (0: none). */
+typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail);
 void session__set_stack_base_hook(struct session *s, session_stack_base_fn fn, void *ctx);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);

@@ -1,0 +1,54 @@
+#include "proc/threads.h"
+
+#include <stdlib.h>
+
+struct thread_table {
+	struct thread_info *by_tid; /* in insertion order: the oldest first */
+	size_t nr;
+};
+
+struct thread_table *thread_table__new(void)
+{
+	return calloc(1, sizeof(struct thread_table));
+}
+
+struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int create)
+{
+	struct thread_info *ti;
+
+	HASH_FIND(hh, t->by_tid, &tid, sizeof(tid), ti);
+	if (ti || !create)
+		return ti;
+	if (t->nr >= THREAD_TABLE_MAX) {
+		struct thread_info *oldest = t->by_tid;
+
+		HASH_DEL(t->by_tid, oldest);
+		free(oldest);
+		t->nr--;
+	}
+	ti = calloc(1, sizeof(*ti));
+	if (!ti)
+		return NULL;
+	ti->tid = tid;
+	HASH_ADD(hh, t->by_tid, tid, sizeof(ti->tid), ti);
+	t->nr++;
+	return ti;
+}
+
+size_t thread_table__count(const struct thread_table *t)
+{
+	return t->nr;
+}
+
+void thread_table__free(struct thread_table *t)
+{
+	struct thread_info *ti, *tmp;
+
+	if (!t)
+		return;
+	HASH_ITER(hh, t->by_tid, ti, tmp) {
+		HASH_DEL(t->by_tid, ti);
+		free(ti);
+	}
+	free(t);
+}

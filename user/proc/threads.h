@@ -1,0 +1,38 @@
+/* What walks have taught hprof about each thread's stack, which stays the same for the
+ * thread's life: where it ends (the outermost frame's CFA), and, when its frame-pointer
+ * chains are right, the frame record they end at and the frames beyond it (libc's start-up
+ * code, which keeps no frame pointers). The kernel is told both (BPF map thread_stacks), so
+ * it copies only the live stack, or only the leaf's when the chain suffices. */
+#ifndef HPROF_THREADS_H
+#define HPROF_THREADS_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "unwind.h"
+
+/* Frames kept beyond a chain's end: _start or clone3 is a few frames away. */
+#define THREAD_TAIL_FRAMES 16
+/* Threads remembered; the oldest is forgotten first (a thread's knowledge is relearned
+ * from its next complete walk). */
+#define THREAD_TABLE_MAX 65536
+
+struct thread_info {
+	uint32_t tid;
+	uint64_t base;    /* 0: not known */
+	uint64_t fp_tail; /* 0: its FP chains are not known to be right */
+	uint64_t tail_ip; /* the chain's outermost return address, read at fp_tail + 8 */
+	uint32_t nr_tail;
+	struct unwind_frame tail[THREAD_TAIL_FRAMES]; /* beyond tail_ip's frame, outwards */
+	UT_hash_handle hh;
+};
+
+struct thread_table;
+
+struct thread_table *thread_table__new(void);
+/* tid's entry, created when create is set (NULL when out of memory, or not there). */
+struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int create);
+size_t thread_table__count(const struct thread_table *t);
+void thread_table__free(struct thread_table *t);
+
+#endif
