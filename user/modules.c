@@ -266,7 +266,8 @@ int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uin
 {
 	if (!mod->syms)
 		return -ENOENT;
-	return elf_symbols__offset_to_vaddr(mod->syms, addr - m->start + m->file_offset, vaddr);
+	return elf_symbols__offset_to_vaddr(mod->syms, m->file_offset,
+					    addr - m->start + m->file_offset, vaddr);
 }
 
 static int compile_table(struct module *mod)

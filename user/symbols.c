@@ -31,6 +31,7 @@ struct symbol {
 
 struct load_segment {
 	uint64_t file_offset, file_size, vaddr;
+	bool exec; /* PF_X */
 };
 
 struct elf_symbols {
@@ -187,6 +188,7 @@ static int read_segments(struct elf_symbols *es, Elf *elf)
 			.file_offset = phdr.p_offset,
 			.file_size = phdr.p_filesz,
 			.vaddr = phdr.p_vaddr,
+			.exec = (phdr.p_flags & PF_X) != 0,
 		};
 	}
 	return 0;
@@ -635,12 +637,38 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
 	return 0;
 }
 
-int elf_symbols__offset_to_vaddr(const struct elf_symbols *es, uint64_t file_offset,
-				 uint64_t *vaddr)
+/* The kernel maps a segment from its p_offset rounded down to a page, so an executable
+ * mapping's offset can lie before the segment's p_offset, inside the read-only segment's
+ * file range (LLD, mold and gold do not page-align the executable segment in the file):
+ * the mapping belongs to the executable segment whose page-rounded range holds it. */
+static const struct load_segment *exec_segment(const struct elf_symbols *es, uint64_t map_offset)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
 	for (size_t i = 0; i < es->nr_segments; i++) {
 		const struct load_segment *seg = &es->segments[i];
 
+		if (!seg->exec || map_offset < seg->file_offset - seg->file_offset % page)
+			continue;
+		if (map_offset < seg->file_offset || map_offset - seg->file_offset < seg->file_size)
+			return seg;
+	}
+	return NULL;
+}
+
+int elf_symbols__offset_to_vaddr(const struct elf_symbols *es, uint64_t map_offset,
+				 uint64_t file_offset, uint64_t *vaddr)
+{
+	const struct load_segment *seg = exec_segment(es, map_offset);
+
+	if (seg) {
+		*vaddr = file_offset - seg->file_offset + seg->vaddr;
+		return 0;
+	}
+	/* No executable segment backs it (code mapped executable against its flags, such as
+	 * under READ_IMPLIES_EXEC): the segment holding the offset itself. */
+	for (size_t i = 0; i < es->nr_segments; i++) {
+		seg = &es->segments[i];
 		if (file_offset >= seg->file_offset &&
 		    file_offset - seg->file_offset < seg->file_size) {
 			*vaddr = file_offset - seg->file_offset + seg->vaddr;

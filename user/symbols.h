@@ -32,10 +32,12 @@ int elf_symbols__load_from(const char *open_path, const char *path, struct elf_s
 /* The same for an ELF image in memory (the vDSO). The image is copied. */
 int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
 			    size_t errlen);
-/* Translates an offset in the file to the ELF virtual address it is loaded at.
- * Returns 0, or -ENOENT when no PT_LOAD segment holds the offset. */
-int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t file_offset,
-				 uint64_t *vaddr);
+/* Translates file_offset, inside an executable mapping of the file at page offset
+ * map_offset, to the ELF virtual address it is loaded at: through the executable PT_LOAD
+ * that backs the mapping, whose p_offset need not be page-aligned.
+ * Returns 0, or -ENOENT when no PT_LOAD segment backs the mapping. */
+int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t map_offset,
+				 uint64_t file_offset, uint64_t *vaddr);
 /* The function holding vaddr and vaddr's offset into it, or NULL. */
 const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *offset);
 /* Where the function symbols came from. */
