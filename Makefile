@@ -42,11 +42,13 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-# Workloads: fp_* keep frame pointers, nofp_* omit them (the DWARF fallback's targets).
+# Workloads: fp_* keep frame pointers, nofp_* omit them (the DWARF fallback's targets),
+# lld_* omit them and are linked by LLD (segment file offsets that are not page-aligned).
 WL_FP_C    := $(wildcard tests/workloads/fp_*.c)
 WL_NOFP_C  := $(wildcard tests/workloads/nofp_*.c)
 WL_NOFP_CC := $(wildcard tests/workloads/nofp_*.cc)
-WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C)) \
+WL_LLD_C   := $(wildcard tests/workloads/lld_*.c)
+WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C) $(WL_LLD_C)) \
               $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC))
 WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
 
@@ -115,6 +117,10 @@ $(BUILD)/workloads/fp_%: tests/workloads/fp_%.c tests/workloads/workload.h | $(D
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
+
+$(BUILD)/workloads/lld_%: tests/workloads/lld_%.c tests/workloads/workload.h | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) -O2 -fomit-frame-pointer -fuse-ld=lld $(WL_CFLAGS) $< -o $@
 
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CXX-WL,$@)

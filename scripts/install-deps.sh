@@ -17,7 +17,16 @@ packages=(
 	libc6-dbg                  # symbols of libc's internal functions (msort_with_tmp, __restore_rt)
 	libxml2-utils              # xmllint: tests check flamegraph SVGs are well-formed XML
 	make gcc g++ pkg-config
+	lld                        # tests/t_layouts.sh: LLD's segment layout (file offset != vaddr)
+	# real programs profiled by tests/realprog.sh and bench/b_realprog.sh; perf for the bench
+	xz-utils zstd gzip sqlite3 perl openssl nodejs linux-perf
 )
+
+# A Rust binary linked by rust-lld for tests/t_layouts.sh: Debian's rustc and cargo, unless
+# a cargo is already there (rustup puts one in ~/.cargo/bin, often not on root's PATH).
+if ! command -v cargo >/dev/null && [ ! -x "${CARGO_HOME:-${HOME:-}/.cargo}/bin/cargo" ]; then
+	packages+=(rustc cargo)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

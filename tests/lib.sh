@@ -56,3 +56,32 @@ require_bpf() {
 		exit 0
 	fi
 }
+
+# exec_load_moved BIN: true when an executable PT_LOAD of BIN has a file offset other than
+# its virtual address (LLD, mold, gold), so its mapping's page offset is not its p_offset.
+exec_load_moved() {
+	local off vaddr
+	while read -r off vaddr; do
+		[ $((off)) -ne $((vaddr)) ] && return 0
+	done < <(readelf -lW "$1" | awk '$1 == "LOAD" && / R?W?E / { print $2, $3 }')
+	return 1
+}
+
+# build_lld_rust DIR: builds tests/workloads/lld_rust (release, no frame pointers, linked by
+# LLD) from a copy in DIR and prints the binary's path; says why on stderr when it cannot.
+build_lld_rust() {
+	local dir=$1 flags="-C force-frame-pointers=no" minor
+	PATH=$PATH:${CARGO_HOME:-${HOME:-}/.cargo}/bin
+	if ! command -v cargo >/dev/null || ! command -v rustc >/dev/null; then
+		echo "no cargo or rustc (scripts/install-deps.sh installs them)" >&2
+		return 1
+	fi
+	# rustc links with rust-lld by default from 1.90 on; before, ask the C driver for lld.
+	minor=$(rustc --version | sed -n 's/^rustc 1\.\([0-9]*\)\..*/\1/p')
+	[ -n "$minor" ] && [ "$minor" -ge 90 ] || flags="$flags -C link-arg=-fuse-ld=lld"
+	cp -r tests/workloads/lld_rust "$dir/" &&
+		RUSTFLAGS=$flags CARGO_TARGET_DIR=$dir/lld_rust/target \
+			cargo build --release --offline --quiet --manifest-path "$dir/lld_rust/Cargo.toml" >&2 ||
+		{ echo "cargo build failed" >&2; return 1; }
+	echo "$dir/lld_rust/target/release/lld_rust"
+}
