@@ -85,3 +85,76 @@ build_lld_rust() {
 		{ echo "cargo build failed" >&2; return 1; }
 	echo "$dir/lld_rust/target/release/lld_rust"
 }
+
+# stack_completeness FILE: "complete/total" over every sample in folded FILE, then one
+# "COUNT WHY" line per way the others were incomplete. A user stack is complete when it is
+# not under a [truncated: ...] root and its outermost frame (the first after the comm) is
+# the entry of the program, of the dynamic loader or of a thread: _start, _dl_start_user
+# (where ld.so's _start returns from _dl_start), clone3, clone, or an unnamed frame calling
+# __libc_start_main or _dl_start (a stripped program's or ld.so's _start).
+stack_completeness() {
+	awk '{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); split(stack, f, ";")
+	       total += count; sub(/\+0x[0-9a-f]+$/, "", f[3])
+	       if (f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
+		   (f[2] !~ /^\[|_\[k\]$/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
+		       complete += count
+	       else if (f[2] ~ /^\[truncated/)
+		       why[f[2] " at " f[3]] += count
+	       else if (f[2] ~ /_\[k\]$/ || f[2] == "")
+		       why["no user stack"] += count
+	       else
+		       why["outermost frame " f[2]] += count }
+	     END { printf "%d/%d\n", complete, total
+		   for (w in why) print why[w], w }' "$1"
+}
+
+# complete_share FILE: "complete/total" (stack_completeness).
+complete_share() { stack_completeness "$1" | head -1; }
+
+# incomplete_why FILE [N]: the N (5) commonest ways FILE's stacks were incomplete, with counts.
+incomplete_why() { stack_completeness "$1" | tail -n +2 | sort -rn | head -"${2:-5}"; }
+
+# Real programs from Debian's packages (scripts/install-deps.sh), each ~2-3 s of CPU work,
+# for tests/realprog.sh and bench/b_realprog.sh.
+REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
+
+# realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
+# there (DIR/lld_rust.path holds its path; missing when it could not be built).
+realprog_prepare() {
+	local bin
+	# Text that compresses like text: numbered lines of words and hex numbers.
+	awk 'BEGIN { srand(1); w = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod"
+		for (i = 0; i < 1000000; i++)
+			printf "%d %s %x\n", i, substr(w, 1 + int(rand() * 40), 1 + int(rand() * 20)), int(rand() * 65536) }' >"$1/text"
+	head -c 5000000 "$1/text" >"$1/text5m"
+	if bin=$(build_lld_rust "$1" 2>"$1/lld_rust.err"); then
+		echo "$bin" >"$1/lld_rust.path"
+	fi
+}
+
+# realprog_command NAME DIR: sets the array CMD to NAME's command line, or returns 1 with
+# the reason on stderr when NAME cannot run here.
+realprog_command() {
+	local dir=$2
+	case $1 in
+	xz)       CMD=(/usr/bin/xz -9 -T1 -c "$dir/text5m") ;;
+	zstd)     CMD=(/usr/bin/zstd -19 -c "$dir/text5m") ;;
+	gzip)     CMD=(/bin/gzip -9 -c "$dir/text") ;;
+	python3)  CMD=(/usr/bin/python3 -c 'import time
+end = time.time() + 2.5
+n = 0
+while time.time() < end:
+    for i in range(10000): n += i * i % 7
+print(n)') ;;
+	perl)     CMD=(/usr/bin/perl -MTime::HiRes=time -e '$e = time + 2.5; while (time < $e) { $s += $_ % 7 for 1 .. 10000 } print "$s\n"') ;;
+	sqlite3)  CMD=(/usr/bin/sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 15000000) SELECT sum(x) FROM c;') ;;
+	openssl)  CMD=(/usr/bin/openssl speed -seconds 2 -bytes 16384 sha256) ;;
+	node)     CMD=(/usr/bin/node -e 'let s = 0; const end = Date.now() + 2500; while (Date.now() < end) for (let i = 0; i < 100000; i++) s += i % 7; console.log(s)') ;;
+	lld_rust)
+		[ -s "$dir/lld_rust.path" ] || { tail -1 "$dir/lld_rust.err" >&2; return 1; }
+		CMD=("$(cat "$dir/lld_rust.path")" 3) ;;
+	lld_chain) CMD=("$WL/lld_chain" 3) ;;
+	*) echo "unknown program $1" >&2; return 1 ;;
+	esac
+	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
+}
