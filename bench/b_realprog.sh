@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Complete stacks on real programs (the list and the criterion of tests/realprog.sh, from
+# tests/lib.sh), in one run: each program profiled at 499 Hz by hprof, hprof --no-dwarf and
+# perf record --call-graph dwarf,16384; the share of its samples whose user stack reaches
+# the program's or thread's entry. Goal: hprof >= 99% on every program, never below perf.
+source "$(dirname "$0")/../tests/lib.sh"
+
+if ! bpf_available 2>/dev/null; then
+	echo "skip: b_realprog needs root and a BTF kernel (BPF recording)"
+	exit 0
+fi
+if ! command -v perf >/dev/null; then
+	echo "skip: b_realprog needs perf (linux-perf; scripts/install-deps.sh)"
+	exit 0
+fi
+
+# perf script -F comm,ip,sym,dso (callchains innermost first) -> folded stacks, one line a
+# sample, outermost first, named as hprof names them: kernel frames with _[k], unnamed
+# frames module+0xADDR, symbol versions dropped.
+perf_folded() {
+	awk '
+	function flush(   s, i) {
+		if (comm == "") return
+		s = comm
+		for (i = nu; i >= 1; i--) s = s ";" user[i]
+		for (i = nk; i >= 1; i--) s = s ";" kern[i]
+		print s, 1
+		comm = ""; nu = nk = 0
+	}
+	/^[^\t]/ { flush(); comm = $0; sub(/[ \t]+$/, "", comm); next }
+	/^\t/ {
+		line = $0; sub(/^[ \t]+/, "", line)
+		ip = line; sub(/ .*/, "", ip)
+		sym = substr(line, length(ip) + 2); dso = ""
+		if (match(sym, / \([^()]*\)$/)) {
+			dso = substr(sym, RSTART + 2, RLENGTH - 3)
+			sym = substr(sym, 1, RSTART - 1)
+		}
+		sub(/@.*/, "", sym)
+		if (dso ~ /^\[kernel/ || (length(ip) == 16 && ip ~ /^ffff/)) { kern[++nk] = sym "_[k]"; next }
+		if (sym == "[unknown]") { n = split(dso, p, "/"); sym = p[n] "+0x" ip }
+		user[++nu] = sym
+		next
+	}
+	/^$/ { flush() }
+	END { flush() }'
+}
+
+# pct "m/t": the share as a percentage with one decimal.
+pct() { awk -v s="$1" 'BEGIN { split(s, a, "/"); printf "%.1f%%", a[2] ? 100 * a[1] / a[2] : 0 }'; }
+
+realprog_prepare "$TMP"
+met=1
+printf '%-10s | %-18s | %-18s | %-18s\n' program hprof "hprof --no-dwarf" "perf dwarf,16384"
+printf '%-10s-|-%-18s-|-%-18s-|-%-18s\n' ---------- ------------------ ------------------ ------------------
+for name in $REALPROGS; do
+	if ! realprog_command "$name" "$TMP" 2>"$TMP/why"; then
+		printf '%-10s | not run: %s\n' "$name" "$(cat "$TMP/why")"
+		met=0
+		continue
+	fi
+	"$HPROF" -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"
+	"$HPROF" -F 499 --no-dwarf --folded "$TMP/$name.fp.folded" -- "${CMD[@]}" >/dev/null 2>&1
+	perf record -q -F 499 --call-graph dwarf,16384 -o "$TMP/$name.data" -- "${CMD[@]}" \
+		>/dev/null 2>"$TMP/$name.perf.err" ||
+		echo "$name: perf record failed: $(head -c 300 "$TMP/$name.perf.err")" >&2
+	perf script --no-inline -F comm,ip,sym,dso -i "$TMP/$name.data" 2>/dev/null |
+		perf_folded >"$TMP/$name.perf.folded"
+	rm -f "$TMP/$name.data"
+	h=$(complete_share "$TMP/$name.folded")
+	f=$(complete_share "$TMP/$name.fp.folded")
+	p=$(complete_share "$TMP/$name.perf.folded")
+	printf '%-10s | %6s %-11s | %6s %-11s | %6s %-11s\n' "$name" \
+		"$(pct "$h")" "($h)" "$(pct "$f")" "($f)" "$(pct "$p")" "($p)"
+	# hprof's share below perf's: h_m / h_t < p_m / p_t.
+	if ! at_least 99 "$h" || [ $((${h%/*} * ${p#*/})) -lt $((${p%/*} * ${h#*/})) ]; then
+		met=0
+	fi
+done
+echo "incomplete stacks, commonest ways (hprof; perf dwarf):"
+for name in $REALPROGS; do
+	[ -s "$TMP/$name.folded" ] || continue
+	incomplete_why "$TMP/$name.folded" 3 | sed "s/^/  $name hprof: /"
+	incomplete_why "$TMP/$name.perf.folded" 3 | sed "s/^/  $name perf: /"
+done
+if [ "$met" -eq 1 ]; then
+	echo "goal: hprof >= 99% complete on every program and never below perf dwarf -> met"
+else
+	echo "goal: hprof >= 99% complete on every program and never below perf dwarf -> MISSED"
+fi
