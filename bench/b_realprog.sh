@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Complete stacks on real programs (the list and the criterion of tests/realprog.sh, from
+# Complete stacks on real programs (the list and the criterion of tests/t_realprog.sh, from
 # tests/lib.sh), in one run: each program profiled at 499 Hz by hprof, hprof --no-dwarf and
 # perf record --call-graph dwarf,16384; the share of its samples whose user stack reaches
 # the program's or thread's entry. Goal: hprof >= 99% on every program, never below perf.

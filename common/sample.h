@@ -45,6 +45,8 @@ enum fp_end {
 #define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp are valid */
 #define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
 #define SAMPLE_COPY_LEARNED (1u << 3) /* the copy ended at the thread's learned stack base */
+#define SAMPLE_NO_USER_CONTEXT (1u << 5) /* in execve or exit: the task's user registers
+					   * describe an address space that is gone */
 #define SAMPLE_COPY_FP      (1u << 4) /* the FP chain ended where the thread's always do: only
 				       * HPROF_LEAF_COPY bytes were copied, for the leaf */
 
@@ -140,6 +142,7 @@ enum kernel_counter {
 	KC_DROP_RINGBUF_FULL,    /* lost: no room in the ring buffer */
 	KC_DROP_NO_SCRATCH,      /* lost: per-CPU scratch buffer unavailable */
 	KC_USER_REGS_MISSING,    /* recorded without user registers */
+	KC_NO_USER_CONTEXT,      /* recorded without a user stack: the task was in execve or exit */
 	KC_FP_READ_FAILED,       /* FP walk ended on an unreadable bp (frames lost) */
 	KC_STACK_COPY_FAILED,    /* the stack copy read nothing */
 	KC_STACK_COPY_CLAMPED,   /* the stack copy stopped at the end of readable memory */

@@ -70,6 +70,15 @@ static __always_inline void count(enum kernel_counter which)
 		*value += 1;
 }
 
+#define PF_EXITING_FLAG 0x00000004 /* include/linux/sched.h PF_EXITING */
+
+static __always_inline bool in_execve(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->in_execve))
+		return false;
+	return BPF_CORE_READ_BITFIELD(task, in_execve);
+}
+
 /* True when the sample interrupted user mode. The context allows only 8-byte loads of
  * pt_regs, and cs shares its word with padding (or FRED state): load the word, test the
  * privilege level in its low bits. */
@@ -91,6 +100,13 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 
 	if (!task->mm)
 		return false; /* kernel thread */
+	/* An exiting task tears its address space down, and in execve the registers belong to
+	 * the program being replaced: neither has a user stack to read. */
+	if ((task->flags & PF_EXITING_FLAG) || in_execve(task)) {
+		s->flags |= SAMPLE_NO_USER_CONTEXT;
+		count(KC_NO_USER_CONTEXT);
+		return false;
+	}
 	if (sampled_user_mode(ctx)) {
 		s->user_ip = ctx->regs.ip;
 		s->user_sp = ctx->regs.sp;

@@ -540,9 +540,9 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 		duration_s, st->samples, frequency, st->processes,
 		profile__nr_stacks(session__profile(session)));
 	fprintf(stderr, "hprof: FP-complete: %.1f%% of user stacks (%" PRIu64 " of %" PRIu64
-			"); %" PRIu64 " kernel-only samples\n",
+			"); %" PRIu64 " kernel-only samples (%" PRIu64 " in execve or exit)\n",
 		percent(st->fp_complete, user_samples), st->fp_complete, user_samples,
-		st->kernel_only);
+		st->kernel_only, kc[KC_NO_USER_CONTEXT]);
 	fprintf(stderr, "hprof: user stacks by method:");
 	for (int m = 0; m < METHOD_COUNT; m++)
 		fprintf(stderr, " %s %.1f%%", session__method_name(m),

@@ -2,7 +2,7 @@
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node)
 # and the LLD-linked binaries of t_layouts: at least 99% of each program's samples must
 # come back with a complete user stack, one reaching the program's or thread's entry
-# (stack_completeness in lib.sh). Not run by `make test` yet: run it as `bash tests/realprog.sh`.
+# (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
