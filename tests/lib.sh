@@ -86,26 +86,30 @@ build_lld_rust() {
 	echo "$dir/lld_rust/target/release/lld_rust"
 }
 
-# stack_completeness FILE: "complete/total" over every sample in folded FILE, then one
+# stack_completeness FILE: "complete/total" over the user stacks in folded FILE, then one
 # "COUNT WHY" line per way the others were incomplete. A user stack is complete when it is
 # not under a [truncated: ...] root and its outermost frame (the first after the comm) is
 # the entry of the program, of the dynamic loader or of a thread: _start, _dl_start_user
 # (where ld.so's _start returns from _dl_start), clone3, clone, or an unnamed frame calling
-# __libc_start_main or _dl_start (a stripped program's or ld.so's _start).
+# __libc_start_main or _dl_start (a stripped program's or ld.so's _start). Samples with no
+# user frame at all (kernel work in execve or exit, when the task has no user stack) are
+# no user stacks: they count in neither figure and are reported as a "COUNT kernel-only"
+# line.
 stack_completeness() {
 	awk '{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); split(stack, f, ";")
-	       total += count; sub(/\+0x[0-9a-f]+$/, "", f[3])
+	       sub(/\+0x[0-9a-f]+$/, "", f[3])
+	       if (f[2] ~ /_\[k\]$/ || f[2] == "") { kernel_only += count; next }
+	       total += count
 	       if (f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
-		   (f[2] !~ /^\[|_\[k\]$/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
+		   (f[2] !~ /^\[/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
 		       complete += count
 	       else if (f[2] ~ /^\[truncated/)
 		       why[f[2] " at " f[3]] += count
-	       else if (f[2] ~ /_\[k\]$/ || f[2] == "")
-		       why["no user stack"] += count
 	       else
 		       why["outermost frame " f[2]] += count }
 	     END { printf "%d/%d\n", complete, total
-		   for (w in why) print why[w], w }' "$1"
+		   for (w in why) print why[w], w
+		   if (kernel_only) print kernel_only, "kernel-only (not a user stack)" }' "$1"
 }
 
 # complete_share FILE: "complete/total" (stack_completeness).
