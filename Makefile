@@ -51,12 +51,14 @@ WL_LLD_C   := $(wildcard tests/workloads/lld_*.c)
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C) $(WL_LLD_C)) \
               $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC))
 WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
+# Libraries the workloads dlopen: maps_lib.c built twice under different names.
+WL_LIBS    := $(BUILD)/workloads/libmaps_a.so $(BUILD)/workloads/libmaps_b.so
 
 .PHONY: all deps test test-full run bench clean
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
-all: $(HPROF) $(UNIT_BINS) $(BENCH_BINS) $(WORKLOADS)
+all: $(HPROF) $(UNIT_BINS) $(BENCH_BINS) $(WORKLOADS) $(WL_LIBS)
 
 deps: $(DEPS_STAMP)
 
@@ -121,6 +123,10 @@ $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c tests/workloads/workload.h |
 $(BUILD)/workloads/lld_%: tests/workloads/lld_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -O2 -fomit-frame-pointer -fuse-ld=lld $(WL_CFLAGS) $< -o $@
+
+$(BUILD)/workloads/libmaps_%.so: tests/workloads/maps_lib.c | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer -fPIC -shared -DLIB_NAME=$* $(WL_CFLAGS) $< -o $@
 
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CXX-WL,$@)
