@@ -950,6 +950,9 @@ int cmd_record(int argc, char **argv)
 				strerror(-err));
 			goto cleanup;
 		}
+		/* The child was forked before the mapping events were open, and its samples
+		 * before exec run hprof's code: read its maps while it is held, not after. */
+		session__track_process(r.session, r.child);
 	}
 	err = load_bpf(&r);
 	if (!err)

@@ -60,6 +60,7 @@ static const char *const truncated_roots[TRUNCATED_COUNT] = {
 	[UNWIND_END_BAD_FRAME] = "[truncated: CFA did not move up]",
 	[UNWIND_END_DEPTH] = "[truncated: too deep]",
 	[TRUNCATED_FP_ONLY] = "[truncated: frame-pointer chain broken]",
+	[TRUNCATED_NO_COPY] = "[truncated: no stack copy]",
 };
 
 const char *session__method_name(enum stack_method m)
@@ -136,6 +137,11 @@ void session__set_replay(struct session *s)
 {
 	s->replay = true;
 	process_table__set_replay(s->processes);
+}
+
+void session__track_process(struct session *s, uint32_t pid)
+{
+	process_table__get(s->processes, pid);
 }
 
 int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len)
@@ -602,7 +608,7 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	}
 	if (!s->dwarf || sample->stack_len == 0) {
 		*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
-		*reason = TRUNCATED_FP_ONLY;
+		*reason = s->dwarf ? TRUNCATED_NO_COPY : TRUNCATED_FP_ONLY;
 		return n;
 	}
 	walked = walk_dwarf(s, &w, sample, &mem, out + n, method, reason);

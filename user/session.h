@@ -25,7 +25,8 @@ enum stack_method {
 
 /* Truncation reasons beyond the walk's own (enum unwind_end). */
 #define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
-#define TRUNCATED_COUNT (UNWIND_END_COUNT + 1)
+#define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
+#define TRUNCATED_COUNT (UNWIND_END_COUNT + 2)
 
 struct session_stats {
 	uint64_t samples;           /* samples received from the kernel */
@@ -63,6 +64,9 @@ void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ct
  * mapping events, never from /proc. */
 void session__set_replay(struct session *s);
 int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t len);
+/* Reads pid's mappings from /proc now (a process whose earlier mapping changes hprof did
+ * not see, and whose first sample may come after it changed them). */
+void session__track_process(struct session *s, uint32_t pid);
 /* Applies one of the kernel's mapping events (fork, exec, mmap, exit); records must come
  * in time order with the samples. Returns 0 or -ENOMEM. */
 int session__handle_map_event(struct session *s, const struct map_event *e, const char *path);
