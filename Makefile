@@ -56,7 +56,9 @@ WL_LIBS    := $(BUILD)/workloads/libmaps_a.so $(BUILD)/workloads/libmaps_b.so
 
 .PHONY: all deps test test-full run bench clean
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS)
+# Keep every intermediate file (objects, the skeleton): make would otherwise delete them
+# after the build, printing "rm ..." after the tests' closing line.
+.SECONDARY:
 
 all: $(HPROF) $(UNIT_BINS) $(BENCH_BINS) $(WORKLOADS) $(WL_LIBS)
 
