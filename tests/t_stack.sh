@@ -207,3 +207,17 @@ check "missing pid: nothing on stdout" [ ! -s "$TMP/missing.out" ]
 rc=$?
 check "bad argument: non-zero exit ($rc)" [ "$rc" -ne 0 ]
 check "bad argument: one line on stderr" [ "$(wc -l <"$TMP/bad.err")" -eq 1 ]
+
+# HPROF_DEBUG=unwind prints each walk step by step: a line per frame with the rules used
+# and what they gave, then why the walk stopped.
+"$WL/nofp_recurse" 60 3 >/dev/null &
+pid=$!
+pids+=("$pid")
+sleep 0.5
+HPROF_DEBUG=unwind "$HPROF" stack "$pid" >"$TMP/trace.out" 2>"$TMP/trace.err"
+frames=$(grep -c '^#[0-9]' "$TMP/trace.out")
+steps=$(grep -c '^unwind: #[0-9]* pc 0x[0-9a-f]* .*cfa=' "$TMP/trace.err")
+check "HPROF_DEBUG=unwind: one traced step per frame ($steps for $frames frames)" \
+	[ "$frames" -gt 5 -a "$steps" -eq "$frames" ]
+check "HPROF_DEBUG=unwind: the walk's end is named" grep -q '^unwind: stopped: complete$' "$TMP/trace.err"
+kill -KILL "$pid"

@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,8 @@ struct session {
 	session_stack_base_fn stack_base_hook;
 	void *stack_base_ctx;
 	struct thread_table *threads;
+	/* HPROF_DEBUG=unwind[:N]: walks still to print step by step on stderr. */
+	uint64_t walks_to_trace;
 	/* Learned from the sample being handled: the outermost frame's sp when its walk
 	 * reached the entry (0 otherwise), where its thread's stack ends; and when its FP chain
 	 * proved right, the frames beyond the chain's end. */
@@ -73,6 +76,17 @@ const char *session__truncated_root(unsigned reason)
 	return reason < TRUNCATED_COUNT ? truncated_roots[reason] : "[truncated]";
 }
 
+/* HPROF_DEBUG=unwind traces every walk, unwind:N the first N. */
+static uint64_t walks_to_trace(void)
+{
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+
+	if (!debug || !(opt = strstr(debug, "unwind")))
+		return 0;
+	opt += strlen("unwind");
+	return *opt == ':' ? strtoull(opt + 1, NULL, 10) : UINT64_MAX;
+}
+
 int session__new(bool dwarf, struct session **out)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -82,6 +96,7 @@ int session__new(bool dwarf, struct session **out)
 	if (!s)
 		return -ENOMEM;
 	s->dwarf = dwarf;
+	s->walks_to_trace = walks_to_trace();
 	s->frames = calloc(MAX_STACK_FRAMES, sizeof(*s->frames));
 	s->walked = calloc(UNWIND_MAX_FRAMES, sizeof(*s->walked));
 	s->unwind_cache = unwind_cache__new();
@@ -263,6 +278,11 @@ static void walk_in_process(struct session *s, struct process *proc,
 	struct walk_ctx w = { .s = s, .proc = proc };
 	const struct unwind_space space = { .find_map = find_map, .ctx = &w, .id = proc->space_id };
 
+	if (s->walks_to_trace) {
+		s->walks_to_trace--;
+		fprintf(stderr, "unwind: pid %u\n", proc->pid);
+		unwind__trace(regs, copy, &space, s->unwind_cache, stderr);
+	}
 	unwind__walk(regs, copy, &space, s->unwind_cache, frames, max, result);
 }
 

@@ -1,6 +1,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -457,4 +458,58 @@ out:
 	result->nr_frames = n;
 	result->end = end;
 	result->last = (struct unwind_regs){ ip, sp, bp, bp_valid };
+}
+
+/* One frame's rules as the trace prints them. */
+static void trace_rules(FILE *out, const struct cached_rules *r)
+{
+	fprintf(out, "cfa=%s%+" PRId64 " rbp=%s%+" PRId64 " ra=%s%+" PRId64,
+		unwind_cfa_kind__name(r->cfa), r->cfa_offset, unwind_rbp_kind__name(r->rbp),
+		r->rbp_offset, unwind_ra_kind__name(r->ra), r->ra_offset);
+}
+
+void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
+		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out)
+{
+	struct walker w = {
+		.space = space, .cache = cache, .space_mix = space_mix(space->id),
+		.miss = UNWIND_END_NO_CFI,
+	};
+	const struct copy_view view = copy_view(copy);
+	struct unwind_regs cur = *regs, caller;
+	enum unwind_end end = UNWIND_END_DEPTH;
+	bool exact = true;
+
+	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64
+		     ", copy [%#" PRIx64 ", %#" PRIx64 ")\n",
+		regs->ip, regs->sp, regs->bp, copy->base, copy->base + copy->len);
+	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {
+		/* caller frames: look up ra-1, the call instruction, not the one after it */
+		uint64_t lookup = exact ? cur.ip : cur.ip - 1;
+		struct cached_rules *rules = find_rules(&w, space->id, lookup);
+		bool ra_undefined, signal;
+
+		fprintf(out, "unwind: #%u pc %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64 "%s: ", n,
+			cur.ip, cur.sp, cur.bp, cur.bp_valid ? "" : " (lost)");
+		if (!rules) {
+			end = w.miss;
+			fprintf(out, "no rules at %#" PRIx64 "\n", lookup);
+			break;
+		}
+		if (n == 0 && rules->cfa == UNWIND_CFA_END)
+			rules = in_sigreturn(&w, space->id, cur.ip, rules);
+		trace_rules(out, rules);
+		end = step(rules, &cur, &view, &caller, &ra_undefined, &signal);
+		if (end != UNWIND_END_COMPLETE || ra_undefined) {
+			fprintf(out, "%s\n", ra_undefined ? " -> return address undefined" : "");
+			break;
+		}
+		fprintf(out, " -> cfa %#" PRIx64 " ra %#" PRIx64 "%s\n", caller.sp, caller.ip,
+			signal ? " (signal frame)" : "");
+		cur = caller;
+		exact = signal;
+		if (cur.ip == 0)
+			break;
+	}
+	fprintf(out, "unwind: stopped: %s\n", unwind_end__name(end));
 }

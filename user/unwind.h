@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ehframe.h"
 
@@ -89,6 +90,11 @@ struct unwind_result {
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
+
+/* The same walk, one line per frame on out: pc, registers, the rules found, the CFA and
+ * return address they give, and why it stopped (HPROF_DEBUG=unwind). Slow; never counts. */
+void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
+		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out);
 
 /* Reads 8 bytes at addr from the copy; false when any of them lies outside it. Inline:
  * the walk does two or three of these per frame. */
