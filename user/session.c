@@ -660,8 +660,7 @@ static void learn_thread(struct session *s, const struct hprof_sample *sample,
 	bool used = sample->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP), tell = false;
 	struct thread_info *ti;
 
-	if (!s->stack_base_hook)
-		return;
+	/* Learned on replays too: their samples that copied only the leaf need it. */
 	ti = thread_table__get(s->threads, sample->tid, method != METHOD_TRUNCATED);
 	if (!ti)
 		return;
@@ -688,7 +687,7 @@ static void learn_thread(struct session *s, const struct hprof_sample *sample,
 		}
 		tell |= !used && (ti->base || ti->fp_tail);
 	}
-	if (tell)
+	if (tell && s->stack_base_hook)
 		s->stack_base_hook(s->stack_base_ctx, sample->tid, ti->base, ti->fp_tail);
 }
 
