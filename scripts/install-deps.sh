@@ -20,6 +20,12 @@ packages=(
 	lld                        # tests/t_layouts.sh: LLD's segment layout (file offset != vaddr)
 	# real programs profiled by tests/realprog.sh and bench/b_realprog.sh; perf for the bench
 	xz-utils zstd gzip sqlite3 perl openssl nodejs linux-perf
+	# pprof output: protobuf-c packs and unpacks profile.proto messages from the schema, so
+	# no hand-written wire-format code has to get varints, nesting and bounds right
+	libprotobuf-c-dev protobuf-c-compiler
+	golang-go                  # `go tool pprof`: the independent reader of --pprof in tests
+	chromium                   # tests render the differential flamegraph in a headless browser
+	time                       # /usr/bin/time -v: peak memory in bench/b_diff.sh
 )
 
 # A Rust binary linked by rust-lld for tests/t_layouts.sh: Debian's rustc and cargo, unless
