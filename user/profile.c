@@ -377,6 +377,63 @@ cleanup:
 	return err;
 }
 
+static int compare_frames(const struct frame *a, const struct frame *b)
+{
+	if (a->module != b->module)
+		return a->module < b->module ? -1 : 1;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->flags != b->flags)
+		return a->flags < b->flags ? -1 : 1;
+	return 0;
+}
+
+static int compare_stacks(const void *a, const void *b)
+{
+	const struct stack_entry *x = *(const struct stack_entry *const *)a;
+	const struct stack_entry *y = *(const struct stack_entry *const *)b;
+	const struct frame *fx = (const struct frame *)(x + 1), *fy = (const struct frame *)(y + 1);
+	int c = strncmp(x->key.comm, y->key.comm, HPROF_COMM_LEN);
+
+	if (c)
+		return c;
+	if (x->key.root != y->key.root)
+		return !x->key.root ? -1 : !y->key.root ? 1 : strcmp(x->key.root, y->key.root);
+	for (uint32_t i = 0; i < x->key.nr_frames && i < y->key.nr_frames; i++) {
+		c = compare_frames(&fx[i], &fy[i]);
+		if (c)
+			return c;
+	}
+	return x->key.nr_frames < y->key.nr_frames ? -1 : x->key.nr_frames > y->key.nr_frames;
+}
+
+int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
+{
+	struct stack_entry **sorted, *e, *tmp;
+	size_t n = 0;
+	int err = 0;
+
+	sorted = malloc((HASH_COUNT(p->stacks) + 1) * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	HASH_ITER(hh, p->stacks, e, tmp)
+		sorted[n++] = e;
+	qsort(sorted, n, sizeof(*sorted), compare_stacks);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct profile_stack s = {
+			.comm = sorted[i]->key.comm[0] ? sorted[i]->key.comm : "?",
+			.root = sorted[i]->key.root,
+			.frames = (const struct frame *)(sorted[i] + 1),
+			.nr_frames = sorted[i]->key.nr_frames,
+			.count = sorted[i]->count,
+		};
+
+		err = fn(ctx, &s);
+	}
+	free(sorted);
+	return err;
+}
+
 void profile__free(struct profile *p)
 {
 	struct stack_entry *e, *etmp;

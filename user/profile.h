@@ -30,6 +30,20 @@ uint64_t profile__nr_samples(const struct profile *p);
 /* Writes "comm;root;outer;...;inner COUNT" lines, sorted, identical names merged.
  * Returns 0 or -errno. */
 int profile__write_folded(struct profile *p, FILE *out);
+/* One distinct stack as it was counted. */
+struct profile_stack {
+	const char *comm;
+	const char *root;           /* NULL, or a frame right under comm ("[truncated: ...]") */
+	const struct frame *frames; /* innermost first */
+	uint32_t nr_frames;
+	uint64_t count;
+};
+
+typedef int (*profile_stack_fn)(void *ctx, const struct profile_stack *stack);
+/* Calls fn for every distinct stack in an order fixed by the stacks themselves (comm, root,
+ * frames), so the same samples give the same order whatever order they came in. Returns 0,
+ * -ENOMEM, or fn's first non-zero return, which stops the walk. */
+int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx);
 /* The printable name of a frame ("func", "func_[k]", "module+0x1234"); valid until the
  * profile is freed. */
 const char *profile__frame_name(struct profile *p, const struct frame *f);

@@ -741,6 +741,22 @@ uint64_t elf_symbols__entry(const struct elf_symbols *es)
 	return es ? es->entry : 0;
 }
 
+int elf_symbols__segment(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start,
+			 uint64_t *end, uint64_t *file_offset)
+{
+	for (size_t i = 0; es && i < es->nr_segments; i++) {
+		const struct load_segment *seg = &es->segments[i];
+
+		if (vaddr >= seg->vaddr && vaddr - seg->vaddr < seg->file_size) {
+			*start = seg->vaddr;
+			*end = seg->vaddr + seg->file_size;
+			*file_offset = seg->file_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 size_t elf_symbols__image_size(const struct elf_symbols *es)
 {
 	return es ? es->image_size : 0;

@@ -54,6 +54,10 @@ size_t elf_symbols__count(const struct elf_symbols *syms);
 
 /* The ELF header's entry point (a virtual address), 0 when there is none. */
 uint64_t elf_symbols__entry(const struct elf_symbols *syms);
+/* The PT_LOAD segment holding vaddr (in the file's bytes): its first virtual address, the
+ * end, and its offset in the file. Returns 0 or -ENOENT. */
+int elf_symbols__segment(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *start,
+			 uint64_t *end, uint64_t *file_offset);
 /* Size of the image given to elf_symbols__load_image; 0 for files. */
 size_t elf_symbols__image_size(const struct elf_symbols *syms);
 void elf_symbols__free(struct elf_symbols *syms);
