@@ -123,3 +123,19 @@ int atomic_file__check_writable(const char *path)
 	atomic_file__abort(f);
 	return 0;
 }
+
+int atomic_file__write(const char *path, mode_t mode, int (*write)(FILE *out, void *ctx),
+		       void *ctx)
+{
+	struct atomic_file *f;
+	int err = atomic_file__open(path, mode, &f);
+
+	if (err)
+		return err;
+	err = write(atomic_file__stream(f), ctx);
+	if (err) {
+		atomic_file__abort(f);
+		return err;
+	}
+	return atomic_file__commit(f);
+}

@@ -16,6 +16,10 @@ FILE *atomic_file__stream(struct atomic_file *f);
 int atomic_file__commit(struct atomic_file *f);
 /* Removes the temporary file; frees f. Accepts NULL. */
 void atomic_file__abort(struct atomic_file *f);
+/* Writes path whole or not at all: write fills the stream; the file is committed when it
+ * returns 0, else aborted. Returns 0 or -errno (write's own error when it fails). */
+int atomic_file__write(const char *path, mode_t mode, int (*write)(FILE *out, void *ctx),
+		       void *ctx);
 /* Checks up front that path's directory takes a new file, so a long profile does not end
  * in a failed write. Returns 0 or -errno. */
 int atomic_file__check_writable(const char *path);

@@ -23,6 +23,8 @@
 #include "commands.h"
 #include "flamegraph.h"
 #include "hprof.skel.h"
+#include "output/pprof.h"
+#include "output/summary.h"
 #include "record.h"
 #include "record/reorder.h"
 #include "record/sideband.h"
@@ -532,8 +534,8 @@ void print_summary(struct session *session, double duration_s, unsigned frequenc
 	const struct session_stats *st = session__stats(session);
 	const struct process_table_stats *ps = session__process_stats(session);
 	const uint64_t *kc = kernel_counters ? kernel_counters : no_counters;
-	uint64_t user_samples = st->samples - st->kernel_only - st->malformed;
-	uint64_t lost = kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
+	uint64_t user_samples = summary__user_samples(st);
+	uint64_t lost = summary__lost_samples(st, kc);
 
 	fprintf(stderr, "hprof: %.2f s, %" PRIu64 " samples at %u Hz, %" PRIu64
 			" processes, %" PRIu64 " distinct stacks\n",
@@ -667,6 +669,16 @@ int write_outputs(struct session *s, const struct output_opts *opts)
 			return err;
 		}
 	}
+	if (opts->pprof_path) {
+		struct pprof_opts po = { opts->frequency, opts->duration_ns };
+
+		err = pprof__write_file(opts->pprof_path, session__profile(s), session__modules(s), &po);
+		if (err) {
+			fprintf(stderr, "hprof: cannot write %s: %s\n", opts->pprof_path,
+				strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -674,13 +686,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: hprof [OPTIONS] [-- COMMAND [ARGS...]]\n"
-		"       hprof report CAPTURE [--svg FILE] [--folded FILE] [--no-dwarf]\n"
+		"       hprof report CAPTURE [--svg FILE] [--folded FILE] [--pprof FILE] [--json FILE]\n"
+		"       hprof diff BASE NEW [--threshold PCT] [--svg FILE] [--json FILE]\n"
 		"       hprof stack PID | hprof table FILE | hprof flamegraph IN.folded OUT.svg\n"
 		"Samples user and kernel stacks on every CPU and writes a flamegraph.\n"
 		"\n"
 		"  --svg FILE            write an interactive flamegraph\n"
 		"  --folded FILE         write folded stacks (- for stdout; the default when\n"
 		"                        no output is named)\n"
+		"  --pprof FILE          write a gzip-compressed pprof profile (go tool pprof)\n"
+		"  --json FILE           write the end-of-run summary and top functions as JSON\n"
 		"  --time MS             sample for MS milliseconds (default: until Ctrl-C,\n"
 		"                        or until COMMAND or every --pid exits)\n"
 		"  -F, --frequency HZ    samples per second per CPU (default %d)\n"
@@ -725,7 +740,8 @@ static long long max_sample_rate(void)
 	return rate;
 }
 
-enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW };
+enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
+       OPT_JSON };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -745,6 +761,12 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 		return 0;
 	case OPT_FOLDED:
 		o->out.folded_path = arg;
+		return 0;
+	case OPT_PPROF:
+		o->out.pprof_path = arg;
+		return 0;
+	case OPT_JSON:
+		o->out.json_path = arg;
 		return 0;
 	case OPT_TIME:
 		if (!parse_number(arg, 1, 365LL * 24 * 3600 * 1000, &v))
@@ -799,6 +821,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "raw", required_argument, NULL, OPT_RAW },
+		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "json", required_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -841,7 +865,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
  * error. Returns 0 or -errno after printing the reason. */
 static int validate(const struct record_opts *o)
 {
-	const char *paths[] = { o->out.svg_path, o->out.folded_path, o->raw_path };
+	const char *paths[] = { o->out.svg_path, o->out.folded_path, o->raw_path, o->out.pprof_path,
+				o->out.json_path };
 	int err;
 
 	for (size_t i = 0; i < o->nr_pids; i++) {
@@ -932,7 +957,8 @@ int cmd_record(int argc, char **argv)
 		free(r.opts.pids);
 		return err > 0 ? 0 : 2;
 	}
-	if (!r.opts.out.svg_path && !r.opts.out.folded_path && !r.opts.raw_path)
+	if (!r.opts.out.svg_path && !r.opts.out.folded_path && !r.opts.raw_path &&
+	    !r.opts.out.pprof_path && !r.opts.out.json_path)
 		r.opts.out.folded_path = "-";
 	r.opts.out.title = "hprof CPU flame graph";
 	err = validate(&r.opts);
@@ -975,11 +1001,17 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	read_kernel_counters(&r);
 	set_subtitle(&r, subtitle, sizeof(subtitle));
+	r.opts.out.frequency = r.opts.frequency;
+	r.opts.out.duration_ns = (uint64_t)(r.duration_s * 1e9);
 	err = write_outputs(r.session, &r.opts.out);
 	if (!err && r.raw)
 		err = finish_raw(&r);
 	print_summary(r.session, r.duration_s, r.opts.frequency, r.opts.no_dwarf,
 		      r.kernel_counters, sideband__lost(r.sideband));
+	if (!err && r.opts.out.json_path)
+		err = summary__write_json_file(r.opts.out.json_path, &(struct run_summary){
+			r.session, r.duration_s, r.opts.frequency, r.opts.no_dwarf,
+			r.kernel_counters, sideband__lost(r.sideband) });
 	if (!err) {
 		if (r.opts.out.svg_path)
 			fprintf(stderr, "hprof: wrote flamegraph to %s\n", r.opts.out.svg_path);
@@ -987,6 +1019,10 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "hprof: wrote folded stacks to %s\n", r.opts.out.folded_path);
 		if (r.opts.raw_path)
 			fprintf(stderr, "hprof: wrote raw samples to %s\n", r.opts.raw_path);
+		if (r.opts.out.pprof_path)
+			fprintf(stderr, "hprof: wrote pprof profile to %s\n", r.opts.out.pprof_path);
+		if (r.opts.out.json_path)
+			fprintf(stderr, "hprof: wrote JSON summary to %s\n", r.opts.out.json_path);
 	}
 cleanup:
 	if (go_fd >= 0)

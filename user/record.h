@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "session.h"
@@ -11,8 +12,12 @@
 struct output_opts {
 	const char *svg_path;    /* NULL: no flamegraph */
 	const char *folded_path; /* NULL: no folded file; "-" is stdout */
+	const char *pprof_path;  /* NULL: no pprof profile */
+	const char *json_path;   /* NULL: no JSON summary */
 	const char *title;
 	const char *subtitle;
+	unsigned frequency;      /* Hz, for pprof's sample period */
+	uint64_t duration_ns;    /* for pprof */
 };
 
 struct record_opts {
@@ -27,7 +32,8 @@ struct record_opts {
 	const char *raw_path; /* --raw: capture file for hprof report */
 };
 
-/* Writes the folded stacks and the flamegraph of a session, each whole or not at all.
+/* Writes the folded stacks, the flamegraph and the pprof profile of a session, each whole
+ * or not at all.
  * Returns 0 or -errno after printing a one-line error. */
 int write_outputs(struct session *s, const struct output_opts *opts);
 /* The summary hprof prints at the end of a recording or a report, on stderr.

@@ -1,0 +1,204 @@
+#include "capture/replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "modules.h"
+
+struct recorded_build_id {
+	const char *path;
+	const uint8_t *id;
+	uint32_t len;
+};
+
+struct replay {
+	struct replay_opts opts;
+	const char *path;
+	struct capture_reader *reader; /* kept: build-id records point into it */
+	struct session *session;
+	uint8_t *scratch; /* a sample's copy when stack_limit shortens it */
+	struct capture_info info;
+	struct recorded_build_id *build_ids;
+	size_t nr_build_ids;
+};
+
+static int check_record(const char *path, uint32_t type, uint32_t len, char *err, size_t errlen)
+{
+	size_t need = type == CAPTURE_INFO ? sizeof(struct capture_info)
+		      : type == CAPTURE_MAPS ? 8
+		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
+		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
+		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1 : SIZE_MAX;
+
+	if (need == SIZE_MAX) {
+		snprintf(err, errlen, "%s: unknown record type %u", path, type);
+		return -EINVAL;
+	}
+	if (len < need) {
+		snprintf(err, errlen, "%s: record of type %u is %u bytes, needs %zu", path, type, len,
+			 need);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	struct recorded_build_id *more;
+	uint32_t id_len;
+
+	if (payload[len - 1] != '\0')
+		return 0; /* path not terminated: ignore the record */
+	memcpy(&id_len, payload, 4);
+	if (id_len > BUILD_ID_MAX)
+		return 0;
+	more = realloc(r->build_ids, (r->nr_build_ids + 1) * sizeof(*more));
+	if (!more)
+		return -ENOMEM;
+	r->build_ids = more;
+	r->build_ids[r->nr_build_ids++] = (struct recorded_build_id){
+		.path = (const char *)payload + 4 + BUILD_ID_MAX, .id = payload + 4, .len = id_len,
+	};
+	return 0;
+}
+
+/* A shorter copy is the same record with the end of its stack bytes cut out (the window
+ * at the FP chain's end, which follows them, moves down). */
+static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	struct hprof_sample *sample;
+	uint32_t cut;
+
+	memcpy(r->scratch, payload, len);
+	sample = (struct hprof_sample *)r->scratch;
+	if (r->opts.stack_limit && sample->stack_len > r->opts.stack_limit &&
+	    hprof_sample__well_formed(sample, len)) {
+		uint8_t *tail = (uint8_t *)hprof_sample__tail(sample);
+
+		cut = sample->stack_len - r->opts.stack_limit;
+		memmove(tail - cut, tail, sample->tail_len);
+		sample->stack_len = r->opts.stack_limit;
+		len -= cut;
+	}
+	return session__handle_sample(r->session, sample, len);
+}
+
+/* A mapping event: the struct, then its path, which must end the record. */
+static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t len)
+{
+	struct map_event e;
+
+	if (payload[len - 1] != '\0')
+		return -EINVAL;
+	memcpy(&e, payload, sizeof(e));
+	return session__handle_map_event(s, &e, (const char *)payload + sizeof(e));
+}
+
+/* Feeds every record to the session in file order, which is time order: maps and mapping
+ * events before the samples that need them. Returns 0 or -errno with the reason in err. */
+static int feed(struct replay *r, char *err, size_t errlen)
+{
+	const uint8_t *payload;
+	uint32_t type, len, pid;
+	int ret;
+
+	while ((ret = capture_reader__next(r->reader, &type, &payload, &len, err, errlen)) > 0) {
+		ret = check_record(r->path, type, len, err, errlen);
+		if (ret)
+			return ret;
+		switch (type) {
+		case CAPTURE_INFO:
+			memcpy(&r->info, payload, sizeof(r->info));
+			break;
+		case CAPTURE_MAPS:
+			memcpy(&pid, payload, 4);
+			ret = session__load_maps(r->session, pid, (const char *)payload + 8, len - 8);
+			break;
+		case CAPTURE_SAMPLE:
+			ret = replay_sample(r, payload, len);
+			break;
+		case CAPTURE_MAP_EVENT:
+			ret = replay_map_event(r->session, payload, len);
+			break;
+		case CAPTURE_BUILD_ID:
+			ret = add_build_id(r, payload, len);
+			break;
+		}
+		if (ret) {
+			snprintf(err, errlen, "%s: %s", r->path, strerror(-ret));
+			return ret;
+		}
+	}
+	return ret;
+}
+
+int replay__run(const char *path, const struct replay_opts *o, struct replay **out, char *err,
+		size_t errlen)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	int ret;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->opts = *o;
+	r->path = path;
+	ret = capture_reader__open(path, &r->reader, err, errlen);
+	if (!ret)
+		ret = session__new(!o->no_dwarf, &r->session);
+	if (ret)
+		goto cleanup;
+	session__set_replay(r->session);
+	r->scratch = malloc(CAPTURE_MAX_RECORD);
+	if (!r->scratch) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	ret = feed(r, err, errlen);
+	if (ret)
+		goto cleanup;
+	*out = r;
+	return 0;
+cleanup:
+	replay__free(r);
+	return ret;
+}
+
+struct session *replay__session(struct replay *r)
+{
+	return r->session;
+}
+
+const struct capture_info *replay__info(const struct replay *r)
+{
+	return &r->info;
+}
+
+void replay__for_each_changed(struct replay *r, void (*fn)(void *ctx, const char *path),
+			      void *ctx)
+{
+	struct module_registry *reg = session__modules(r->session);
+
+	for (size_t i = 0; i < r->nr_build_ids; i++) {
+		const struct recorded_build_id *b = &r->build_ids[i];
+		struct module *mod = module_registry__get(reg, b->path);
+		const uint8_t *now = NULL;
+		size_t now_len = mod && mod->syms ? elf_symbols__build_id(mod->syms, &now) : 0;
+
+		if (now_len != b->len || memcmp(now, b->id, b->len) != 0)
+			fn(ctx, b->path);
+	}
+}
+
+void replay__free(struct replay *r)
+{
+	if (!r)
+		return;
+	session__free(r->session);
+	capture_reader__free(r->reader);
+	free(r->build_ids);
+	free(r->scratch);
+	free(r);
+}

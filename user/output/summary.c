@@ -1,0 +1,237 @@
+#include "output/summary.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "modules.h"
+#include "output/json.h"
+#include "output/stack_set.h"
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void count_and_percent(struct json_writer *w, const char *key, uint64_t n, uint64_t of)
+{
+	json__key(w, key);
+	json__begin_object(w);
+	json__key(w, "count");
+	json__uint(w, n);
+	json__key(w, "percent");
+	json__double(w, percent(n, of));
+	json__end_object(w);
+}
+
+static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
+{
+	const struct session_stats *st = session__stats(r->session);
+	uint64_t user = summary__user_samples(st);
+
+	json__key(w, "duration_s");
+	json__double(w, r->duration_s);
+	json__key(w, "frequency_hz");
+	json__uint(w, r->frequency);
+	json__key(w, "samples");
+	json__uint(w, st->samples);
+	json__key(w, "processes");
+	json__uint(w, st->processes);
+	json__key(w, "distinct_stacks");
+	json__uint(w, profile__nr_stacks(session__profile(r->session)));
+	json__key(w, "user_samples");
+	json__uint(w, user);
+	json__key(w, "kernel_only_samples");
+	json__uint(w, st->kernel_only);
+	count_and_percent(w, "fp_complete", st->fp_complete, user);
+	json__key(w, "user_stacks_by_method");
+	json__begin_object(w);
+	for (int m = 0; m < METHOD_COUNT; m++)
+		count_and_percent(w, session__method_name(m), st->methods[m], user);
+	json__end_object(w);
+	json__key(w, "fp_chains_finished_by_dwarf");
+	json__uint(w, st->fp_tails);
+	json__key(w, "truncated_by_reason");
+	json__begin_object(w);
+	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+		json__key(w, session__truncated_root(t));
+		json__uint(w, st->truncated[t]);
+	}
+	json__end_object(w);
+	json__key(w, "lost_samples");
+	json__begin_object(w);
+	json__key(w, "total");
+	json__uint(w, summary__lost_samples(st, kc));
+	json__key(w, "ring_buffer_full");
+	json__uint(w, kc[KC_DROP_RINGBUF_FULL]);
+	json__key(w, "no_scratch_buffer");
+	json__uint(w, kc[KC_DROP_NO_SCRATCH]);
+	json__key(w, "malformed");
+	json__uint(w, st->malformed);
+	json__end_object(w);
+	json__key(w, "not_recorded");
+	json__begin_object(w);
+	json__key(w, "idle");
+	json__uint(w, kc[KC_IDLE]);
+	json__key(w, "other_processes");
+	json__uint(w, kc[KC_FILTERED]);
+	json__end_object(w);
+	json__key(w, "lost_frames");
+	json__begin_object(w);
+	json__key(w, "fp_chain_unreadable");
+	json__uint(w, kc[KC_FP_READ_FAILED]);
+	json__key(w, "outside_any_mapping");
+	json__uint(w, st->frames_unmapped);
+	json__key(w, "process_maps_gone");
+	json__uint(w, st->no_maps);
+	json__end_object(w);
+}
+
+static void write_transport(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
+{
+	const struct session_stats *st = session__stats(r->session);
+	const struct process_table_stats *ps = session__process_stats(r->session);
+	struct perf_map_stats pm;
+
+	json__key(w, "mapping_events");
+	json__begin_object(w);
+	json__key(w, "mmap");
+	json__uint(w, ps->events[MAP_EVENT_MMAP]);
+	json__key(w, "exec");
+	json__uint(w, ps->events[MAP_EVENT_EXEC]);
+	json__key(w, "fork");
+	json__uint(w, ps->events[MAP_EVENT_FORK]);
+	json__key(w, "exit");
+	json__uint(w, ps->events[MAP_EVENT_EXIT]);
+	json__key(w, "processes_read_from_proc");
+	json__uint(w, ps->seeded_from_proc);
+	json__key(w, "lost");
+	json__uint(w, r->sideband_lost);
+	json__end_object(w);
+	module_registry__perf_map_stats(session__modules(r->session), &pm);
+	json__key(w, "perf_maps");
+	json__begin_object(w);
+	json__key(w, "entries");
+	json__uint(w, pm.entries);
+	json__key(w, "bad_lines");
+	json__uint(w, pm.bad_lines);
+	json__key(w, "files_read");
+	json__uint(w, pm.read);
+	json__key(w, "files_refused");
+	json__uint(w, pm.refused);
+	json__key(w, "files_cut_short");
+	json__uint(w, pm.cut_short);
+	json__end_object(w);
+	json__key(w, "bytes_per_sample");
+	json__double(w, st->samples ? (double)st->bytes / (double)st->samples : 0.0);
+	json__key(w, "frame_pointers_only");
+	json__bool(w, r->no_dwarf);
+	json__key(w, "stack_copies");
+	json__begin_object(w);
+	json__key(w, "clamped");
+	json__uint(w, kc[KC_STACK_COPY_CLAMPED]);
+	json__key(w, "failed");
+	json__uint(w, kc[KC_STACK_COPY_FAILED]);
+	json__key(w, "fp_end_windows_sent");
+	json__uint(w, st->tail_windows);
+	json__key(w, "fp_end_windows_unreadable");
+	json__uint(w, kc[KC_FP_TAIL_FAILED]);
+	json__end_object(w);
+}
+
+struct ranked {
+	uint32_t id;
+	uint64_t samples;
+};
+
+static int compare_ranked(const void *a, const void *b, void *names)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return strcmp(name_table__name(names, x->id), name_table__name(names, y->id));
+}
+
+/* The top functions by one measure, largest first, ties in name order. */
+static int write_top(struct json_writer *w, const char *key, const struct stack_set *set,
+		     bool self)
+{
+	const struct name_table *names = stack_set__names(set);
+	uint32_t n = name_table__count(names);
+	struct ranked *r = calloc((size_t)n + 1, sizeof(*r));
+	size_t m = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < n; id++) {
+		uint64_t v = self ? stack_set__self(set, id) : stack_set__inclusive(set, id);
+
+		if (v)
+			r[m++] = (struct ranked){ id, v };
+	}
+	qsort_r(r, m, sizeof(*r), compare_ranked, (void *)names);
+	json__key(w, key);
+	json__begin_array(w);
+	for (size_t i = 0; i < m && i < SUMMARY_TOP_FUNCTIONS; i++) {
+		json__begin_object(w);
+		json__key(w, "function");
+		json__string(w, name_table__name(names, r[i].id));
+		json__key(w, "samples");
+		json__uint(w, r[i].samples);
+		json__key(w, "percent");
+		json__double(w, percent(r[i].samples, stack_set__total(set)));
+		json__end_object(w);
+	}
+	json__end_array(w);
+	free(r);
+	return 0;
+}
+
+static int write_json(FILE *out, void *r)
+{
+	return summary__write_json(r, out);
+}
+
+int summary__write_json_file(const char *path, const struct run_summary *r)
+{
+	int err = atomic_file__write(path, 0644, write_json, (void *)r);
+
+	if (err)
+		fprintf(stderr, "hprof: cannot write %s: %s\n", path, strerror(-err));
+	return err;
+}
+
+int summary__write_json(const struct run_summary *r, FILE *out)
+{
+	static const uint64_t no_counters[KC_NR];
+	const uint64_t *kc = r->kernel_counters ? r->kernel_counters : no_counters;
+	struct name_table *names = NULL;
+	struct stack_set *set = NULL;
+	struct json_writer w;
+	char msg[160];
+	int err;
+
+	err = name_table__new(&names);
+	if (!err)
+		err = stack_set__new(names, false, &set);
+	if (!err)
+		err = stack_set__add_profile(set, session__profile(r->session), msg, sizeof(msg));
+	if (err)
+		goto cleanup;
+	json__init(&w, out);
+	json__begin_object(&w);
+	write_counts(&w, r, kc);
+	write_transport(&w, r, kc);
+	err = write_top(&w, "top_self", set, true);
+	if (!err)
+		err = write_top(&w, "top_inclusive", set, false);
+	json__end_object(&w);
+	if (!err)
+		err = json__finish(&w);
+cleanup:
+	stack_set__free(set);
+	name_table__free(names);
+	return err;
+}

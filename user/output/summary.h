@@ -1,0 +1,43 @@
+/* The end-of-run summary as JSON (--json): the figures hprof prints on stderr at the end
+ * of a recording or a report, read from the same session counters, plus the functions
+ * with the largest self and inclusive shares. */
+#ifndef HPROF_OUTPUT_SUMMARY_H
+#define HPROF_OUTPUT_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sample.h"
+#include "session.h"
+
+/* Functions listed by self and by inclusive share. */
+#define SUMMARY_TOP_FUNCTIONS 20
+
+/* What print_summary (user/record.c) is given. */
+struct run_summary {
+	struct session *session;
+	double duration_s;
+	unsigned frequency;
+	bool no_dwarf;
+	const uint64_t *kernel_counters; /* NULL: none (a report) */
+	uint64_t sideband_lost;
+};
+
+/* Figures the text and the JSON summary derive alike. */
+static inline uint64_t summary__user_samples(const struct session_stats *st)
+{
+	return st->samples - st->kernel_only - st->malformed;
+}
+
+static inline uint64_t summary__lost_samples(const struct session_stats *st, const uint64_t *kc)
+{
+	return kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
+}
+
+/* Writes the summary as one JSON object. Returns 0 or -errno. */
+int summary__write_json(const struct run_summary *r, FILE *out);
+/* The same into path, whole or not at all; on error prints one line and returns -errno. */
+int summary__write_json_file(const char *path, const struct run_summary *r);
+
+#endif
