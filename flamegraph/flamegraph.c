@@ -310,6 +310,37 @@ uint64_t flamegraph__total(const struct flamegraph *fg)
 	return fg->nodes[0].total;
 }
 
+size_t flamegraph__nr_nodes(const struct flamegraph *fg)
+{
+	return fg->nnodes;
+}
+
+/* Looks up without interning: a name this graph never saw has no node. */
+int flamegraph__child(const struct flamegraph *fg, uint32_t parent, const char *name,
+		      uint32_t *id)
+{
+	struct name_key nk = { name, strlen(name) };
+	struct node_key key = { parent, 0 };
+	const struct islot *slot;
+
+	if (parent >= fg->nnodes || !fg->name_tab.cap || !fg->node_tab.cap)
+		return -ENOENT;
+	slot = itab_probe(&fg->name_tab, (uint32_t)fnv1a(name, nk.len), name_eq, fg, &nk);
+	if (!slot->id1)
+		return -ENOENT;
+	key.name = slot->id1 - 1;
+	slot = itab_probe(&fg->node_tab, node_hash(key.parent, key.name), node_eq, fg, &key);
+	if (!slot->id1)
+		return -ENOENT;
+	*id = slot->id1 - 1;
+	return 0;
+}
+
+uint64_t flamegraph__samples(const struct flamegraph *fg, uint32_t id)
+{
+	return id < fg->nnodes ? fg->nodes[id].total : 0;
+}
+
 int flamegraph__add(struct flamegraph *fg, const char *const *frames, size_t n, uint64_t count)
 {
 	uint32_t cur = 0;
@@ -674,14 +705,48 @@ struct svg_geom {
 	unsigned frames_bottom; /* y below the root frame */
 	double px_per_sample;
 	uint64_t total;
+	const struct flamegraph_style *style;
 };
+
+/* The style hook's colour, if it gives one. */
+static struct rgb styled_colour(const struct flamegraph_style *style,
+				const struct flamegraph_frame *f, struct rgb c)
+{
+	struct flamegraph_rgb fill;
+
+	if (style && style->fill && style->fill(style->ctx, f, &fill))
+		return (struct rgb){ fill.r, fill.g, fill.b };
+	return c;
+}
+
+/* The tooltip after the name: the style hook's text, parentheses made brackets. */
+static void put_tip(FILE *out, const struct flamegraph_style *style,
+		    const struct flamegraph_frame *f)
+{
+	char buf[512];
+
+	if (style && style->tip && style->tip(style->ctx, f, buf, sizeof(buf))) {
+		for (char *p = buf; *p; p++)
+			*p = *p == '(' ? '[' : *p == ')' ? ']' : *p;
+		fputs(" (", out);
+		put_text(out, buf, SIZE_MAX);
+		fputs(")", out);
+		return;
+	}
+	fprintf(out, " (%" PRIu64 " sample%s, %.2f%%)", f->samples, f->samples == 1 ? "" : "s",
+		100.0 * (double)f->samples / (double)f->total);
+}
 
 static void write_frame(FILE *out, const struct flamegraph *fg, uint32_t id,
 			const struct svg_geom *g)
 {
 	const struct fg_node *n = &fg->nodes[id];
 	const char *name = name_str(fg, n->name);
-	struct rgb c = frame_colour(n->name, name);
+	const struct flamegraph_frame f = {
+		.id = id, .parent = n->parent, .name = name, .depth = n->depth,
+		.samples = n->total, .total = g->total,
+	};
+	struct rgb c = styled_colour(g->style, &f, frame_colour(n->name, name));
 	double x = XPAD + (double)n->x * g->px_per_sample;
 	double w = (double)n->total * g->px_per_sample;
 	unsigned y = g->frames_bottom - (n->depth + 1) * FRAME_H;
@@ -689,8 +754,8 @@ static void write_frame(FILE *out, const struct flamegraph *fg, uint32_t id,
 	fprintf(out, "<g data-s=\"%" PRIu64 "\" data-n=\"%" PRIu64 "\" data-d=\"%u\"><title>",
 		n->x, n->total, n->depth);
 	put_text(out, name, SIZE_MAX);
-	fprintf(out, " (%" PRIu64 " sample%s, %.2f%%)</title>", n->total, n->total == 1 ? "" : "s",
-		100.0 * (double)n->total / (double)g->total);
+	put_tip(out, g->style, &f);
+	fputs("</title>", out);
 	fprintf(out, "<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"rgb(%u,%u,%u)\"/>",
 		x, y, w, FRAME_H - 1, c.r, c.g, c.b);
 	fprintf(out, "<text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
@@ -779,6 +844,7 @@ int flamegraph__write_svg(struct flamegraph *fg, FILE *out, const struct flamegr
 	if (g.width < MIN_IMAGE_WIDTH || g.width > MAX_IMAGE_WIDTH)
 		return -EINVAL;
 	g.total = fg->nodes[0].total;
+	g.style = opts->style;
 	g.px_per_sample = g.total ? (double)(g.width - 2 * XPAD) / (double)g.total : 0;
 	err = sort_children(fg);
 	if (err)

@@ -8,6 +8,7 @@
 #ifndef HPROF_FLAMEGRAPH_H
 #define HPROF_FLAMEGRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,11 +19,41 @@
 /* Narrower frames than this are left out (their samples still count toward the parent). */
 #define FLAMEGRAPH_DEFAULT_MIN_WIDTH 0.1
 
+/* The root frame's parent. */
+#define FLAMEGRAPH_NONE UINT32_MAX
+
+/* A frame as it is drawn, for a style hook. */
+struct flamegraph_frame {
+	uint32_t id;      /* node id (see flamegraph__child); the root ("all") is 0 */
+	uint32_t parent;  /* FLAMEGRAPH_NONE for the root */
+	const char *name; /* "all" for the root */
+	uint32_t depth;
+	uint64_t samples; /* in this frame and below */
+	uint64_t total;   /* of the whole graph */
+};
+
+struct flamegraph_rgb {
+	uint8_t r, g, b;
+};
+
+/* Per-frame colour and tooltip, e.g. a differential flamegraph's. Hooks are called for
+ * every drawn frame in pre-order (a frame after its parent); either may be NULL. */
+struct flamegraph_style {
+	/* Returns true with *fill set, or false for the frame's usual colour. */
+	bool (*fill)(void *ctx, const struct flamegraph_frame *f, struct flamegraph_rgb *fill);
+	/* Writes what follows the name in the tooltip, inside its parentheses (by default
+	 * "N samples, P%"); returns false for the default. Parentheses in it become brackets:
+	 * the script takes the name from before the last parenthesized group. */
+	bool (*tip)(void *ctx, const struct flamegraph_frame *f, char *buf, size_t len);
+	void *ctx;
+};
+
 struct flamegraph_opts {
 	const char *title;    /* NULL = "Flame Graph" */
 	const char *subtitle; /* NULL or "" = no subtitle line */
 	unsigned width;       /* image width in px; 0 = FLAMEGRAPH_DEFAULT_WIDTH */
 	double min_width;     /* px; 0 = FLAMEGRAPH_DEFAULT_MIN_WIDTH */
+	const struct flamegraph_style *style; /* NULL: colours by name, sample counts */
 };
 
 /* Reads folded stacks from `in`, writes the SVG to `out`. Returns 0 or -errno; on error
@@ -44,6 +75,14 @@ int flamegraph__add(struct flamegraph *fg, const char *const *frames, size_t n, 
 int flamegraph__add_folded(struct flamegraph *fg, const char *line, size_t len,
 			   char *err, size_t errlen);
 uint64_t flamegraph__total(const struct flamegraph *fg);
+/* Node ids run from 0 (the root) to flamegraph__nr_nodes() - 1. */
+size_t flamegraph__nr_nodes(const struct flamegraph *fg);
+/* The child of node parent named name: 0 with *id set, or -ENOENT. Lets a style hook find
+ * the same call path in another graph. */
+int flamegraph__child(const struct flamegraph *fg, uint32_t parent, const char *name,
+		      uint32_t *id);
+/* Samples in node id and below (0 for an id out of range). */
+uint64_t flamegraph__samples(const struct flamegraph *fg, uint32_t id);
 /* Returns 0 or -errno (the stream's write error). */
 int flamegraph__write_svg(struct flamegraph *fg, FILE *out, const struct flamegraph_opts *opts);
 void flamegraph__free(struct flamegraph *fg);
