@@ -11,6 +11,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{ "report", cmd_report },
+	{ "diff", cmd_diff },
 	{ "stack", cmd_stack },
 	{ "table", cmd_table },
 	{ "flamegraph", cmd_flamegraph },

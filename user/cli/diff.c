@@ -1,0 +1,378 @@
+/* `hprof diff BASE NEW`: compares two profiles function by function and, with
+ * --threshold, fails (exit 3) when a function's share grew by more than that, beyond
+ * sampling noise: a CI job's performance-regression gate. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
+#include "capture/replay.h"
+#include "commands.h"
+#include "output/diff.h"
+#include "output/pprof.h"
+#include "output/stack_set.h"
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_REGRESSION = 3 };
+
+#define DEFAULT_CONFIDENCE 0.99
+#define MAX_FUNCTION_REGEXES 64
+
+struct diff_cli {
+	struct diff_opts opts;
+	regex_t regexes[MAX_FUNCTION_REGEXES];
+	const char *base_path, *new_path;
+	const char *svg_path, *json_path;
+};
+
+static const char usage_text[] =
+	"Usage: hprof diff BASE NEW [--threshold PCT] [--confidence PCT] [--self]\n"
+	"                  [--function REGEX]... [--min-samples N] [--top N]\n"
+	"                  [--svg FILE] [--json FILE]\n"
+	"Compares two profiles function by function: each function's inclusive share (samples\n"
+	"with it anywhere on the stack, once per sample) and self share (samples with it\n"
+	"innermost) of its profile's samples, and the change in percentage points (pp).\n"
+	"BASE and NEW are folded stacks, raw captures (hprof --raw, replayed as hprof report\n"
+	"does, on the machine that recorded them) or pprof files hprof wrote; the kind is told\n"
+	"by content. Addresses of code outside files ([jit]+0x.., [unmapped]+0x..) are\n"
+	"dropped from names, as they differ from run to run.\n"
+	"\n"
+	"A change is significant when a pooled two-proportion z-test (two-sided) rejects\n"
+	"\"same share\" at the confidence, Bonferroni-corrected for the number of functions\n"
+	"the gate tests, so the chance of any false alarm in a run stays below 1 - confidence.\n"
+	"\n"
+	"  --threshold PCT     exit 3 when a function's share grew by more than PCT points\n"
+	"                      and significantly; those functions are printed last, one a line\n"
+	"  --confidence PCT    of the test, 50 to 99.9999 (default 99)\n"
+	"  --self              gate and sort on self shares instead of inclusive ones\n"
+	"  --function REGEX    gate only functions matching this POSIX extended regular\n"
+	"                      expression (repeatable; the table still shows every function)\n"
+	"  --min-samples N     leave out functions with fewer than N samples in both profiles\n"
+	"  --top N             show only the N largest changes either way in the table\n"
+	"  --svg FILE          differential flamegraph: NEW's frames, red where their share\n"
+	"                      grew against BASE, blue where it shrank\n"
+	"  --json FILE         the table as JSON\n"
+	"  -h, --help          show this help\n"
+	"\n"
+	"Exit status: 0 no regression, 1 error, 2 bad usage, 3 regression.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "hprof: diff: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see hprof diff --help)\n");
+	return -EINVAL;
+}
+
+/* A number of percent, with or without a trailing '%'. */
+static bool parse_percent(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && *end == '%')
+		end++;
+	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+static int add_function(struct diff_cli *c, const char *re)
+{
+	char msg[160];
+	int ret;
+
+	if (c->opts.nr_functions == MAX_FUNCTION_REGEXES)
+		return usage_error("more than 64 --function expressions%s", "");
+	ret = regcomp(&c->regexes[c->opts.nr_functions], re, REG_EXTENDED | REG_NOSUB);
+	if (ret) {
+		regerror(ret, NULL, msg, sizeof(msg));
+		fprintf(stderr, "hprof: diff: --function '%s': %s (see hprof diff --help)\n", re, msg);
+		return -EINVAL;
+	}
+	c->opts.nr_functions++;
+	return 0;
+}
+
+static int parse_option(struct diff_cli *c, int opt, const char *arg)
+{
+	double v;
+	uint64_t n;
+
+	switch (opt) {
+	case 't':
+		if (!parse_percent(arg, 0, 100, &v))
+			return usage_error("--threshold takes percentage points from 0 to 100, got '%s'", arg);
+		c->opts.gate = true;
+		c->opts.threshold = v;
+		return 0;
+	case 'c':
+		if (!parse_percent(arg, 50, 99.9999, &v))
+			return usage_error("--confidence takes a percentage from 50 to 99.9999, got '%s'", arg);
+		c->opts.confidence = v / 100;
+		return 0;
+	case 'S':
+		c->opts.measure = DIFF_SELF;
+		return 0;
+	case 'f':
+		return add_function(c, arg);
+	case 'm':
+		if (!parse_count(arg, &n))
+			return usage_error("--min-samples takes a number of samples, got '%s'", arg);
+		c->opts.min_samples = n;
+		return 0;
+	case 'T':
+		if (!parse_count(arg, &n) || n > SIZE_MAX)
+			return usage_error("--top takes a number of rows, got '%s'", arg);
+		c->opts.top = (size_t)n;
+		return 0;
+	case 's':
+		c->svg_path = arg;
+		return 0;
+	case 'j':
+		c->json_path = arg;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Returns 0, 1 for --help, or -EINVAL. */
+static int parse_args(int argc, char **argv, struct diff_cli *c)
+{
+	static const struct option long_opts[] = {
+		{ "threshold", required_argument, NULL, 't' },
+		{ "confidence", required_argument, NULL, 'c' },
+		{ "self", no_argument, NULL, 'S' },
+		{ "function", required_argument, NULL, 'f' },
+		{ "min-samples", required_argument, NULL, 'm' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "svg", required_argument, NULL, 's' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int opt, err;
+
+	c->opts.confidence = DEFAULT_CONFIDENCE;
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(usage_text, stdout);
+			return 1;
+		}
+		if (opt == '?')
+			return usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
+		err = parse_option(c, opt, optarg);
+		if (err)
+			return err;
+	}
+	if (argc - optind != 2)
+		return usage_error("%s", "expected two profiles, BASE and NEW");
+	c->base_path = argv[optind];
+	c->new_path = argv[optind + 1];
+	return 0;
+}
+
+enum input_kind { INPUT_FOLDED, INPUT_CAPTURE, INPUT_PPROF };
+
+/* By content: a capture's magic, gzip's (pprof), else folded text. */
+static enum input_kind input_kind(FILE *f)
+{
+	unsigned char magic[8] = { 0 };
+	size_t n = fread(magic, 1, sizeof(magic), f);
+
+	rewind(f);
+	if (n == sizeof(magic) && memcmp(magic, CAPTURE_MAGIC, 8) == 0)
+		return INPUT_CAPTURE;
+	if (n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+		return INPUT_PPROF;
+	return INPUT_FOLDED;
+}
+
+static int load_pprof(FILE *f, struct stack_set *set, char *err, size_t errlen)
+{
+	struct stat st;
+	uint8_t *data;
+	int ret;
+
+	if (fstat(fileno(f), &st) != 0)
+		return -errno;
+	if ((uint64_t)st.st_size > PPROF_MAX_BYTES) {
+		snprintf(err, errlen, "larger than %u MiB", PPROF_MAX_BYTES >> 20);
+		return -EFBIG;
+	}
+	data = malloc((size_t)st.st_size + 1);
+	if (!data)
+		return -ENOMEM;
+	if (fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+		ret = -EIO;
+	else
+		ret = pprof__read(data, (size_t)st.st_size, set, err, errlen);
+	free(data);
+	return ret;
+}
+
+static void warn_changed(void *ctx, const char *binary)
+{
+	fprintf(stderr, "hprof: diff: warning: %s changed since %s was captured; its frames may be misnamed\n",
+		binary, (const char *)ctx);
+}
+
+/* A capture is replayed as hprof report replays it, then read as its folded output. */
+static int load_capture(const char *path, struct stack_set *set, char *err, size_t errlen)
+{
+	struct replay_opts ro = { 0 };
+	struct replay *r = NULL;
+	int ret;
+
+	ret = replay__run(path, &ro, &r, err, errlen);
+	if (ret)
+		return ret;
+	replay__for_each_changed(r, warn_changed, (void *)path);
+	ret = stack_set__add_profile(set, session__profile(replay__session(r)), err, errlen);
+	replay__free(r);
+	return ret;
+}
+
+/* Loads one profile; on error prints one line naming the file (and line) and returns
+ * -errno. */
+static int load(const char *path, struct stack_set *set)
+{
+	char err[512] = "";
+	struct stat st;
+	FILE *f;
+	int ret;
+
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "hprof: diff: %s: %s\n", path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		fprintf(stderr, "hprof: diff: %s: %s\n", path, strerror(EISDIR));
+		return -EISDIR;
+	}
+	switch (input_kind(f)) {
+	case INPUT_CAPTURE:
+		ret = load_capture(path, set, err, sizeof(err));
+		break;
+	case INPUT_PPROF:
+		ret = load_pprof(f, set, err, sizeof(err));
+		break;
+	default:
+		ret = stack_set__read_folded(set, f, err, sizeof(err));
+		break;
+	}
+	fclose(f);
+	/* a capture's messages name the file already */
+	if (ret && err[0] && strncmp(err, path, strlen(path)) == 0)
+		fprintf(stderr, "hprof: diff: %s\n", err);
+	else if (ret)
+		fprintf(stderr, "hprof: diff: %s: %s\n", path, err[0] ? err : strerror(-ret));
+	if (!ret && stack_set__total(set) == 0) {
+		fprintf(stderr, "hprof: diff: %s: no samples\n", path);
+		ret = -ENODATA;
+	}
+	return ret;
+}
+
+struct outputs {
+	const struct diff_cli *c;
+	const struct stack_set *base, *new;
+	const struct diff_result *r;
+};
+
+static int write_svg(FILE *out, void *ctx)
+{
+	const struct outputs *o = ctx;
+
+	return diff__write_svg(o->base, o->new, o->r, o->c->base_path, o->c->new_path, out);
+}
+
+static int write_json(FILE *out, void *ctx)
+{
+	const struct outputs *o = ctx;
+
+	return diff__write_json(o->r, &o->c->opts, o->c->base_path, o->c->new_path, out);
+}
+
+static int write_files(const struct outputs *o)
+{
+	int err = 0;
+
+	if (o->c->svg_path && (err = atomic_file__write(o->c->svg_path, 0644, write_svg, (void *)o))) {
+		fprintf(stderr, "hprof: diff: cannot write %s: %s\n", o->c->svg_path, strerror(-err));
+		return err;
+	}
+	if (o->c->json_path &&
+	    (err = atomic_file__write(o->c->json_path, 0644, write_json, (void *)o))) {
+		fprintf(stderr, "hprof: diff: cannot write %s: %s\n", o->c->json_path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff_cli c = { .opts.confidence = DEFAULT_CONFIDENCE };
+	struct name_table *names = NULL;
+	struct stack_set *base = NULL, *new = NULL;
+	struct diff_result r = { 0 };
+	int err, status = EXIT_ERROR;
+
+	err = parse_args(argc, argv, &c);
+	if (err) {
+		status = err > 0 ? EXIT_OK : EXIT_USAGE;
+		goto cleanup;
+	}
+	err = name_table__new(&names);
+	if (!err)
+		err = stack_set__new(names, true, &base);
+	if (!err)
+		err = stack_set__new(names, true, &new);
+	if (err) {
+		fprintf(stderr, "hprof: diff: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (load(c.base_path, base) || load(c.new_path, new))
+		goto cleanup;
+	err = diff__compute(base, new, &c.opts, &r);
+	if (!err)
+		err = write_files(&(struct outputs){ &c, base, new, &r });
+	else
+		fprintf(stderr, "hprof: diff: %s\n", strerror(-err));
+	if (!err && (err = diff__write_table(&r, &c.opts, c.base_path, c.new_path, stdout)))
+		fprintf(stderr, "hprof: diff: writing the table: %s\n", strerror(-err));
+	if (!err)
+		status = r.nr_regressed ? EXIT_REGRESSION : EXIT_OK;
+cleanup:
+	diff_result__free(&r);
+	stack_set__free(base);
+	stack_set__free(new);
+	name_table__free(names);
+	for (size_t i = 0; i < c.opts.nr_functions; i++)
+		regfree(&c.regexes[i]);
+	return status;
+}
