@@ -459,6 +459,63 @@ static void test_scale(void)
 	free(buf);
 }
 
+/* A style hook colours "hot" and rewrites every tooltip; lookups find call paths. */
+static bool style_fill(void *ctx, const struct flamegraph_frame *f, struct flamegraph_rgb *fill)
+{
+	(void)ctx;
+	if (strcmp(f->name, "hot") != 0)
+		return false;
+	*fill = (struct flamegraph_rgb){ 1, 2, 3 };
+	return true;
+}
+
+static bool style_tip(void *ctx, const struct flamegraph_frame *f, char *buf, size_t len)
+{
+	int *calls = ctx;
+
+	(*calls)++;
+	snprintf(buf, len, "d%u (p%u) n=%llu", f->depth, f->parent == FLAMEGRAPH_NONE ? 99 : f->parent,
+		 (unsigned long long)f->samples);
+	return true;
+}
+
+static void test_style(void)
+{
+	struct flamegraph *fg = NULL;
+	const char *a[] = { "comm", "main", "hot" }, *b[] = { "comm", "main", "cold" };
+	int calls = 0;
+	struct flamegraph_style style = { style_fill, style_tip, &calls };
+	uint32_t comm, main_id, hot;
+	char *svg = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	flamegraph__new(&fg);
+	flamegraph__add(fg, a, 3, 3);
+	flamegraph__add(fg, b, 3, 1);
+	check(flamegraph__child(fg, 0, "comm", &comm) == 0 && flamegraph__child(fg, comm, "main", &main_id) == 0 &&
+	      flamegraph__child(fg, main_id, "hot", &hot) == 0 && flamegraph__samples(fg, hot) == 3 &&
+	      flamegraph__samples(fg, main_id) == 4, "style: lookup by call path");
+	check(flamegraph__child(fg, comm, "hot", &hot) == -ENOENT &&
+	      flamegraph__child(fg, 0, "nowhere", &hot) == -ENOENT &&
+	      flamegraph__child(fg, 12345, "main", &hot) == -ENOENT, "style: missing paths not found");
+	check(flamegraph__nr_nodes(fg) == 5, "style: five nodes");
+	out = open_memstream(&svg, &len);
+	check(flamegraph__write_svg(fg, out, &(struct flamegraph_opts){ .style = &style }) == 0,
+	      "style: renders");
+	fclose(out);
+	check(calls == 5, "style: tip asked once per drawn frame");
+	check(strstr(svg, "<title>hot (d3 [p2] n=3)</title><rect ") != NULL,
+	      "style: tooltip text, parentheses made brackets");
+	check(strstr(svg, "n=3)</title><rect x=\"305.00\" y=\"40\" width=\"885.00\" height=\"15\" "
+			  "fill=\"rgb(1,2,3)\"/>") != NULL, "style: fill from the hook");
+	check(strstr(svg, "<title>cold (d3 [p2] n=1)</title><rect x=\"10.00\" y=\"40\" width=\"295.00\" "
+			  "height=\"15\" fill=\"rgb(237,64,1)\"/>") != NULL,
+	      "style: other frames keep their colours");
+	free(svg);
+	flamegraph__free(fg);
+}
+
 int main(void)
 {
 	test_tooltips();
@@ -471,6 +528,7 @@ int main(void)
 	test_colours();
 	test_escaping();
 	test_api();
+	test_style();
 	test_scale();
 	return failures ? 1 : 0;
 }

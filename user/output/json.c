@@ -168,6 +168,11 @@ void json__format_double(double v, char *buf, size_t len)
 		snprintf(buf, len, "0"); /* also -0, which JSON readers need not keep */
 		return;
 	}
+	/* whole numbers as such: "100", not the shorter "1e+02" */
+	if (fabs(v) < 1e15 && v == trunc(v)) {
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, len, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
