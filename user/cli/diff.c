@@ -109,6 +109,7 @@ static int add_function(struct diff_cli *c, const char *re)
 		fprintf(stderr, "hprof: diff: --function '%s': %s (see hprof diff --help)\n", re, msg);
 		return -EINVAL;
 	}
+	c->opts.functions = c->regexes;
 	c->opts.nr_functions++;
 	return 0;
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Checks that hprof's --json summary says what its text summary on stderr says.
+
+Usage: summary_compare.py SUMMARY.json STDERR.txt
+Every figure of the text summary is read back from its line and compared with the JSON's
+(percentages as the text rounds them). Prints one "ok - ..." / "not ok - ..." line per
+figure compared and exits 1 when any differs or a line is missing.
+"""
+import json
+import re
+import sys
+
+
+def main():
+    data = json.load(open(sys.argv[1]))
+    text = open(sys.argv[2]).read()
+    failed = 0
+
+    def check(name, want, got):
+        nonlocal failed
+        if want == got:
+            print(f"ok - summary: {name} = {got}")
+        else:
+            print(f"not ok - summary: {name}: text says {want}, JSON says {got}")
+            failed += 1
+
+    def line(pattern):
+        m = re.search(pattern, text, re.M)
+        if not m:
+            print(f"not ok - summary: no line matching /{pattern}/ in the text")
+            sys.exit(1)
+        return m
+
+    pct = lambda v: f"{v:.1f}"
+    m = line(r"^hprof: ([0-9.]+) s, (\d+) samples at (\d+) Hz, (\d+) processes, (\d+) distinct stacks")
+    check("duration", m[1], f"{data['duration_s']:.2f}")
+    check("samples", int(m[2]), data["samples"])
+    check("frequency", int(m[3]), data["frequency_hz"])
+    check("processes", int(m[4]), data["processes"])
+    check("distinct stacks", int(m[5]), data["distinct_stacks"])
+
+    m = line(r"^hprof: FP-complete: ([0-9.]+)% of user stacks \((\d+) of (\d+)\); (\d+) kernel-only")
+    check("FP-complete share", m[1], pct(data["fp_complete"]["percent"]))
+    check("FP-complete count", int(m[2]), data["fp_complete"]["count"])
+    check("user stacks", int(m[3]), data["user_samples"])
+    check("kernel-only samples", int(m[4]), data["kernel_only_samples"])
+
+    m = line(r"^hprof: user stacks by method: (.*) \((\d+) FP chains finished")
+    for name, value in re.findall(r"(\S+) ([0-9.]+)%", m[1]):
+        check(f"method {name}", value, pct(data["user_stacks_by_method"][name]["percent"]))
+    check("FP chains finished by DWARF", int(m[2]), data["fp_chains_finished_by_dwarf"])
+
+    m = re.search(r"^hprof: truncated stacks:(.*)$", text, re.M)
+    listed = dict(re.findall(r" (\[[^\]]*\]) (\d+);", m[1])) if m else {}
+    for reason, count in data["truncated_by_reason"].items():
+        check(f"truncated {reason}", int(listed.get(reason, 0)), count)
+
+    m = line(r"^hprof: lost samples: (\d+) \(ring buffer full (\d+), no scratch buffer (\d+), "
+             r"malformed (\d+)\); not recorded: idle (\d+), other processes (\d+)")
+    lost = data["lost_samples"]
+    for i, key in enumerate(["total", "ring_buffer_full", "no_scratch_buffer", "malformed"]):
+        check(f"lost samples {key}", int(m[i + 1]), lost[key])
+    check("not recorded idle", int(m[5]), data["not_recorded"]["idle"])
+    check("not recorded other processes", int(m[6]), data["not_recorded"]["other_processes"])
+
+    m = line(r"^hprof: lost frames: (\d+) FP chains ended on unreadable memory, (\d+) frames "
+             r"outside any mapping, (\d+) samples whose process maps were gone")
+    frames = data["lost_frames"]
+    check("lost frames FP unreadable", int(m[1]), frames["fp_chain_unreadable"])
+    check("lost frames outside mappings", int(m[2]), frames["outside_any_mapping"])
+    check("lost frames maps gone", int(m[3]), frames["process_maps_gone"])
+
+    m = line(r"^hprof: mappings: (\d+) mmap, (\d+) exec, (\d+) fork, (\d+) exit events; (\d+) "
+             r"processes read from /proc; (\d+) mapping events lost")
+    ev = data["mapping_events"]
+    for i, key in enumerate(["mmap", "exec", "fork", "exit", "processes_read_from_proc", "lost"]):
+        check(f"mapping events {key}", int(m[i + 1]), ev[key])
+
+    m = line(r"^hprof: ([0-9]+) bytes received per sample")
+    check("bytes per sample", m[1], f"{data['bytes_per_sample']:.0f}")
+    m = re.search(r"stack copies: (\d+) clamped at the end of the stack, (\d+) failed; windows at "
+                  r"the FP chain's end: (\d+) sent, (\d+) unreadable", text)
+    if m:
+        sc = data["stack_copies"]
+        for i, key in enumerate(["clamped", "failed", "fp_end_windows_sent",
+                                 "fp_end_windows_unreadable"]):
+            check(f"stack copies {key}", int(m[i + 1]), sc[key])
+    sys.exit(1 if failed else 0)
+
+
+main()
