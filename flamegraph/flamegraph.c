@@ -6,6 +6,7 @@
  * thousands of frames deep must not exhaust the C stack. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -829,6 +830,16 @@ static void write_header(FILE *out, const struct flamegraph_opts *opts, const st
 		     "<text id=\"details\" x=\"%u\" y=\"%u\"> </text>\n"
 		     "<text id=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n",
 		XPAD, g->width - XPAD, XPAD, g->height - 10, g->width - XPAD, g->height - 10);
+}
+
+/* Conservative: layout() draws a frame when total * px_per_sample >= min_width, and
+ * px_per_sample is (width - 2 * XPAD) / total, less than width / total. */
+uint64_t flamegraph__min_drawn(uint64_t total, const struct flamegraph_opts *opts)
+{
+	unsigned width = opts && opts->width ? opts->width : FLAMEGRAPH_DEFAULT_WIDTH;
+	double min_width = opts && opts->min_width > 0 ? opts->min_width : FLAMEGRAPH_DEFAULT_MIN_WIDTH;
+
+	return (uint64_t)floor((double)total * min_width / (double)width);
 }
 
 int flamegraph__write_svg(struct flamegraph *fg, FILE *out, const struct flamegraph_opts *opts)

@@ -83,6 +83,10 @@ int flamegraph__child(const struct flamegraph *fg, uint32_t parent, const char *
 		      uint32_t *id);
 /* Samples in node id and below (0 for an id out of range). */
 uint64_t flamegraph__samples(const struct flamegraph *fg, uint32_t id);
+/* Frames with fewer samples than this, in a graph of total samples drawn with opts, are
+ * never drawn (they are narrower than min_width): callers holding many stacks may cut
+ * them off before adding. */
+uint64_t flamegraph__min_drawn(uint64_t total, const struct flamegraph_opts *opts);
 /* Returns 0 or -errno (the stream's write error). */
 int flamegraph__write_svg(struct flamegraph *fg, FILE *out, const struct flamegraph_opts *opts);
 void flamegraph__free(struct flamegraph *fg);

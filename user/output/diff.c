@@ -172,12 +172,59 @@ static void write_header(const struct diff_result *r, const struct diff_opts *o,
 	fprintf(out, "%7s %7s %7s %7s %8s\n", "incl%", "incl%", "self%", "self%", "pp");
 }
 
+/* v with two decimals, right-aligned in width, as printf's "%*.2f" (with sign: "%+*.2f")
+ * writes it, "-0.00" included; a table of 100,000 functions spends most of its time in
+ * printf otherwise. */
+static char *put_fixed2(char *p, double v, int width, bool sign)
+{
+	char digits[32];
+	int n = 0;
+	double a = fabs(v), hi = a * 100, lo = fma(a, 100, -hi); /* a * 100 == hi + lo exactly */
+	double hundredths = nearbyint(hi); /* ties to even, as printf rounds */
+	bool neg = signbit(v);
+	uint64_t u;
+
+	/* only where the rounded product is a tie can the exact one fall on either side */
+	if (fabs(hi - hundredths) == 0.5 && lo != 0)
+		hundredths = lo > 0 ? floor(hi) + 1 : floor(hi);
+
+	if (!isfinite(v) || hundredths > 1e17)
+		return p + sprintf(p, sign ? "%+*.2f" : "%*.2f", width, v);
+	u = (uint64_t)hundredths;
+	do {
+		digits[n++] = (char)('0' + u % 10);
+		u /= 10;
+		if (n == 2)
+			digits[n++] = '.';
+	} while (u || n < 4);
+	if (neg || sign)
+		digits[n++] = neg ? '-' : '+';
+	for (int pad = width - n; pad > 0; pad--)
+		*p++ = ' ';
+	while (n)
+		*p++ = digits[--n];
+	return p;
+}
+
 static void write_row(const struct diff_result *r, const struct diff_row *row, FILE *out)
 {
-	fprintf(out, "%7.2f %7.2f %7.2f %7.2f %+8.2f %7.2f %4s %4s  %s\n", row->base_incl_pct,
-		row->new_incl_pct, row->base_self_pct, row->new_self_pct, row->change, row->z,
-		row->significant ? "yes" : "-", status_mark(row->status),
-		name_table__name(r->names, row->id));
+	char buf[96], *p = buf;
+
+	p = put_fixed2(p, row->base_incl_pct, 7, false);
+	*p++ = ' ';
+	p = put_fixed2(p, row->new_incl_pct, 7, false);
+	*p++ = ' ';
+	p = put_fixed2(p, row->base_self_pct, 7, false);
+	*p++ = ' ';
+	p = put_fixed2(p, row->new_self_pct, 7, false);
+	*p++ = ' ';
+	p = put_fixed2(p, row->change, 8, true);
+	*p++ = ' ';
+	p = put_fixed2(p, row->z, 7, false);
+	p += sprintf(p, " %4s %4s  ", row->significant ? "yes" : "-", status_mark(row->status));
+	fwrite(buf, 1, (size_t)(p - buf), out);
+	fputs(name_table__name(r->names, row->id), out);
+	fputc('\n', out);
 }
 
 static void write_footer(const struct diff_result *r, const struct diff_opts *o, size_t hidden,
@@ -328,76 +375,156 @@ int diff__write_json(const struct diff_result *r, const struct diff_opts *o,
 
 /* ---- differential flamegraph ---- */
 
-#define UNKNOWN (UINT32_MAX - 1)
-
 struct svg_style {
-	const struct flamegraph *base;
-	uint64_t base_total, new_total;
-	uint32_t *base_of; /* NEW node -> BASE node on the same call path, FLAMEGRAPH_NONE */
+	uint64_t *base;    /* per NEW node: BASE's samples on the same call path */
 	size_t nr_nodes;
+	uint64_t base_total, new_total;
 	double scale;      /* a change of this many points is drawn fully saturated */
 };
 
-static int build_graph(const struct stack_set *set, struct flamegraph **out)
+struct stack_view {
+	const uint32_t *ids;
+	uint32_t len;
+	uint32_t cut; /* frames to add */
+	uint64_t count;
+};
+
+static int compare_stacks(const void *a, const void *b, void *ctx)
+{
+	const struct stack_view *views = ctx;
+	const struct stack_view *x = &views[*(const uint32_t *)a], *y = &views[*(const uint32_t *)b];
+
+	for (uint32_t i = 0; i < x->len && i < y->len; i++) {
+		if (x->ids[i] != y->ids[i])
+			return x->ids[i] < y->ids[i] ? -1 : 1;
+	}
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static uint32_t frame_at(const struct stack_view *v, uint32_t depth)
+{
+	return depth < v->len ? v->ids[depth] : UINT32_MAX;
+}
+
+struct range {
+	size_t lo, hi;
+	uint32_t depth;
+};
+
+/* With the stacks sorted by frames, the stacks through a call path are one run: its
+ * samples are the run's sum. Each stack is cut after the first frame on its path too
+ * narrow to be drawn; the frame itself stays, so its drawn siblings keep their places.
+ * A graph of 100,000 deep stacks then holds the few thousand frames worth drawing. */
+static int cut_stacks(struct stack_view *views, const uint32_t *order, size_t n,
+		      uint64_t min_drawn)
+{
+	struct range *todo = malloc((n + 1) * sizeof(*todo));
+	size_t ntodo = 0;
+
+	if (!todo)
+		return -ENOMEM;
+	todo[ntodo++] = (struct range){ 0, n, 0 };
+	while (ntodo) {
+		struct range r = todo[--ntodo];
+		size_t i = r.lo;
+
+		/* stacks that end at this depth sort first */
+		while (i < r.hi && frame_at(&views[order[i]], r.depth) == UINT32_MAX)
+			i++;
+		while (i < r.hi) {
+			uint32_t id = frame_at(&views[order[i]], r.depth);
+			uint64_t total = 0;
+			size_t j;
+
+			for (j = i; j < r.hi && frame_at(&views[order[j]], r.depth) == id; j++)
+				total += views[order[j]].count;
+			if (total >= min_drawn) {
+				/* every range pushed is a non-empty run of [lo, hi): at most n in all */
+				todo[ntodo++] = (struct range){ i, j, r.depth + 1 };
+			} else {
+				for (size_t k = i; k < j; k++)
+					views[order[k]].cut = r.depth + 1;
+			}
+			i = j;
+		}
+	}
+	free(todo);
+	return 0;
+}
+
+/* NEW's graph, holding only what can be drawn (and the first frame that cannot). */
+static int build_graph(const struct stack_set *set, const struct flamegraph_opts *opts,
+		       struct flamegraph **out)
 {
 	const struct name_table *names = stack_set__names(set);
+	size_t n = stack_set__nr_stacks(set);
+	struct stack_view *views = n < UINT32_MAX ? malloc((n + 1) * sizeof(*views)) : NULL;
+	uint32_t *order = malloc((n + 1) * sizeof(*order));
 	const char **frames = NULL;
 	size_t cap = 0;
-	int err;
+	int err = views && order ? 0 : -ENOMEM;
 
-	err = flamegraph__new(out);
-	for (size_t i = 0; !err && i < stack_set__nr_stacks(set); i++) {
-		const uint32_t *ids;
-		uint32_t n;
-		uint64_t count;
+	for (size_t i = 0; !err && i < n; i++) {
+		stack_set__stack(set, i, &views[i].ids, &views[i].len, &views[i].count);
+		views[i].cut = views[i].len;
+		order[i] = (uint32_t)i;
+	}
+	if (!err) {
+		qsort_r(order, n, sizeof(*order), compare_stacks, views);
+		err = cut_stacks(views, order, n, flamegraph__min_drawn(stack_set__total(set), opts));
+	}
+	if (!err)
+		err = flamegraph__new(out);
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t len = views[i].cut;
 
-		stack_set__stack(set, i, &ids, &n, &count);
-		if (n > cap) {
-			const char **bigger = realloc(frames, n * sizeof(*frames));
+		if (len > cap) {
+			const char **bigger = realloc(frames, len * sizeof(*frames));
 
 			if (!bigger) {
 				err = -ENOMEM;
 				break;
 			}
 			frames = bigger;
-			cap = n;
+			cap = len;
 		}
-		for (uint32_t f = 0; f < n; f++)
-			frames[f] = name_table__name(names, ids[f]);
-		err = flamegraph__add(*out, frames, n, count);
+		for (uint32_t f = 0; f < len; f++)
+			frames[f] = name_table__name(names, views[i].ids[f]);
+		err = flamegraph__add(*out, frames, len, views[i].count);
 	}
 	free(frames);
+	free(views);
+	free(order);
 	return err;
 }
 
-/* The BASE node of a NEW frame's call path; frames come after their parents. */
-static uint32_t base_node(struct svg_style *st, const struct flamegraph_frame *f)
+/* BASE's samples on each of NEW's call paths: each BASE stack followed down NEW's graph
+ * as far as NEW has its path. */
+static void count_base(const struct stack_set *base, const struct flamegraph *new_fg,
+		       uint64_t *counts)
 {
-	uint32_t parent, id;
+	const struct name_table *names = stack_set__names(base);
 
-	if (f->id >= st->nr_nodes)
-		return FLAMEGRAPH_NONE;
-	if (st->base_of[f->id] != UNKNOWN)
-		return st->base_of[f->id];
-	if (f->parent == FLAMEGRAPH_NONE) {
-		id = 0;
-	} else {
-		parent = f->parent < st->nr_nodes ? st->base_of[f->parent] : FLAMEGRAPH_NONE;
-		if (parent >= UNKNOWN || flamegraph__child(st->base, parent, f->name, &id))
-			id = FLAMEGRAPH_NONE;
+	for (size_t i = 0; i < stack_set__nr_stacks(base); i++) {
+		const uint32_t *ids;
+		uint32_t len, node = 0;
+		uint64_t count;
+
+		stack_set__stack(base, i, &ids, &len, &count);
+		counts[0] += count;
+		for (uint32_t f = 0; f < len; f++) {
+			if (flamegraph__child(new_fg, node, name_table__name(names, ids[f]), &node))
+				break;
+			counts[node] += count;
+		}
 	}
-	st->base_of[f->id] = id;
-	return id;
 }
 
-/* The change of a frame's share, in points; *in_base tells whether BASE has its path. */
-static double frame_change(struct svg_style *st, const struct flamegraph_frame *f,
-			   double *base_pct, double *new_pct, bool *in_base)
+/* The change of a frame's share, in points. */
+static double frame_change(const struct svg_style *st, const struct flamegraph_frame *f,
+			   double *base_pct, double *new_pct)
 {
-	uint32_t b = base_node(st, f);
-
-	*in_base = b != FLAMEGRAPH_NONE;
-	*base_pct = *in_base ? pct(flamegraph__samples(st->base, b), st->base_total) : 0;
+	*base_pct = f->id < st->nr_nodes ? pct(st->base[f->id], st->base_total) : 0;
 	*new_pct = pct(f->samples, st->new_total);
 	return *new_pct - *base_pct;
 }
@@ -410,10 +537,8 @@ static uint8_t mix(double from, double to, double s)
 /* Light grey for no change, towards red as the share grew, towards blue as it shrank. */
 static bool diff_fill(void *ctx, const struct flamegraph_frame *f, struct flamegraph_rgb *fill)
 {
-	struct svg_style *st = ctx;
-	double base_pct, new_pct;
-	bool in_base;
-	double change = frame_change(st, f, &base_pct, &new_pct, &in_base);
+	const struct svg_style *st = ctx;
+	double base_pct, new_pct, change = frame_change(st, f, &base_pct, &new_pct);
 	double s = fmin(1.0, fabs(change) / st->scale);
 
 	if (change > 0)
@@ -425,10 +550,9 @@ static bool diff_fill(void *ctx, const struct flamegraph_frame *f, struct flameg
 
 static bool diff_tip(void *ctx, const struct flamegraph_frame *f, char *buf, size_t len)
 {
-	struct svg_style *st = ctx;
-	double base_pct, new_pct;
-	bool in_base;
-	double change = frame_change(st, f, &base_pct, &new_pct, &in_base);
+	const struct svg_style *st = ctx;
+	double base_pct, new_pct, change = frame_change(st, f, &base_pct, &new_pct);
+	bool in_base = f->id < st->nr_nodes && st->base[f->id];
 
 	snprintf(buf, len, "%" PRIu64 " sample%s, %.2f%%; base %.2f%%%s; change %+.2f pp", f->samples,
 		 f->samples == 1 ? "" : "s", new_pct, base_pct, in_base ? "" : ", not in base",
@@ -451,28 +575,24 @@ int diff__write_svg(const struct stack_set *base, const struct stack_set *new,
 		    const struct diff_result *r, const char *base_name, const char *new_name,
 		    FILE *out)
 {
-	struct flamegraph *base_fg = NULL, *new_fg = NULL;
+	struct flamegraph *new_fg = NULL;
 	struct svg_style st = { .base_total = r->base_total, .new_total = r->new_total };
 	struct flamegraph_style style = { diff_fill, diff_tip, &st };
 	struct flamegraph_opts opts = { .title = "Differential flame graph", .style = &style };
 	char subtitle[512];
 	int err;
 
-	err = build_graph(base, &base_fg);
-	if (!err)
-		err = build_graph(new, &new_fg);
+	err = build_graph(new, &opts, &new_fg);
 	if (err)
 		goto cleanup;
-	st.base = base_fg;
 	st.nr_nodes = flamegraph__nr_nodes(new_fg);
 	st.scale = colour_scale(r);
-	st.base_of = malloc(st.nr_nodes * sizeof(*st.base_of) + 1);
-	if (!st.base_of) {
+	st.base = calloc(st.nr_nodes + 1, sizeof(*st.base));
+	if (!st.base) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < st.nr_nodes; i++)
-		st.base_of[i] = UNKNOWN;
+	count_base(base, new_fg, st.base);
 	snprintf(subtitle, sizeof(subtitle),
 		 "%s (%" PRIu64 " samples) against base %s (%" PRIu64 " samples): red grew, blue shrank, "
 		 "by share of all samples",
@@ -480,8 +600,7 @@ int diff__write_svg(const struct stack_set *base, const struct stack_set *new,
 	opts.subtitle = subtitle;
 	err = flamegraph__write_svg(new_fg, out, &opts);
 cleanup:
-	free(st.base_of);
-	flamegraph__free(base_fg);
+	free(st.base);
 	flamegraph__free(new_fg);
 	return err;
 }

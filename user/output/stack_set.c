@@ -388,34 +388,67 @@ int stack_set__add_folded(struct stack_set *s, char *line, size_t len, char *err
 	return ret;
 }
 
-/* One line without its newline: 1, 0 at the end, -E2BIG past the limit, -errno. */
-static int read_line(FILE *in, char **buf, size_t *cap, size_t *len)
+/* Lines out of 64 KiB blocks: memchr finds the newlines, and NUL bytes stay visible. */
+struct line_reader {
+	FILE *in;
+	char block[64 * 1024];
+	size_t pos, end;
+	char *line;
+	size_t cap;
+};
+
+/* One line without its newline into r->line: 1, 0 at the end, -E2BIG past the limit,
+ * -errno. */
+static int read_line(struct line_reader *r, size_t *len)
 {
-	int c, err;
+	bool any = false;
+	int err;
 
 	*len = 0;
-	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
-		if (*len >= STACK_SET_MAX_LINE)
+	for (;;) {
+		char *nl;
+		size_t take;
+
+		if (r->pos == r->end) {
+			r->pos = 0;
+			r->end = fread(r->block, 1, sizeof(r->block), r->in);
+			if (r->end == 0)
+				break;
+		}
+		any = true;
+		nl = memchr(r->block + r->pos, '\n', r->end - r->pos);
+		take = (nl ? (size_t)(nl - r->block) : r->end) - r->pos;
+		if (*len + take > STACK_SET_MAX_LINE)
 			return -E2BIG;
-		if (*len + 1 >= *cap && (err = grow((void **)buf, cap, *len + 2, 1)))
+		if ((err = grow((void **)&r->line, &r->cap, *len + take + 1, 1)))
 			return err;
-		(*buf)[(*len)++] = (char)c;
+		memcpy(r->line + *len, r->block + r->pos, take);
+		*len += take;
+		r->pos += take;
+		if (nl) {
+			r->pos++;
+			return 1;
+		}
 	}
-	if (ferror(in))
+	if (ferror(r->in))
 		return errno ? -errno : -EIO;
-	return c == EOF && *len == 0 ? 0 : 1;
+	return any ? 1 : 0;
 }
 
 int stack_set__read_folded(struct stack_set *s, FILE *in, char *err, size_t errlen)
 {
-	char *buf = NULL, msg[128];
+	struct line_reader *r = calloc(1, sizeof(*r));
+	char msg[128];
 	uint32_t *ids = NULL;
-	size_t cap = 0, ids_cap = 0, len, lineno = 0;
+	size_t ids_cap = 0, len, lineno = 0;
 	int ret;
 
+	if (!r)
+		return -ENOMEM;
+	r->in = in;
 	for (;;) {
 		lineno++;
-		ret = read_line(in, &buf, &cap, &len);
+		ret = read_line(r, &len);
 		if (ret == 0)
 			break;
 		if (ret == -E2BIG) {
@@ -427,14 +460,15 @@ int stack_set__read_folded(struct stack_set *s, FILE *in, char *err, size_t errl
 			snprintf(err, errlen, "%s", strerror(-ret));
 			goto cleanup;
 		}
-		ret = add_folded(s, buf, len, &ids, &ids_cap, msg, sizeof(msg));
+		ret = add_folded(s, r->line, len, &ids, &ids_cap, msg, sizeof(msg));
 		if (ret) {
 			snprintf(err, errlen, "line %zu: %s", lineno, msg);
 			goto cleanup;
 		}
 	}
 cleanup:
-	free(buf);
+	free(r->line);
+	free(r);
 	free(ids);
 	return ret;
 }
