@@ -44,23 +44,32 @@ check "--function: only k gated, and k shrank: exit 0" [ $? -eq 0 ]
 "$HPROF" diff "$TMP/base.folded" "$TMP/new.folded" --threshold 5 --function '^k$' --function '^[fg]$' >"$TMP/fn.out"
 check "--function (repeatable): f caught, n not gated ($(regressed "$TMP/fn.out"))" [ "$(regressed "$TMP/fn.out")" = f ]
 "$HPROF" diff "$TMP/base.folded" "$TMP/new.folded" --threshold 5 --min-samples 1001 >"$TMP/min.out"
-check "--min-samples: n (0 and 1000 samples) left out ($(regressed "$TMP/min.out"))" \
-	[ "$(regressed "$TMP/min.out")" = f ] && ! grep -q ' n$' "$TMP/min.out"
+good=false
+[ "$(regressed "$TMP/min.out")" = f ] && ! grep -q ' n$' "$TMP/min.out" && good=true
+check "--min-samples: n (0 and 1000 samples) left out ($(regressed "$TMP/min.out"))" $good
 
 printf 'p;g 5000\np;g;h 5000\n' >"$TMP/self_base.folded"
 printf 'p;g 7000\np;g;h 3000\n' >"$TMP/self_new.folded"
 "$HPROF" diff "$TMP/self_base.folded" "$TMP/self_new.folded" --threshold 5 >/dev/null
 check "--self: g's inclusive share is unchanged, exit 0" [ $? -eq 0 ]
 "$HPROF" diff "$TMP/self_base.folded" "$TMP/self_new.folded" --threshold 5 --self >"$TMP/self.out"
-check "--self: g's self share grew 20 points, exit 3 naming g" \
-	[ $? -eq 3 ] && [ "$(regressed "$TMP/self.out")" = g ]
+rc=$? good=false
+[ $rc -eq 3 ] && [ "$(regressed "$TMP/self.out")" = g ] && good=true
+check "--self: g's self share grew 20 points, exit 3 naming g ($rc)" $good
 
 # JIT addresses differ from run to run: merged by name
 printf 'node;[jit]+0x7f0000001000 600\nnode;main 400\n' >"$TMP/jit_base.folded"
 printf 'node;[jit]+0x7f3300002000 300\nnode;[jit]+0x7f3300004000 300\nnode;main 400\n' >"$TMP/jit_new.folded"
 "$HPROF" diff "$TMP/jit_base.folded" "$TMP/jit_new.folded" --threshold 1 >"$TMP/jit.out"
-check "JIT addresses merged: [jit] unchanged, exit 0" \
-	[ $? -eq 0 ] && grep -Eq '^ +60\.00 +60\.00 .* \[jit\]$' "$TMP/jit.out"
+rc=$? good=false
+[ $rc -eq 0 ] && grep -Eq '^ +60\.00 +60\.00 .* \[jit\]$' "$TMP/jit.out" && good=true
+check "JIT addresses merged: [jit] unchanged, exit 0 ($rc)" $good
+
+# a pipe (the shell's <(...)) is read like the file
+"$HPROF" diff <(cat "$TMP/base.folded") "$TMP/new.folded" --threshold 5 >"$TMP/pipe.out"
+rc=$? good=false
+[ $rc -eq 3 ] && cmp -s <(tail -n +2 "$TMP/pipe.out") <(tail -n +2 "$TMP/syn.out") && good=true
+check "pipe: folded stacks from <(...), same table and gate (exit $rc)" $good
 
 "$HPROF" diff --help >"$TMP/help"
 check "--help names the test" grep -q 'pooled two-proportion z-test' "$TMP/help"
@@ -69,7 +78,9 @@ check "usage: one profile, exit 2" [ $? -eq 2 ]
 "$HPROF" diff "$TMP/base.folded" "$TMP/new.folded" --threshold lots 2>/dev/null
 check "usage: bad --threshold, exit 2" [ $? -eq 2 ]
 "$HPROF" diff "$TMP/base.folded" "$TMP/new.folded" --function '(' 2>"$TMP/err"
-check "usage: bad --function regex, exit 2" [ $? -eq 2 ] && grep -q "^hprof: diff: --function '('" "$TMP/err"
+rc=$? good=false
+[ $rc -eq 2 ] && grep -q "^hprof: diff: --function '('" "$TMP/err" && good=true
+check "usage: bad --function regex, exit 2 ($(cat "$TMP/err"))" $good
 "$HPROF" diff "$TMP/base.folded" "$TMP/new.folded" --confidence 40 2>/dev/null
 check "usage: --confidence below 50, exit 2" [ $? -eq 2 ]
 
@@ -102,6 +113,10 @@ bad_input "garbage line" "$TMP/garbage.folded: line 3: invalid sample count" "$T
 bad_input "binary junk" "$TMP/binary.folded: line 1: " "$TMP/binary.folded" "$TMP/new.folded"
 bad_input "truncated capture header" "$TMP/short.raw: offset 16: record of 4096 bytes runs past the end" \
 	"$TMP/short.raw" "$TMP/new.folded"
+"$HPROF" diff <(cat "$TMP/short.raw") "$TMP/new.folded" >/dev/null 2>"$TMP/err"
+rc=$? good=false
+[ $rc -eq 1 ] && grep -q 'a capture must be a file' "$TMP/err" && good=true
+check "bad input: a capture through a pipe, exit 1 ($(cat "$TMP/err"))" $good
 bad_input "corrupt pprof" "$TMP/bad.pb.gz: (corrupt|truncated) gzip stream" "$TMP/base.folded" "$TMP/bad.pb.gz"
 
 require_bpf "diff on recordings"
@@ -224,7 +239,7 @@ browser_dom "$TMP/diff.svg" '' >"$TMP/dom"
 check "browser: renders the frames" grep -q '<g data-s="0" data-n="[0-9]*" data-d="0"><title>all ' "$TMP/dom"
 read -r r g b <<<"$(fill work_e "$TMP/dom")"
 echo "# work_e fill: $r $g $b; work_d fill: $(fill work_d "$TMP/dom")"
-check "browser: work_e, which grew, is red" [ "${r:-0}" -gt $((${g:-0} + 100)) ] && [ "${r:-0}" -gt $((${b:-0} + 100)) ]
+check "browser: work_e, which grew, is red" [ "${r:-0}" -gt $((${g:-0} + 100)) -a "${r:-0}" -gt $((${b:-0} + 100)) ]
 read -r r g b <<<"$(fill work_d "$TMP/dom")"
 check "browser: work_d, which shrank, is blue" [ "${b:-0}" -gt "${r:-0}" ]
 check "browser: tooltips give both shares and the change" \

@@ -210,25 +210,55 @@ static enum input_kind input_kind(FILE *f)
 	return INPUT_FOLDED;
 }
 
+/* Reads the rest of f into memory, at most max bytes. Returns 0 or -errno (-EFBIG). */
+static int read_all(FILE *f, size_t max, uint8_t **data, size_t *len)
+{
+	size_t cap = 0;
+	uint8_t *buf = NULL;
+
+	*len = 0;
+	for (;;) {
+		size_t got;
+
+		if (*len == cap) {
+			uint8_t *bigger;
+
+			if (cap >= max) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap = cap ? (cap > max / 2 ? max : cap * 2) : 64 * 1024;
+			bigger = realloc(buf, cap);
+			if (!bigger) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = bigger;
+		}
+		got = fread(buf + *len, 1, cap - *len, f);
+		*len += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		free(buf);
+		return -EIO;
+	}
+	*data = buf;
+	return 0;
+}
+
 static int load_pprof(FILE *f, struct stack_set *set, char *err, size_t errlen)
 {
-	struct stat st;
 	uint8_t *data;
-	int ret;
+	size_t len;
+	int ret = read_all(f, PPROF_MAX_BYTES, &data, &len);
 
-	if (fstat(fileno(f), &st) != 0)
-		return -errno;
-	if ((uint64_t)st.st_size > PPROF_MAX_BYTES) {
+	if (ret == -EFBIG)
 		snprintf(err, errlen, "larger than %u MiB", PPROF_MAX_BYTES >> 20);
-		return -EFBIG;
-	}
-	data = malloc((size_t)st.st_size + 1);
-	if (!data)
-		return -ENOMEM;
-	if (fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-		ret = -EIO;
-	else
-		ret = pprof__read(data, (size_t)st.st_size, set, err, errlen);
+	if (ret)
+		return ret;
+	ret = pprof__read(data, len, set, err, errlen);
 	free(data);
 	return ret;
 }
@@ -255,28 +285,63 @@ static int load_capture(const char *path, struct stack_set *set, char *err, size
 	return ret;
 }
 
+/* A pipe (a shell's <(...)) cannot be rewound after its first bytes are looked at: it is
+ * read into memory, up to a limit, and parsed from there. */
+#define MAX_PIPE_INPUT (1ull << 31)
+
+static int open_input(const char *path, FILE **f, uint8_t **copy, bool *is_pipe)
+{
+	struct stat st;
+	size_t len;
+	int ret;
+
+	*f = fopen(path, "re");
+	if (!*f)
+		return -errno;
+	ret = fstat(fileno(*f), &st) != 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	if (ret) {
+		fclose(*f);
+		*f = NULL;
+		return ret;
+	}
+	*is_pipe = !S_ISREG(st.st_mode);
+	if (!*is_pipe)
+		return 0;
+	ret = read_all(*f, MAX_PIPE_INPUT, copy, &len);
+	fclose(*f);
+	*f = NULL;
+	if (ret)
+		return ret;
+	/* fmemopen wants a non-empty buffer; an empty one reads as no samples */
+	*f = fmemopen(*copy, len ? len : 1, "r");
+	if (*f && !len)
+		fgetc(*f);
+	return *f ? 0 : -errno;
+}
+
 /* Loads one profile; on error prints one line naming the file (and line) and returns
  * -errno. */
 static int load(const char *path, struct stack_set *set)
 {
 	char err[512] = "";
-	struct stat st;
+	uint8_t *copy = NULL;
+	bool is_pipe = false;
 	FILE *f;
 	int ret;
 
-	f = fopen(path, "re");
-	if (!f) {
-		ret = -errno;
-		fprintf(stderr, "hprof: diff: %s: %s\n", path, strerror(errno));
+	ret = open_input(path, &f, &copy, &is_pipe);
+	if (ret) {
+		fprintf(stderr, "hprof: diff: %s: %s\n", path, ret == -EFBIG ? "more than 2 GiB" : strerror(-ret));
+		free(copy);
 		return ret;
-	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
-		fprintf(stderr, "hprof: diff: %s: %s\n", path, strerror(EISDIR));
-		return -EISDIR;
 	}
 	switch (input_kind(f)) {
 	case INPUT_CAPTURE:
+		if (is_pipe) {
+			snprintf(err, sizeof(err), "a capture must be a file (it is replayed by path)");
+			ret = -EINVAL;
+			break;
+		}
 		ret = load_capture(path, set, err, sizeof(err));
 		break;
 	case INPUT_PPROF:
@@ -287,6 +352,7 @@ static int load(const char *path, struct stack_set *set)
 		break;
 	}
 	fclose(f);
+	free(copy);
 	/* a capture's messages name the file already */
 	if (ret && err[0] && strncmp(err, path, strlen(path)) == 0)
 		fprintf(stderr, "hprof: diff: %s\n", err);

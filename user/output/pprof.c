@@ -506,14 +506,15 @@ int pprof__write(struct profile *p, struct module_registry *reg, const struct pp
 	int64_t comm_key;
 	int err;
 
-	string_index(&b, "");
+	err = string_index(&b, "") == 0 ? 0 : -ENOMEM;
 	types[0].type = string_index(&b, "samples");
 	types[0].unit = string_index(&b, "count");
 	types[1].type = period_type.type = string_index(&b, "cpu");
 	types[1].unit = period_type.unit = string_index(&b, "nanoseconds");
 	comm_key = string_index(&b, PPROF_COMM_LABEL);
-	err = comm_key < 0 || types[0].type < 0 || types[0].unit < 0 || types[1].type < 0 ||
-			      types[1].unit < 0 ? -ENOMEM : 0;
+	if (!err && (comm_key < 0 || types[0].type < 0 || types[0].unit < 0 ||
+		     types[1].type < 0 || types[1].unit < 0))
+		err = -ENOMEM;
 	if (!err)
 		err = profile__for_each_stack(p, collect_stack, &b);
 	if (!err)
