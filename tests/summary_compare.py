@@ -39,16 +39,21 @@ def main():
     check("processes", int(m[4]), data["processes"])
     check("distinct stacks", int(m[5]), data["distinct_stacks"])
 
-    m = line(r"^hprof: FP-complete: ([0-9.]+)% of user stacks \((\d+) of (\d+)\); (\d+) kernel-only")
+    m = line(r"^hprof: FP-complete: ([0-9.]+)% of user stacks \((\d+) of (\d+)\); (\d+) "
+             r"kernel-only samples \((\d+) in execve or exit\)")
     check("FP-complete share", m[1], pct(data["fp_complete"]["percent"]))
     check("FP-complete count", int(m[2]), data["fp_complete"]["count"])
     check("user stacks", int(m[3]), data["user_samples"])
     check("kernel-only samples", int(m[4]), data["kernel_only_samples"])
+    check("kernel-only in execve or exit", int(m[5]), data["kernel_only_in_execve_or_exit"])
 
-    m = line(r"^hprof: user stacks by method: (.*) \((\d+) FP chains finished")
+    m = line(r"^hprof: user stacks by method: (.*) \(FP chains finished from their end: (\d+) by "
+             r"the DWARF walk, (\d+) with the thread's learned frames\)")
     for name, value in re.findall(r"(\S+) ([0-9.]+)%", m[1]):
         check(f"method {name}", value, pct(data["user_stacks_by_method"][name]["percent"]))
     check("FP chains finished by DWARF", int(m[2]), data["fp_chains_finished_by_dwarf"])
+    check("FP chains finished with learned frames", int(m[3]),
+          data["fp_chains_finished_with_learned_frames"])
 
     m = re.search(r"^hprof: truncated stacks:(.*)$", text, re.M)
     listed = dict(re.findall(r" (\[[^\]]*\]) (\d+);", m[1])) if m else {}
@@ -78,12 +83,16 @@ def main():
 
     m = line(r"^hprof: ([0-9]+) bytes received per sample")
     check("bytes per sample", m[1], f"{data['bytes_per_sample']:.0f}")
-    m = re.search(r"stack copies: (\d+) clamped at the end of the stack, (\d+) failed; windows at "
-                  r"the FP chain's end: (\d+) sent, (\d+) unreadable", text)
-    if m:
+    m = re.search(r"stack copies: (\d+) to the thread's learned base, (\d+) to the end of the "
+                  r"stack, (\d+) of the leaf only \(the FP chain sufficed\), (\d+) cut short by a "
+                  r"failed read, (\d+) failed; windows at the FP chain's end: (\d+) sent, (\d+) "
+                  r"unreadable", text)
+    if m or not data["frame_pointers_only"]:
+        if not m:
+            line(r"stack copies: ")  # reports the missing line and exits
         sc = data["stack_copies"]
-        for i, key in enumerate(["clamped", "failed", "fp_end_windows_sent",
-                                 "fp_end_windows_unreadable"]):
+        for i, key in enumerate(["to_learned_base", "to_end_of_stack", "leaf_only", "cut_short",
+                                 "failed", "fp_end_windows_sent", "fp_end_windows_unreadable"]):
             check(f"stack copies {key}", int(m[i + 1]), sc[key])
     sys.exit(1 if failed else 0)
 

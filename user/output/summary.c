@@ -44,6 +44,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__uint(w, user);
 	json__key(w, "kernel_only_samples");
 	json__uint(w, st->kernel_only);
+	json__key(w, "kernel_only_in_execve_or_exit");
+	json__uint(w, kc[KC_NO_USER_CONTEXT]);
 	count_and_percent(w, "fp_complete", st->fp_complete, user);
 	json__key(w, "user_stacks_by_method");
 	json__begin_object(w);
@@ -52,6 +54,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__end_object(w);
 	json__key(w, "fp_chains_finished_by_dwarf");
 	json__uint(w, st->fp_tails);
+	json__key(w, "fp_chains_finished_with_learned_frames");
+	json__uint(w, st->fp_tails_learned);
 	json__key(w, "truncated_by_reason");
 	json__begin_object(w);
 	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
@@ -129,7 +133,13 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__bool(w, r->no_dwarf);
 	json__key(w, "stack_copies");
 	json__begin_object(w);
-	json__key(w, "clamped");
+	json__key(w, "to_learned_base");
+	json__uint(w, kc[KC_COPY_LEARNED]);
+	json__key(w, "to_end_of_stack");
+	json__uint(w, kc[KC_COPY_DEFAULT]);
+	json__key(w, "leaf_only");
+	json__uint(w, kc[KC_COPY_FP]);
+	json__key(w, "cut_short");
 	json__uint(w, kc[KC_STACK_COPY_CLAMPED]);
 	json__key(w, "failed");
 	json__uint(w, kc[KC_STACK_COPY_FAILED]);
