@@ -7,6 +7,11 @@
 source "$(dirname "$0")/lib.sh"
 
 FIVE=$WL/nofp_five
+# The gate on recordings looks at user-space functions: names not ending in ']', so neither
+# kernel frames (_[k]) nor synthetic ones. On a loaded machine interrupts and the scheduler
+# (asm_sysvec_reschedule_ipi_[k], irqentry_exit_to_user_mode_[k]) take shares that follow
+# the load, not the code: a real change, but not the workload's.
+USER_CODE='[^]]$'
 
 # regressed FILE: the functions listed after the "regressed:" line of a table.
 regressed() { sed -n '/^regressed: /,$p' "$1" | tail -n +2 | tr '\n' ' ' | sed 's/ $//'; }
@@ -127,8 +132,8 @@ require_bpf "diff on recordings"
 	--json "$TMP/base.json" -- "$FIVE" 3 >/dev/null 2>"$TMP/base.err"
 check "record: base with --raw --folded --pprof --json, exit 0" [ $? -eq 0 ]
 "$HPROF" -F 999 --raw "$TMP/slow.raw" -- "$FIVE" 3 work_e >/dev/null 2>&1
-"$HPROF" diff "$TMP/base.raw" "$TMP/slow.raw" --threshold 5 --svg "$TMP/diff.svg" \
-	--json "$TMP/diff.json" >"$TMP/slow.out"
+"$HPROF" diff "$TMP/base.raw" "$TMP/slow.raw" --threshold 5 --function "$USER_CODE" \
+	--svg "$TMP/diff.svg" --json "$TMP/diff.json" >"$TMP/slow.out"
 rc=$?
 grep -E ' work_[a-e]$' "$TMP/slow.out" | sed 's/^/# /'
 check "regression: work_e 1.5x slower fails the gate at 5 pp, exit 3 ($rc)" [ "$rc" -eq 3 ]
@@ -137,13 +142,16 @@ check "regression: exactly work_e is named ($(regressed "$TMP/slow.out"))" [ "$(
 alarms=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
 	"$HPROF" -F 999 --folded "$TMP/rerun.folded" -- "$FIVE" 1.5 >/dev/null 2>&1
-	"$HPROF" diff "$TMP/base_live.folded" "$TMP/rerun.folded" --threshold 2 >"$TMP/rerun.out"
+	"$HPROF" diff "$TMP/base_live.folded" "$TMP/rerun.folded" --threshold 2 \
+		--function "$USER_CODE" >"$TMP/rerun.out"
 	rc=$?
 	if [ "$rc" -ne 0 ]; then
 		alarms=$((alarms + 1))
 		echo "# rerun $i: exit $rc: $(regressed "$TMP/rerun.out")"
 		grep -E ' work_[a-e]$' "$TMP/rerun.out" | sed 's/^/#   /'
 	fi
+	"$HPROF" diff "$TMP/base_live.folded" "$TMP/rerun.folded" --threshold 2 >"$TMP/rerun_all.out" ||
+		echo "# rerun $i: the machine's load moved kernel frames: $(regressed "$TMP/rerun_all.out")"
 done
 check "no false alarm: 10 unchanged reruns pass at 2 pp ($alarms failed)" [ "$alarms" -eq 0 ]
 
@@ -159,7 +167,7 @@ unchanged() {
 check "readers: the recording's pprof reads as its folded stacks" unchanged "$TMP/base_live.folded" "$TMP/base.pb.gz"
 check "readers: the capture reads as the report's folded stacks" unchanged "$TMP/report.folded" "$TMP/base.raw"
 check "readers: the report's pprof reads as its folded stacks" unchanged "$TMP/report.folded" "$TMP/report.pb.gz"
-"$HPROF" diff "$TMP/report.pb.gz" "$TMP/slow.raw" --threshold 5 | tail -n +2 >"$TMP/slow_pprof.out"
+"$HPROF" diff "$TMP/report.pb.gz" "$TMP/slow.raw" --threshold 5 --function "$USER_CODE" | tail -n +2 >"$TMP/slow_pprof.out"
 tail -n +2 "$TMP/slow.out" >"$TMP/slow_raw.out"
 check "readers: the capture's pprof gives the capture's table" cmp -s "$TMP/slow_pprof.out" "$TMP/slow_raw.out"
 
