@@ -80,7 +80,17 @@ for n in 0 1 2 3; do
 		[ "${mine%/*}" -ge 20 -a "${mixed%/*}" -eq 0 ]
 done
 
+# While _Unwind_RaiseException installs the handler's context, its CFI (libgcc's, not the
+# workload's) no longer describes the frame: hprof reads no return address there and marks
+# the few samples taken then truncated. They are left out of the exact-chain share, and
+# must stay rare.
+INSTALL='^nofp_cxx;\[truncated: pc outside any known mapping\];\[unmapped\]\+0x[0-9a-f]+;throw_and_catch\(\);_Unwind_RaiseException'
 record nofp_cxx -- &&
+	install=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx "$INSTALL") &&
+	check "nofp_cxx: samples truncated in libgcc's context install are rare ($install)" \
+		[ $((${install%/*} * 100)) -le $((3 * ${install#*/})) ] &&
+	grep -Ev "$INSTALL" "$TMP/nofp_cxx.folded" >"$TMP/nofp_cxx.kept" &&
+	mv "$TMP/nofp_cxx.kept" "$TMP/nofp_cxx.folded" &&
 	expect_chain nofp_cxx "^nofp_cxx;$START(;run\\(Shape&, [^;]*\\)(;Square::work\\([^;]*\\)(;[^;]+)*|;throw_and_catch\\(\\)[^;]*(;[^;]+)*)|$CLOCK)$KERNEL\$"
 lambda=$(share_matching "$TMP/nofp_cxx.folded" nofp_cxx 'sort_points\(std::vector<Point, std::allocator<Point> >&\)::\{lambda\(Point const&, Point const&\)#1\}::operator\(\)')
 check "nofp_cxx: the std::sort lambda is reached ($lambda)" [ "${lambda%/*}" -gt 0 ]
