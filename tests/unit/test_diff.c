@@ -181,6 +181,12 @@ static void test_stats(void)
 	check(stats__two_proportion_z(0, 100, 0, 50) == 0, "stats: both zero, z 0");
 	check(stats__two_proportion_z(100, 100, 50, 50) == 0, "stats: both all, z 0");
 	check(stats__two_proportion_z(1, 0, 1, 1) == 0, "stats: empty profile, z 0");
+	check(stats__two_proportion_z(0, 2000, 1, 2000) == 0,
+	      "stats: 0 against 1 sample is noise, z 0");
+	check(stats__two_proportion_z(0, 1999, 1, 1) == 0,
+	      "stats: a one-sample profile tells nothing, z 0");
+	z = stats__two_proportion_z(0, 2000, 30, 2000);
+	check(z > 5, "stats: a new function with 30 of 2000 samples is far from noise (z %f)", z);
 	check(near(stats__min_detectable(0.5, 1000, 1000, 2.0), 2.0 * sqrt(0.25 * 0.002), 1e-12),
 	      "stats: minimum detectable difference");
 }

@@ -43,6 +43,8 @@ static const char usage_text[] =
 	"A change is significant when a pooled two-proportion z-test (two-sided) rejects\n"
 	"\"same share\" at the confidence, Bonferroni-corrected for the number of functions\n"
 	"the gate tests, so the chance of any false alarm in a run stays below 1 - confidence.\n"
+	"A function with fewer than 5 expected samples on either side of either profile (as\n"
+	"0 against 1 sample) is never significant: the test's normal approximation needs them.\n"
 	"\n"
 	"  --threshold PCT     exit 3 when a function's share grew by more than PCT points\n"
 	"                      and significantly; those functions are printed last, one a line\n"

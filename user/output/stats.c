@@ -36,6 +36,11 @@ double stats__two_proportion_z(uint64_t x1, uint64_t n1, uint64_t x2, uint64_t n
 	p1 = (double)x1 / (double)n1;
 	p2 = (double)x2 / (double)n2;
 	pooled = ((double)x1 + (double)x2) / ((double)n1 + (double)n2);
+	/* The normal approximation holds only with enough expected samples on both sides of
+	 * both profiles: 0 against 1 sample, or a profile of a handful of samples, is noise. */
+	if (pooled * (double)n1 < STATS_MIN_EXPECTED || (1 - pooled) * (double)n1 < STATS_MIN_EXPECTED ||
+	    pooled * (double)n2 < STATS_MIN_EXPECTED || (1 - pooled) * (double)n2 < STATS_MIN_EXPECTED)
+		return 0;
 	se = sqrt(pooled * (1 - pooled) * (1.0 / (double)n1 + 1.0 / (double)n2));
 	return se > 0 ? (p2 - p1) / se : 0;
 }

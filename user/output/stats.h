@@ -8,8 +8,13 @@
 
 /* z with P(Z <= z) = p for a standard normal Z, p in (0, 1). */
 double stats__normal_quantile(double p);
+/* Expected samples, under the pooled share, that each side of each profile needs for the
+ * z-test's normal approximation to hold (the usual rule of five). */
+#define STATS_MIN_EXPECTED 5.0
+
 /* The pooled two-proportion z statistic of x1 of n1 against x2 of n2: positive when the
- * second share is larger; 0 when either total is 0 or both shares are 0 or 1. */
+ * second share is larger; 0 when either total is 0, both shares are 0 or 1, or the counts
+ * are too small for the test (STATS_MIN_EXPECTED). */
 double stats__two_proportion_z(uint64_t x1, uint64_t n1, uint64_t x2, uint64_t n2);
 /* The critical |z| of a two-sided test at confidence (0..1) over m comparisons, each at
  * 1 - (1 - confidence) / m (Bonferroni): the chance of any false alarm among m functions
