@@ -152,7 +152,8 @@ int process_maps__parse(const char *text, size_t len, struct process_maps **out)
 		m.path = path;
 		maps->items[maps->nr++] = m;
 	}
-	qsort(maps->items, maps->nr, sizeof(*maps->items), compare_start);
+	if (maps->nr) /* a maps file without executable mappings leaves items NULL */
+		qsort(maps->items, maps->nr, sizeof(*maps->items), compare_start);
 	*out = maps;
 	maps = NULL;
 cleanup:

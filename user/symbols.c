@@ -243,7 +243,8 @@ static void sort_symbols(struct elf_symbols *es)
 {
 	size_t kept = 0;
 
-	qsort(es->syms, es->nr_syms, sizeof(*es->syms), compare_symbols);
+	if (es->nr_syms) /* a file without symbols leaves syms NULL */
+		qsort(es->syms, es->nr_syms, sizeof(*es->syms), compare_symbols);
 	for (size_t i = 0; i < es->nr_syms; i++) {
 		if (kept && es->syms[kept - 1].start == es->syms[i].start)
 			continue;
