@@ -146,7 +146,7 @@ $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.cc tests/workloads/workload.h 
 	$(call msg,CXX-WL,$@)
 	$(Q)mkdir -p $(@D) && g++ -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@
 
-test: all
+test: all fuzz-build
 	$(Q)bash tests/run.sh
 
 test-full: all
@@ -161,6 +161,33 @@ bench: all
 cfi-sweep: $(HPROF) $(WORKLOADS)
 	$(Q)HPROF_FULL=1 bash tests/t_cfi_readelf.sh
 
+# Fuzzing: one libFuzzer harness per parser of outside input (tests/fuzz/fuzz_*.c), linked
+# with the library built again by clang with ASan and UBSan. `make fuzz` runs each for
+# FUZZ_SECONDS (60) under nice; tests/t_fuzz_smoke.sh runs each over its corpus briefly.
+FUZZ_CC     := clang
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+               -std=gnu11 -Wall -Wextra -Werror -MMD -MP
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS     := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+# protoc-c's generated code is linked as the normal build compiled it
+FUZZ_LIB    := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o)
+
+.PHONY: fuzz fuzz-build
+.SECONDARY: $(filter $(BUILD)/fuzz/%,$(FUZZ_LIB)) $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/obj/tests/fuzz/%.o,$(FUZZ_SRCS))
+fuzz-build: $(FUZZERS)
+
+fuzz: fuzz-build
+	$(Q)FUZZ_SECONDS=$${FUZZ_SECONDS:-60} bash tests/fuzz/run.sh
+
+$(BUILD)/fuzz/obj/%.o: %.c $(SKELS) $(PROTO_H) | $(DEPS_STAMP)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/tests/fuzz/%.o $(FUZZ_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+
 # The main job: profile the bundled demo workload for 5 s and write out.svg.
 run: all
 	$(Q)$(HPROF) --svg out.svg --time 5000 -- $(BUILD)/workloads/fp_demo 5
@@ -168,4 +195,5 @@ run: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/*.d $(BUILD)/proto/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/proto/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d \
+	$(BUILD)/fuzz/obj/*/*.d $(BUILD)/fuzz/obj/*/*/*.d $(BUILD)/fuzz/obj/*/*/*/*.d)

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
 	clang llvm                 # BPF compiler (clang -target bpf) and llvm-strip
+	libclang-rt-14-dev         # libFuzzer and the sanitizers' runtimes for tests/fuzz/
 	bpftool                    # vmlinux.h and skeleton generation
 	libbpf-dev libelf-dev zlib1g-dev
 	liblzma-dev                # MiniDebugInfo (.gnu_debugdata) is xz-compressed
