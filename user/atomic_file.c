@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,21 +14,125 @@
 struct atomic_file {
 	FILE *stream;
 	char *path;
-	char *tmp_path; /* NULL when writing straight to a device or pipe */
+	bool special;  /* writing straight to a device or pipe */
+	char *tmp_path; /* set only where O_TMPFILE is not supported: a named temporary file */
 };
 
-/* /dev/null, /dev/stdout or a FIFO: nothing to replace, write to it directly. */
-static bool is_special_file(const char *path)
+/* Under sudo, files belong to the user who ran it, not to root. Returns false when hprof
+ * runs as itself. */
+static bool invoking_user(uid_t *uid, gid_t *gid)
 {
-	struct stat st;
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	char *end;
+	unsigned long v;
 
-	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (geteuid() != 0 || !u || !g)
+		return false;
+	errno = 0;
+	v = strtoul(u, &end, 10);
+	if (errno || end == u || *end || v >= UINT_MAX)
+		return false;
+	*uid = (uid_t)v;
+	v = strtoul(g, &end, 10);
+	if (errno || end == g || *end || v >= UINT_MAX)
+		return false;
+	*gid = (gid_t)v;
+	return true;
 }
 
-static int open_special(const char *path, struct atomic_file *f)
+static mode_t current_umask(void)
 {
-	f->stream = fopen(path, "we");
-	return f->stream ? 0 : -errno;
+	mode_t mask = umask(022);
+
+	umask(mask);
+	return mask;
+}
+
+/* A device or FIFO (/dev/null, /dev/stdout, a named pipe) is written to directly. A symlink
+ * is followed there only when root or the invoking user owns it: in a shared directory
+ * another user could point one at a disk. Sets *fd, or leaves it -1 for a regular file. */
+static int open_special(const char *path, int *fd)
+{
+	struct stat lst, st;
+	uid_t uid = geteuid();
+	gid_t gid;
+
+	*fd = -1;
+	if (lstat(path, &lst) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISREG(lst.st_mode) || S_ISDIR(lst.st_mode))
+		return S_ISDIR(lst.st_mode) ? -EISDIR : 0;
+	if (S_ISLNK(lst.st_mode)) {
+		if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+			return 0; /* replaced by a file of ours, never written through */
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		invoking_user(&uid, &gid);
+		if (lst.st_uid != 0 && lst.st_uid != uid)
+			return -EPERM;
+	}
+	/* no O_CREAT: nothing is ever created through the link */
+	*fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	if (fstat(*fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+		close(*fd);
+		*fd = -1;
+		return -EAGAIN; /* changed under us */
+	}
+	return 0;
+}
+
+/* An unnamed file in path's directory: a crash (even SIGKILL) leaves nothing behind. */
+static int open_unnamed(const char *path, mode_t mode)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	free(copy);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Where the file system has no O_TMPFILE: a new name (O_EXCL) beside path. */
+static int open_named(struct atomic_file *f, mode_t mode)
+{
+	int fd;
+
+	if (asprintf(&f->tmp_path, "%s.tmp.XXXXXX", f->path) < 0) {
+		f->tmp_path = NULL;
+		return -ENOMEM;
+	}
+	fd = mkstemp(f->tmp_path);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0) {
+		close(fd);
+		unlink(f->tmp_path);
+		return -errno;
+	}
+	return fd;
+}
+
+static int open_temporary(struct atomic_file *f, mode_t mode)
+{
+	uid_t uid;
+	gid_t gid;
+	int fd = open_unnamed(f->path, mode & ~current_umask());
+
+	if (fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL)
+		fd = open_named(f, mode & ~current_umask());
+	if (fd >= 0 && invoking_user(&uid, &gid) && fchown(fd, uid, gid) < 0) {
+		int err = -errno;
+
+		close(fd);
+		if (f->tmp_path)
+			unlink(f->tmp_path);
+		return err;
+	}
+	return fd;
 }
 
 int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out)
@@ -36,37 +142,35 @@ int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out)
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->path = strdup(path);
-	if (f->path && is_special_file(path)) {
-		err = open_special(path, f);
-		if (err)
-			goto cleanup;
-		*out = f;
-		return 0;
-	}
-	if (!f->path || asprintf(&f->tmp_path, "%s.tmp.XXXXXX", path) < 0) {
-		f->tmp_path = NULL;
+	if (!f || !(f->path = strdup(path))) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	fd = mkstemp(f->tmp_path);
+	err = open_special(path, &fd);
+	if (err)
+		goto cleanup;
+	f->special = fd >= 0;
+	if (!f->special)
+		fd = open_temporary(f, mode);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto cleanup;
 	}
-	if (fchmod(fd, mode) < 0 || !(f->stream = fdopen(fd, "w"))) {
+	f->stream = fdopen(fd, "w");
+	if (!f->stream) {
 		err = -errno;
 		close(fd);
-		unlink(f->tmp_path);
+		if (f->tmp_path)
+			unlink(f->tmp_path);
 		goto cleanup;
 	}
 	*out = f;
 	return 0;
 cleanup:
-	free(f->tmp_path);
-	free(f->path);
+	if (f) {
+		free(f->tmp_path);
+		free(f->path);
+	}
 	free(f);
 	return err;
 }
@@ -76,18 +180,45 @@ FILE *atomic_file__stream(struct atomic_file *f)
 	return f->stream;
 }
 
+/* Gives the unnamed file a fresh name beside path (linkat never replaces a file), then
+ * renames it over path, which replaces a planted symlink or hard link, never its target. */
+static int link_in_place(struct atomic_file *f)
+{
+	char fd_path[64], *tmp = NULL;
+	int err = 0;
+
+	snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fileno(f->stream));
+	for (int tries = 0; tries < 100; tries++) {
+		free(tmp);
+		if (asprintf(&tmp, "%s.tmp.%d.%lx", f->path, (int)getpid(),
+			     (unsigned long)random()) < 0)
+			return -ENOMEM;
+		err = linkat(AT_FDCWD, fd_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) ? -errno : 0;
+		if (err != -EEXIST)
+			break;
+	}
+	if (!err && rename(tmp, f->path) < 0) {
+		err = -errno;
+		unlink(tmp);
+	}
+	free(tmp);
+	return err;
+}
+
 int atomic_file__commit(struct atomic_file *f)
 {
 	int err = 0;
 
+	errno = 0;
 	if (fflush(f->stream) != 0 || ferror(f->stream) ||
-	    (f->tmp_path && fsync(fileno(f->stream)) < 0))
+	    (!f->special && fsync(fileno(f->stream)) < 0))
 		err = errno ? -errno : -EIO;
+	if (!err && !f->special)
+		err = f->tmp_path ? (rename(f->tmp_path, f->path) < 0 ? -errno : 0)
+				  : link_in_place(f);
 	if (fclose(f->stream) != 0 && !err)
 		err = -errno;
 	f->stream = NULL;
-	if (!err && f->tmp_path && rename(f->tmp_path, f->path) < 0)
-		err = -errno;
 	if (err && f->tmp_path)
 		unlink(f->tmp_path);
 	free(f->tmp_path);
@@ -112,11 +243,8 @@ void atomic_file__abort(struct atomic_file *f)
 int atomic_file__check_writable(const char *path)
 {
 	struct atomic_file *f;
-	struct stat st;
 	int err;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
 	err = atomic_file__open(path, 0644, &f);
 	if (err)
 		return err;

@@ -1,5 +1,8 @@
-/* Output files that appear whole or not at all: written to a temporary file in the
- * same directory, renamed over the target on commit, removed on abort. */
+/* Output files that appear whole or not at all: written to an unnamed file (O_TMPFILE) in
+ * the target's directory, so that a crash leaves nothing behind, and on commit linked
+ * under a new name and renamed over the target. A symlink or hard link planted at the
+ * target is replaced, never written through. Under sudo the file belongs to the invoking
+ * user (SUDO_UID, SUDO_GID); its mode is the one asked for less the umask. */
 #ifndef HPROF_ATOMIC_FILE_H
 #define HPROF_ATOMIC_FILE_H
 
@@ -9,6 +12,8 @@
 struct atomic_file;
 
 /* Opens a temporary file beside path with the given mode (e.g. 0644, 0600 for captures).
+ * A device or FIFO at path (/dev/null, /dev/stdout) is written directly, through a symlink
+ * only when root or the invoking user owns it (-EPERM otherwise).
  * Returns 0 or -errno; *out is NULL on error. */
 int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out);
 FILE *atomic_file__stream(struct atomic_file *f);
