@@ -10,6 +10,7 @@ struct capture_reader {
 	uint8_t *data;
 	size_t size;
 	size_t pos;
+	uint32_t last_type; /* a whole capture ends with its CAPTURE_INFO record */
 };
 
 int capture__write_header(FILE *f)
@@ -86,16 +87,21 @@ int capture_reader__open(const char *path, struct capture_reader **out, char *er
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto cleanup;
 	}
-	if (r->size < 16 || memcmp(r->data, CAPTURE_MAGIC, 8) != 0) {
+	ret = -EINVAL;
+	if (memcmp(r->data, CAPTURE_MAGIC, r->size < 8 ? r->size : 8) != 0) {
 		snprintf(err, errlen, "%s: not an hprof capture (no %s header)", path, CAPTURE_MAGIC);
-		ret = -EINVAL;
+		goto cleanup;
+	}
+	if (r->size < 16) {
+		snprintf(err, errlen, "%s: truncated at offset %zu, in its 16-byte header", path,
+			 r->size);
 		goto cleanup;
 	}
 	memcpy(&version, r->data + 8, sizeof(version));
 	if (version != CAPTURE_VERSION) {
-		snprintf(err, errlen, "%s: capture version %u, this hprof reads %u", path, version,
+		snprintf(err, errlen, "%s: written by %s hprof (capture version %u; this hprof reads version %u)",
+			 path, version > CAPTURE_VERSION ? "a newer" : "an older", version,
 			 CAPTURE_VERSION);
-		ret = -EINVAL;
 		goto cleanup;
 	}
 	r->pos = 16;
@@ -112,20 +118,32 @@ int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t
 	uint32_t header[2];
 	size_t padded;
 
+	if (r->pos == r->size && r->last_type != CAPTURE_INFO) {
+		/* records are whole up to here: the file was cut at a record boundary */
+		snprintf(err, errlen, "%s: truncated at offset %zu: it ends without its closing record",
+			 r->path, r->pos);
+		return -EINVAL;
+	}
 	if (r->pos == r->size)
 		return 0;
 	if (r->size - r->pos < sizeof(header)) {
-		snprintf(err, errlen, "%s: offset %zu: truncated record header", r->path, r->pos);
+		snprintf(err, errlen, "%s: truncated at offset %zu, in a record header", r->path,
+			 r->pos);
 		return -EINVAL;
 	}
 	memcpy(header, r->data + r->pos, sizeof(header));
 	padded = ((size_t)header[1] + 7) & ~(size_t)7;
-	if (header[1] > CAPTURE_MAX_RECORD || padded > r->size - r->pos - sizeof(header)) {
-		snprintf(err, errlen, "%s: offset %zu: record of %u bytes runs past the end", r->path,
+	if (header[1] > CAPTURE_MAX_RECORD) {
+		snprintf(err, errlen, "%s: offset %zu: a record of %u bytes, more than hprof writes",
+			 r->path, r->pos, header[1]);
+		return -EINVAL;
+	}
+	if (padded > r->size - r->pos - sizeof(header)) {
+		snprintf(err, errlen, "%s: truncated at offset %zu, in a record of %u bytes", r->path,
 			 r->pos, header[1]);
 		return -EINVAL;
 	}
-	*type = header[0];
+	*type = r->last_type = header[0];
 	*len = header[1];
 	*payload = r->data + r->pos + sizeof(header);
 	r->pos += sizeof(header) + padded;

@@ -43,7 +43,8 @@ struct capture_reader;
 int capture_reader__open(const char *path, struct capture_reader **out, char *err,
 			 size_t errlen);
 /* The next record: 1 with type, payload and len set, 0 at the end, or -EINVAL (message in
- * err) for a record that runs past the end of the file. */
+ * err, saying "truncated" and where) for a record that runs past the end of the file or a
+ * capture that ends before its closing CAPTURE_INFO record. */
 int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t **payload,
 			 uint32_t *len, char *err, size_t errlen);
 void capture_reader__free(struct capture_reader *r);
