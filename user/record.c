@@ -26,6 +26,7 @@
 #include "output/pprof.h"
 #include "output/summary.h"
 #include "record.h"
+#include "record/capabilities.h"
 #include "record/reorder.h"
 #include "record/sideband.h"
 #include "sample.h"
@@ -325,6 +326,8 @@ static int load_bpf(struct recorder *r)
 	r->skel->rodata->follow_forks = r->opts.command != NULL;
 	r->skel->rodata->stack_copy_size = r->opts.no_dwarf ? 0 : r->opts.stack_size;
 	bpf_map__set_max_entries(r->skel->maps.scratch_buffers, libbpf_num_possible_cpus());
+	if (r->opts.ring_size)
+		bpf_map__set_max_entries(r->skel->maps.samples, r->opts.ring_size);
 	err = hprof_bpf__load(r->skel);
 	if (err) {
 		fprintf(stderr, "hprof: cannot load the BPF program: %s (is BPF enabled in this kernel?)\n",
@@ -595,7 +598,10 @@ static int write_folded_file(struct session *s, const char *path)
 
 	if (strcmp(path, "-") == 0) {
 		err = profile__write_folded(session__profile(s), stdout);
-		return err ? err : (fflush(stdout) ? -errno : 0);
+		if (!err && fflush(stdout))
+			err = -errno;
+		/* the reader has all it wanted (hprof | head) */
+		return err == -EPIPE || (err && errno == EPIPE) ? 0 : err;
 	}
 	err = atomic_file__open(path, 0644, &f);
 	if (err)
@@ -705,6 +711,8 @@ static void usage(FILE *out)
 		"                        at most %d)\n"
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
+		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
+		"                        to 1 GiB (default 16 MiB)\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         show the version\n"
 		"\n"
@@ -741,7 +749,7 @@ static long long max_sample_rate(void)
 }
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
-       OPT_JSON };
+       OPT_JSON, OPT_RING_SIZE };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -799,6 +807,12 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
+	case OPT_RING_SIZE:
+		if (!parse_number(arg, 4096, 1 << 30, &v) || (v & (v - 1)))
+			return usage_error("--ring-size takes a power of two from 4096 to 1073741824, got '%s'",
+					   arg);
+		o->ring_size = (unsigned)v;
+		return 0;
 	case OPT_STACK_SIZE:
 		if (!parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
 			return usage_error("--stack-size takes a multiple of 8 from 8 to 65536, got '%s'",
@@ -823,6 +837,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
+		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -909,6 +924,9 @@ static void install_signal_handlers(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* a reader that stops early (hprof | head) is an EPIPE on stdout, not a kill */
+	signal(SIGPIPE, SIG_IGN);
 }
 
 /* The command's exit status as a shell reports it. */
@@ -931,9 +949,14 @@ static void set_subtitle(struct recorder *r, char *buf, size_t len)
 }
 
 /* When the command outlives sampling (--time), it runs on; hprof waits for it, forwarding
- * Ctrl-C and SIGTERM, and exits with its status. */
+ * Ctrl-C, SIGTERM and SIGHUP, and exits with its status. */
 static void wait_for_command(struct recorder *r)
 {
+	/* a signal that stopped sampling was meant for the command too */
+	if (exit_signal) {
+		kill(r->child, exit_signal);
+		exit_signal = 0;
+	}
 	while (!r->child_exited) {
 		if (waitpid(r->child, &r->child_status, 0) == r->child) {
 			r->child_exited = true;
@@ -987,6 +1010,8 @@ int cmd_record(int argc, char **argv)
 		err = add_pid_filter(&r, r.child);
 	if (!err)
 		err = attach_perf_events(&r);
+	if (!err)
+		err = capabilities__drop_unneeded(bpf_map__fd(r.skel->maps.pids));
 	if (err)
 		goto cleanup;
 	install_signal_handlers();

@@ -30,6 +30,7 @@ struct record_opts {
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
+	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = default */
 };
 
 /* Writes the folded stacks, the flamegraph and the pprof profile of a session, each whole
