@@ -482,7 +482,8 @@ int unwind_table__from_file(const char *path, unsigned int sources, struct unwin
 	if (!path || !out)
 		return -EINVAL;
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named by a profiled process must not block hprof */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err = -errno;
 		cfi_fail(&e, NULL, 0, "%s", strerror(-err));
@@ -491,6 +492,11 @@ int unwind_table__from_file(const char *path, unsigned int sources, struct unwin
 	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		err = -EINVAL;
 		cfi_fail(&e, NULL, 0, "not a regular, non-empty file");
+		goto cleanup;
+	}
+	if ((uint64_t)st.st_size > UNWIND_FILE_MAX_BYTES) {
+		err = -EFBIG;
+		cfi_fail(&e, NULL, 0, "larger than %llu bytes", (unsigned long long)UNWIND_FILE_MAX_BYTES);
 		goto cleanup;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -14,6 +14,10 @@
 
 struct unwind_table;
 
+/* Larger files are not compiled: input is hostile, and the largest real binaries
+ * (libLLVM, with its debug sections) are well under this. */
+#define UNWIND_FILE_MAX_BYTES (4ull << 30)
+
 /* Which call-frame sections to compile. With both, an .eh_frame FDE wins over a
  * .debug_frame FDE that starts at the same pc. */
 enum unwind_source {

@@ -284,6 +284,23 @@ static Elf_Scn *find_section_data(Elf *elf, const char *name, Elf_Data **data)
 	return NULL;
 }
 
+/* A path a profiled process named may be a FIFO, a device or a huge file: opened without
+ * blocking, read only if it is a regular file of at most ELF_SYMBOLS_FILE_MAX_BYTES.
+ * Returns the descriptor or -errno (-EINVAL: not a regular file; -EFBIG). */
+static int open_elf_file(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size <= ELF_SYMBOLS_FILE_MAX_BYTES)
+		return fd;
+	close(fd);
+	return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+}
+
 /* The CRC-32 of a whole file: .gnu_debuglink's checksum (zlib's polynomial and
  * conditioning, as binutils computes it). Returns 0 or -errno. */
 static int file_crc32(int fd, size_t size, uint32_t *crc)
@@ -310,12 +327,12 @@ static int read_debug_file(struct elf_symbols *es, const char *path, bool check_
 	Elf *elf = NULL;
 	int fd, err;
 
-	/* O_NONBLOCK: a FIFO planted under a debug name must not hang the profiler */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* a FIFO planted under a debug name must not hang the profiler */
+	fd = open_elf_file(path);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		err = -EINVAL;
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
 		goto cleanup;
 	}
 	if (check_crc) {
@@ -590,11 +607,10 @@ int elf_symbols__load_from(const char *open_path, const char *path, struct elf_s
 
 	*out = NULL;
 	elf_version(EV_CURRENT);
-	fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	fd = open_elf_file(open_path);
 	if (fd < 0) {
-		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
-		return ret;
+		set_err(err, errlen, "%s: %s", path, fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		return fd;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf) {

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #define BUILD_ID_MAX 20
+/* Larger files are not read: the largest debug files (libLLVM's) are about 1 GiB. */
+#define ELF_SYMBOLS_FILE_MAX_BYTES (4ull << 30)
 
 struct elf_symbols;
 
