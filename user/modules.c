@@ -87,7 +87,9 @@ static int load_vdso_symbols(struct module *mod)
 
 static void load_symbols(struct module *mod)
 {
-	if (strcmp(mod->path, "[vdso]") == 0)
+	if (mod->unpinned)
+		mod->load_err = -ENOENT;
+	else if (strcmp(mod->path, "[vdso]") == 0)
 		mod->load_err = load_vdso_symbols(mod);
 	else if (mod->path[0] == '/')
 		mod->load_err = elf_symbols__load_from(load_path(mod), mod->path, &mod->syms,
@@ -185,7 +187,8 @@ struct module *module_registry__get_mapped(struct module_registry *reg, uint32_t
 	slash = strrchr(e->mod.path, '/');
 	e->mod.name = slash ? slash + 1 : e->mod.path;
 	e->file = id;
-	mapped_files__path(reg->files, &id, e->mod.load_path, sizeof(e->mod.load_path));
+	e->mod.unpinned = !mapped_files__path(reg->files, &id, e->mod.load_path,
+					      sizeof(e->mod.load_path));
 	HASH_ADD(hh, reg->by_file, file, sizeof(e->file), e);
 	load_symbols(&e->mod);
 	return &e->mod;
@@ -282,7 +285,7 @@ static int compile_table(struct module *mod)
 		return unwind_table__from_image((const void *)vdso, size, "[vdso]", UNWIND_SRC_ALL,
 						&mod->table, mod->table_msg, sizeof(mod->table_msg));
 	}
-	if (mod->anon_code || mod->path[0] != '/')
+	if (mod->anon_code || mod->unpinned || mod->path[0] != '/')
 		return -ENOENT;
 	return unwind_table__from_file(load_path(mod), UNWIND_SRC_ALL, &mod->table,
 				       mod->table_msg, sizeof(mod->table_msg));

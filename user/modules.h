@@ -25,6 +25,8 @@ struct module {
 	uint32_t id;
 	char *path;       /* as /proc/PID/maps names it; for anonymous code, the perf map's */
 	char load_path[32]; /* "/proc/self/fd/N" of the pinned file; "" to read path */
+	bool unpinned;    /* a live process's file that could not be pinned: never read by path,
+			   * which may now name another file, or one outside the process's root */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
 	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
 	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays). */

@@ -107,6 +107,13 @@ static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, const char *p
 		return fd;
 	if (fd >= 0)
 		close(fd);
+	/* The process is gone (its root with it): the path as hprof sees it, kept only if it
+	 * is the very file that was mapped, so it reads nothing the process could not. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0 && is_the_file(fd, id))
+		return fd;
+	if (fd >= 0)
+		close(fd);
 	return -1;
 }
 

@@ -22,8 +22,10 @@ struct mapped_files;
 struct mapped_files *mapped_files__new(void);
 /* Opens the file mapped at [start, end) in pid, named path there, unless it is open
  * already: through /proc/PID/map_files, else path inside the process's root (never
- * leaving it through ".." or symlinks). Only a regular file whose device and inode are
- * id's is kept. Returns 0, or -errno when it could not be opened (nothing is kept). */
+ * leaving it through ".." or symlinks), else (the process is gone) path in hprof's own
+ * root. Only a regular file whose device and inode are id's is kept, so a FIFO or device
+ * is never read, nor a file the process did not map. Returns 0, or -errno when it could
+ * not be opened (nothing is kept). */
 int mapped_files__pin(struct mapped_files *mf, uint32_t pid, uint64_t start, uint64_t end,
 		      const char *path, const struct mapped_file_id *id);
 /* A path that opens the pinned file ("/proc/self/fd/N"), or NULL when it is not pinned. */
