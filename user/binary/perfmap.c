@@ -436,8 +436,8 @@ static int open_map_file(struct perf_map *pm, struct stat *st)
 		return errno == ELOOP ? -EPERM : -errno;
 	if (fstat(fd, st) < 0)
 		err = -errno;
-	else if (!S_ISREG(st->st_mode))
-		err = -EPERM;
+	else if (!S_ISREG(st->st_mode) || st->st_nlink != 1)
+		err = -EPERM; /* a second name: a hard link to a file of root's, planted in /tmp */
 	else
 		err = check_owner(pm, st->st_uid);
 	if (err) {

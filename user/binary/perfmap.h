@@ -28,8 +28,8 @@ struct perf_map_stats {
 /* The (not yet read) map of process pid. Returns 0 or -ENOMEM. */
 int perf_map__new(uint32_t pid, struct perf_map **out);
 /* Reads /tmp/perf-PID.map on first use, and again when its size or identity changed (only
- * the new lines of a grown file). The file must be a regular file owned by root or by the
- * process's effective uid. Returns 0, -ENOENT (no file), -EPERM (refused: a stranger's
+ * the new lines of a grown file). The file must be a regular file with no other name (a
+ * hard link), owned by root or by the process's effective uid. Returns 0, -ENOENT (no file), -EPERM (refused: a stranger's
  * file, a symlink or not a regular file), or another -errno. */
 int perf_map__load(struct perf_map *pm);
 /* The name of the latest entry holding addr, or NULL. A miss rereads a changed file
