@@ -368,9 +368,11 @@ int profile__write_folded(struct profile *p, FILE *out)
 	HASH_ITER(hh, head, f, tmp)
 		sorted[n++] = f;
 	qsort(sorted, n, sizeof(*sorted), compare_folded);
+	errno = 0;
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s %" PRIu64 "\n", sorted[i]->line, sorted[i]->count);
-	err = ferror(out) ? -EIO : 0;
+	/* a failed write leaves its reason (ENOSPC) in errno: say that, not just "I/O error" */
+	err = ferror(out) ? (errno ? -errno : -EIO) : 0;
 cleanup:
 	free(sorted);
 	free_folded(&head);
