@@ -1,13 +1,17 @@
 /* JIT workload: main -> run_jit -> two functions of x86-64 machine code written into an
  * anonymous executable mapping, each with a frame-pointer prologue and a counted loop.
- * Usage: fp_jit [SECONDS] [--perf-map | --perf-map-owner UID | --perf-map-fifo]
+ * Usage: fp_jit [SECONDS] [--perf-map | --perf-map-owner UID | --perf-map-fifo |
+ *                         --code-file PATH]
  *   --perf-map        writes /tmp/perf-PID.map naming the first function jit_hot_loop (the
  *                     second has no entry), after a stale entry for the same range and a
  *                     malformed line
  *   --perf-map-owner  the same file, then chowned to UID
  *   --perf-map-fifo   a FIFO at /tmp/perf-PID.map instead
+ *   --code-file       the code is written into a private mapping of PATH (/dev/zero), not
+ *                     of anonymous memory; no map file
  * Prints "map /tmp/perf-PID.map" first, so that a test can remove the file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,7 +89,14 @@ int main(int argc, char **argv)
 	jit_fn named, unnamed;
 	unsigned seed = 1;
 
-	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (argc > 3 && strcmp(argv[2], "--code-file") == 0) {
+		int fd = open(argv[3], O_RDWR);
+
+		code = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		argc = 2; /* no map file */
+	} else {
+		code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
 	if (code == MAP_FAILED) {
 		perror("mmap");
 		return 1;
