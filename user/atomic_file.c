@@ -48,30 +48,34 @@ static mode_t current_umask(void)
 	return mask;
 }
 
-/* A device or FIFO (/dev/null, /dev/stdout, a named pipe) is written to directly. A symlink
- * is followed there only when root or the invoking user owns it: in a shared directory
- * another user could point one at a disk. Sets *fd, or leaves it -1 for a regular file. */
-static int open_special(const char *path, int *fd)
+/* /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N are hprof's own descriptors:
+ * written through a copy of the descriptor, so that `>> log` appends. -1 for other paths. */
+static int own_descriptor(const char *path)
 {
-	struct stat lst, st;
-	uid_t uid = geteuid();
-	gid_t gid;
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/" };
+	char *end;
+	long n;
 
-	*fd = -1;
-	if (lstat(path, &lst) != 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (S_ISREG(lst.st_mode) || S_ISDIR(lst.st_mode))
-		return S_ISDIR(lst.st_mode) ? -EISDIR : 0;
-	if (S_ISLNK(lst.st_mode)) {
-		if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
-			return 0; /* replaced by a file of ours, never written through */
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		invoking_user(&uid, &gid);
-		if (lst.st_uid != 0 && lst.st_uid != uid)
-			return -EPERM;
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t len = strlen(prefixes[i]);
+
+		if (strncmp(path, prefixes[i], len) != 0 || !path[len])
+			continue;
+		n = strtol(path + len, &end, 10);
+		return *end || n < 0 || n > INT_MAX ? -1 : (int)n;
 	}
-	/* no O_CREAT: nothing is ever created through the link */
+	return -1;
+}
+
+/* Opens a device or FIFO for writing without creating anything. */
+static int open_device(const char *path, int *fd)
+{
+	struct stat st;
+
 	*fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (*fd < 0)
 		return -errno;
@@ -81,6 +85,44 @@ static int open_special(const char *path, int *fd)
 		return -EAGAIN; /* changed under us */
 	}
 	return 0;
+}
+
+/* Where an output goes. A device or FIFO (/dev/null, a named pipe) or one of hprof's own
+ * descriptors is written directly: *fd. Anything else is replaced whole: *target is the
+ * path to replace, path itself or, behind a symlink that root or the invoking user owns,
+ * the regular file it names. Another user's symlink (in a shared directory it could point
+ * at a disk or at root's files) is never followed: it is replaced, or refused (-EPERM)
+ * when it names a device. */
+static int resolve_output(const char *path, int *fd, char **target)
+{
+	struct stat lst, st;
+	uid_t uid = geteuid();
+	gid_t gid;
+	int own = own_descriptor(path);
+
+	*fd = -1;
+	*target = NULL;
+	if (own >= 0) {
+		*fd = fcntl(own, F_DUPFD_CLOEXEC, 0);
+		return *fd < 0 ? -errno : 0;
+	}
+	if (lstat(path, &lst) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(lst.st_mode))
+		return -EISDIR;
+	if (!S_ISLNK(lst.st_mode))
+		return S_ISREG(lst.st_mode) ? 0 : open_device(path, fd);
+	invoking_user(&uid, &gid);
+	if (stat(path, &st) != 0)
+		return 0; /* a dangling link: replaced */
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (lst.st_uid != 0 && lst.st_uid != uid)
+		return S_ISREG(st.st_mode) ? 0 : -EPERM;
+	if (!S_ISREG(st.st_mode))
+		return open_device(path, fd);
+	*target = realpath(path, NULL);
+	return *target ? 0 : -errno;
 }
 
 /* An unnamed file in path's directory: a crash (even SIGKILL) leaves nothing behind. */
@@ -142,13 +184,18 @@ int atomic_file__open(const char *path, mode_t mode, struct atomic_file **out)
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(path))) {
+	if (!f) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = open_special(path, &fd);
-	if (err)
+	err = resolve_output(path, &fd, &f->path);
+	if (!err && !f->path && !(f->path = strdup(path)))
+		err = -ENOMEM;
+	if (err) {
+		if (fd >= 0)
+			close(fd);
 		goto cleanup;
+	}
 	f->special = fd >= 0;
 	if (!f->special)
 		fd = open_temporary(f, mode);
