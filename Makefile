@@ -111,11 +111,16 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 
 # Tools for tests and benchmarks: tests/tools/walkers.c drives hprof's walk and libunwind
 # (remotely, as perf does) over the samples of a capture.
-TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize
+TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin
 all: $(TOOLS)
 
 # tests/tools/symbolize.c names addresses of a file as a profile would (tests/t_symbols.sh).
 $(BUILD)/tools/symbolize: $(BUILD)/obj/tests/tools/symbolize.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# tests/tools/pin.c pins a process's mapped file as hprof does (tests/t_safety.sh).
+$(BUILD)/tools/pin: $(BUILD)/obj/tests/tools/pin.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

@@ -1,6 +1,7 @@
 /* Unit tests for the perf map parser (user/binary/perfmap.h): line formats, bad lines,
  * overlapping entries (the later one wins), lines split across reads of a growing file.
  * Prints one "ok - NAME" / "not ok - NAME" line per check. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "binary/perfmap.h"
 
@@ -31,13 +33,18 @@ static void check(bool ok, const char *fmt, ...)
 		failures++;
 }
 
-static struct perf_map *new_map(void)
+static struct perf_map *new_map_of(uint32_t pid)
 {
 	struct perf_map *pm;
 
-	if (perf_map__new(NO_PID, &pm) != 0)
+	if (perf_map__new(pid, &pm) != 0)
 		abort();
 	return pm;
+}
+
+static struct perf_map *new_map(void)
+{
+	return new_map_of(NO_PID);
 }
 
 static size_t add(struct perf_map *pm, const char *text)
@@ -203,6 +210,41 @@ static void test_empty(void)
 	perf_map__free(pm);
 }
 
+/* A second name for the file (a hard link planted in /tmp, perhaps to a file of root's,
+ * which the owner check would pass): refused. */
+static void test_hard_link(void)
+{
+	char path[64], link_path[80];
+	struct perf_map *pm;
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	snprintf(link_path, sizeof(link_path), "%s.second-name", path);
+	f = fopen(path, "w");
+	if (!f) {
+		check(false, "hard link: cannot write %s", path);
+		return;
+	}
+	fputs("1000 10 linked\n", f);
+	fclose(f);
+	pm = new_map_of((uint32_t)getpid());
+	err = perf_map__load(pm);
+	check(err == 0 && names(pm, 0x1000, "linked"), "hard link: the file alone is read (%d)", err);
+	perf_map__free(pm);
+	if (link(path, link_path) == 0) {
+		pm = new_map_of((uint32_t)getpid());
+		err = perf_map__load(pm);
+		check(err == -EPERM && names(pm, 0x1000, NULL),
+		      "hard link: a file with a second name is refused (%d)", err);
+		perf_map__free(pm);
+		unlink(link_path);
+	} else {
+		check(false, "hard link: cannot link %s", path);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	test_formats();
@@ -211,5 +253,6 @@ int main(void)
 	test_growing_file();
 	test_random_against_last_line();
 	test_empty();
+	test_hard_link();
 	return failures ? 1 : 0;
 }
