@@ -171,16 +171,16 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
 
 /* Where the user stack holding sp ends: the end of its mapping, and for the main thread's
  * stack the start of argv's strings, so that neither they nor the environment after them
- * are ever copied. 0 when it cannot be told (the mapping lock is busy). */
+ * are ever copied. When the mapping cannot be found (its lock is busy), argv's start if it
+ * lies above sp, else 0: unknown. */
 static __always_inline __u64 user_stack_end(struct hprof_sample *s)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct vma_end found = { 0 };
-	__u64 arg_start;
+	__u64 arg_start = BPF_CORE_READ(task, mm, arg_start);
 
 	if (bpf_find_vma(task, s->user_sp, vma_end_cb, &found, 0))
-		return 0;
-	arg_start = BPF_CORE_READ(task, mm, arg_start);
+		return arg_start > s->user_sp ? arg_start : 0;
 	if (arg_start > s->user_sp && arg_start < found.end)
 		return arg_start;
 	return found.end;
