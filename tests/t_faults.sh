@@ -146,15 +146,18 @@ check "churn: folded stacks written" [ -s "$TMP/churn.folded" ]
 # Captures cut at any byte, or from a newer hprof: hprof report says which, exits 1.
 "$HPROF" --raw "$TMP/cap.raw" --stack-size 1024 -F 99 -- "$WL/fp_chain" 0.5 >/dev/null 2>&1
 size=$(stat -c %s "$TMP/cap.raw")
+stride=$((size / 150 | 1))
 bad=()
-for ((cut = 0; cut < size; cut += (cut < 64 ? 1 : 97))); do
+# libc's separate debug file would be read again by each report: not what is tested here
+mkdir -p "$TMP/no-debug"
+for ((cut = 0; cut < size; cut += (cut < 64 ? 1 : stride))); do
 	head -c "$cut" "$TMP/cap.raw" >"$TMP/cut.raw"
-	"$HPROF" report "$TMP/cut.raw" >/dev/null 2>"$TMP/cut.err"
+	HPROF_DEBUG_DIR=$TMP/no-debug "$HPROF" report "$TMP/cut.raw" >/dev/null 2>"$TMP/cut.err"
 	rc=$?
 	[ "$rc" -eq 1 ] && grep -q "^hprof: report: $TMP/cut.raw: truncated at offset [0-9]*" "$TMP/cut.err" ||
 		bad+=("$cut:$rc:$(head -1 "$TMP/cut.err")")
 done
-check "a capture of $size bytes cut at every byte to 64, then every 97th: each says truncated, exits 1 (${bad[*]:0:3})" \
+check "a capture of $size bytes cut at every byte to 64, then every ${stride}th: each says truncated, exits 1 (${bad[*]:0:3})" \
 	[ ${#bad[@]} -eq 0 ]
 "$HPROF" report "$TMP/cap.raw" >/dev/null 2>&1
 check "the whole capture reports (exit 0)" [ $? -eq 0 ]
