@@ -471,10 +471,11 @@ int perf_map__load(struct perf_map *pm)
 	pm->ever_read = true;
 	pm->size = (uint64_t)st.st_size;
 	end = pm->size < PERF_MAP_MAX_BYTES ? pm->size : PERF_MAP_MAX_BYTES;
-	if (end < pm->size)
-		pm->cut_short = true;
 	if (end > pm->read_off && pm->entries < PERF_MAP_MAX_ENTRIES)
 		err = read_new(pm, fd, end);
+	/* only now: a map cut short takes no more lines, and these are the first 64 MiB's */
+	if (end < pm->size)
+		pm->cut_short = true;
 cleanup:
 	close(fd);
 	return err;
