@@ -86,6 +86,12 @@ check "code mapped from /dev/zero: its frames are named after the mapping, not r
 timeout 60 "$HPROF" report "$TMP/zero.raw" --folded "$TMP/zero.report" 2>/dev/null
 check "code mapped from /dev/zero: hprof report finishes too (status $?)" [ -s "$TMP/zero.report" ]
 
+# Size limits: a binary past 4 GiB (a sparse file) is not read.
+truncate -s 5G "$TMP/huge"
+"$HPROF" table "$TMP/huge" >/dev/null 2>"$TMP/huge.err"
+check "a 5 GiB file is not compiled: $(cat "$TMP/huge.err")" grep -q "larger than 4294967296 bytes" "$TMP/huge.err"
+rm -f "$TMP/huge"
+
 # A FIFO where a capture's binary was: hprof report reads paths as they are now, and a
 # FIFO must not block it.
 mkdir -p "$TMP/fifo"

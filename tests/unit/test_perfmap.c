@@ -245,6 +245,46 @@ static void test_hard_link(void)
 	unlink(path);
 }
 
+/* A symlink at the name (to a file of root's, say) is refused; a file past
+ * PERF_MAP_MAX_BYTES is read up to there and counted as cut short. */
+static void test_symlink_and_size(void)
+{
+	char path[64], target[80];
+	struct perf_map_stats st = { 0 };
+	struct perf_map *pm;
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	snprintf(target, sizeof(target), "%s.target", path);
+	f = fopen(target, "w");
+	if (!f) {
+		check(false, "symlink: cannot write %s", target);
+		return;
+	}
+	fputs("1000 10 first\n", f);
+	/* sparse: the rest reads as zeros, one overlong line */
+	check(ftruncate(fileno(f), PERF_MAP_MAX_BYTES + 4096) == 0, "size: file made");
+	fclose(f);
+	unlink(path);
+	if (symlink(target, path) == 0) {
+		pm = new_map_of((uint32_t)getpid());
+		err = perf_map__load(pm);
+		check(err == -EPERM, "symlink: a symlink at the name is refused (%d)", err);
+		perf_map__free(pm);
+		unlink(path);
+	}
+	rename(target, path);
+	pm = new_map_of((uint32_t)getpid());
+	err = perf_map__load(pm);
+	perf_map__stats(pm, &st);
+	check(err == 0 && names(pm, 0x1000, "first") && st.cut_short == 1,
+	      "size: a file past %u bytes is read up to there and cut short (%d, %" PRIu64 ")",
+	      PERF_MAP_MAX_BYTES, err, st.cut_short);
+	perf_map__free(pm);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_formats();
@@ -254,5 +294,6 @@ int main(void)
 	test_random_against_last_line();
 	test_empty();
 	test_hard_link();
+	test_symlink_and_size();
 	return failures ? 1 : 0;
 }
