@@ -116,7 +116,7 @@ bad_input "a directory" "$TMP/adir: Is a directory" "$TMP/base.folded" "$TMP/adi
 bad_input "empty profile" "$TMP/empty.folded: no samples" "$TMP/empty.folded" "$TMP/new.folded"
 bad_input "garbage line" "$TMP/garbage.folded: line 3: invalid sample count" "$TMP/base.folded" "$TMP/garbage.folded"
 bad_input "binary junk" "$TMP/binary.folded: line 1: " "$TMP/binary.folded" "$TMP/new.folded"
-bad_input "truncated capture header" "$TMP/short.raw: offset 16: record of 4096 bytes runs past the end" \
+bad_input "truncated capture header" "$TMP/short.raw: truncated at offset 16, in a record of 4096 bytes" \
 	"$TMP/short.raw" "$TMP/new.folded"
 "$HPROF" diff <(cat "$TMP/short.raw") "$TMP/new.folded" >/dev/null 2>"$TMP/err"
 rc=$? good=false
@@ -173,7 +173,7 @@ check "readers: the capture's pprof gives the capture's table" cmp -s "$TMP/slow
 
 # truncated real capture
 head -c $(($(stat -c %s "$TMP/base.raw") / 2)) "$TMP/base.raw" >"$TMP/half.raw"
-bad_input "truncated capture" "$TMP/half.raw: offset [0-9]+: (record of [0-9]+ bytes runs past the end|truncated record header)" \
+bad_input "truncated capture" "$TMP/half.raw: truncated at offset [0-9]+(, in a record( header| of [0-9]+ bytes)|: it ends without its closing record)" \
 	"$TMP/half.raw" "$TMP/slow.raw"
 
 # -- pprof through the independent reader
