@@ -104,8 +104,9 @@ fi
 mkdir -p "$TMP/full"
 if mount -t tmpfs -o size=1m tmpfs "$TMP/full"; then
 	dd if=/dev/zero of="$TMP/full/filler" bs=4k 2>/dev/null
-	"$HPROF" --time 500 --svg "$TMP/full/out.svg" --folded "$TMP/full/out.folded" \
-		>/dev/null 2>"$TMP/full.err"
+	# a command, so that there are samples: an empty folded file would need no space
+	"$HPROF" -F 499 --svg "$TMP/full/out.svg" --folded "$TMP/full/out.folded" \
+		-- "$WL/fp_chain" 0.5 >/dev/null 2>"$TMP/full.err"
 	rc=$?
 	check "full file system: non-zero exit ($rc)" [ "$rc" -ne 0 ]
 	check "full file system: one line says so: $(grep 'cannot write' "$TMP/full.err")" \
