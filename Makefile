@@ -111,7 +111,8 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 
 # Tools for tests and benchmarks: tests/tools/walkers.c drives hprof's walk and libunwind
 # (remotely, as perf does) over the samples of a capture.
-TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin
+TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
+              $(BUILD)/tools/livestack $(BUILD)/tools/capgrep
 all: $(TOOLS)
 
 # tests/tools/symbolize.c names addresses of a file as a profile would (tests/t_symbols.sh).
@@ -125,6 +126,17 @@ $(BUILD)/tools/pin: $(BUILD)/obj/tests/tools/pin.o $(LIB_OBJS)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tools/xcheck: $(BUILD)/obj/tests/tools/xcheck.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+# tests/tools/livestack.c: bytes each sample of a capture moved against its live stack
+# (bench/b_stackcopy.sh).
+$(BUILD)/tools/livestack: $(BUILD)/obj/tests/tools/livestack.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+# tests/tools/capgrep.c: which samples of a capture carry a string (tests/t_stackcopy.sh).
+$(BUILD)/tools/capgrep: $(BUILD)/obj/tests/tools/capgrep.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
 

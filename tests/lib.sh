@@ -118,6 +118,31 @@ complete_share() { stack_completeness "$1" | head -1; }
 # incomplete_why FILE [N]: the N (5) commonest ways FILE's stacks were incomplete, with counts.
 incomplete_why() { stack_completeness "$1" | tail -n +2 | sort -rn | head -"${2:-5}"; }
 
+# text_lines N: N lines of text that compresses like text (numbered lines of words and hex
+# numbers), the same every time; 1000000 lines are ~23 MB.
+text_lines() {
+	awk -v n="$1" 'BEGIN { srand(1); w = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod"
+		for (i = 0; i < n; i++)
+			printf "%d %s %x\n", i, substr(w, 1 + int(rand() * 40), 1 + int(rand() * 20)), int(rand() * 65536) }'
+}
+
+# nested_blocks_c FUNCTIONS DEPTH [SEED]: a C file of FUNCTIONS functions, each DEPTH blocks
+# deep with a local in every block, for deep stacks in a real compiler: gcc -O2's cc1 needs
+# ~700 bytes of stack a level while it gimplifies such a function (gimplify_expr and three
+# helpers a level), so 60 levels reach ~45 KiB, within the 64 KiB copy ceiling. SEED makes
+# files of the same shape differ.
+nested_blocks_c() {
+	awk -v F="$1" -v D="$2" -v seed="${3:-0}" 'BEGIN {
+		for (f = 0; f < F; f++) {
+			printf "int f%d(int x)\n{\n", f
+			for (l = 0; l < D; l++)
+				printf "{ int v%d = x * %d + %d; x ^= v%d >> 3;\n", l, l + 3, f + seed, l
+			printf "x++;\n"
+			for (l = 0; l < D; l++) printf "}"
+			printf "\nreturn x;\n}\n"
+		} }'
+}
+
 # Real programs from Debian's packages (scripts/install-deps.sh), each ~2-3 s of CPU work,
 # for tests/realprog.sh and bench/b_realprog.sh.
 REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
@@ -126,10 +151,7 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
 realprog_prepare() {
 	local bin
-	# Text that compresses like text: numbered lines of words and hex numbers.
-	awk 'BEGIN { srand(1); w = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod"
-		for (i = 0; i < 1000000; i++)
-			printf "%d %s %x\n", i, substr(w, 1 + int(rand() * 40), 1 + int(rand() * 20)), int(rand() * 65536) }' >"$1/text"
+	text_lines 1000000 >"$1/text"
 	head -c 5000000 "$1/text" >"$1/text5m"
 	if bin=$(build_lld_rust "$1" 2>"$1/lld_rust.err"); then
 		echo "$bin" >"$1/lld_rust.path"
