@@ -4,6 +4,7 @@
 # perf record --call-graph dwarf,16384; the share of its samples whose user stack reaches
 # the program's or thread's entry. Goal: hprof >= 99% on every program, never below perf.
 source "$(dirname "$0")/../tests/lib.sh"
+source bench/lib.sh
 
 if ! bpf_available 2>/dev/null; then
 	echo "skip: b_realprog needs root and a BTF kernel (BPF recording)"
@@ -13,41 +14,6 @@ if ! command -v perf >/dev/null; then
 	echo "skip: b_realprog needs perf (linux-perf; scripts/install-deps.sh)"
 	exit 0
 fi
-
-# perf script -F comm,ip,sym,dso (callchains innermost first) -> folded stacks, one line a
-# sample, outermost first, named as hprof names them: kernel frames with _[k], unnamed
-# frames module+0xADDR, symbol versions dropped.
-perf_folded() {
-	awk '
-	function flush(   s, i) {
-		if (comm == "") return
-		s = comm
-		for (i = nu; i >= 1; i--) s = s ";" user[i]
-		for (i = nk; i >= 1; i--) s = s ";" kern[i]
-		print s, 1
-		comm = ""; nu = nk = 0
-	}
-	/^[^\t]/ { flush(); comm = $0; sub(/[ \t]+$/, "", comm); next }
-	/^\t/ {
-		line = $0; sub(/^[ \t]+/, "", line)
-		ip = line; sub(/ .*/, "", ip)
-		sym = substr(line, length(ip) + 2); dso = ""
-		if (match(sym, / \([^()]*\)$/)) {
-			dso = substr(sym, RSTART + 2, RLENGTH - 3)
-			sym = substr(sym, 1, RSTART - 1)
-		}
-		sub(/@.*/, "", sym)
-		if (dso ~ /^\[kernel/ || (length(ip) == 16 && ip ~ /^ffff/)) { kern[++nk] = sym "_[k]"; next }
-		if (sym == "[unknown]") { n = split(dso, p, "/"); sym = p[n] "+0x" ip }
-		user[++nu] = sym
-		next
-	}
-	/^$/ { flush() }
-	END { flush() }'
-}
-
-# pct "m/t": the share as a percentage with one decimal.
-pct() { awk -v s="$1" 'BEGIN { split(s, a, "/"); printf "%.1f%%", a[2] ? 100 * a[1] / a[2] : 0 }'; }
 
 realprog_prepare "$TMP"
 met=1

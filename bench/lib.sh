@@ -1,0 +1,57 @@
+# Shared by bench/b_*.sh (source it after tests/lib.sh, which enters the repository's root).
+
+# perf script -F comm,ip,sym,dso (callchains innermost first) -> folded stacks, one line a
+# sample, outermost first, named as hprof names them: kernel frames with _[k], unnamed
+# frames module+0xADDR, symbol versions dropped.
+perf_folded() {
+	awk '
+	function flush(   s, i) {
+		if (comm == "") return
+		s = comm
+		for (i = nu; i >= 1; i--) s = s ";" user[i]
+		for (i = nk; i >= 1; i--) s = s ";" kern[i]
+		print s, 1
+		comm = ""; nu = nk = 0
+	}
+	/^[^\t]/ { flush(); comm = $0; sub(/[ \t]+$/, "", comm); next }
+	/^\t/ {
+		line = $0; sub(/^[ \t]+/, "", line)
+		ip = line; sub(/ .*/, "", ip)
+		sym = substr(line, length(ip) + 2); dso = ""
+		if (match(sym, / \([^()]*\)$/)) {
+			dso = substr(sym, RSTART + 2, RLENGTH - 3)
+			sym = substr(sym, 1, RSTART - 1)
+		}
+		sub(/@.*/, "", sym)
+		if (dso ~ /^\[kernel/ || (length(ip) == 16 && ip ~ /^ffff/)) { kern[++nk] = sym "_[k]"; next }
+		if (sym == "[unknown]") { n = split(dso, p, "/"); sym = p[n] "+0x" ip }
+		user[++nu] = sym
+		next
+	}
+	/^$/ { flush() }
+	END { flush() }'
+}
+
+# pct "m/t": the share as a percentage with one decimal.
+pct() { awk -v s="$1" 'BEGIN { split(s, a, "/"); printf "%.1f%%", a[2] ? 100 * a[1] / a[2] : 0 }'; }
+
+# perf_sample_bytes DATA: "samples bytes" of perf's PERF_RECORD_SAMPLE records in DATA, each
+# as large as the kernel wrote it into the ring buffer (perf report -D).
+perf_sample_bytes() {
+	perf report -D -i "$1" 2>/dev/null | awk '
+	function hex(s,   i, v) {
+		for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+		return v
+	}
+	/PERF_RECORD_SAMPLE\(/ && match($0, /\[0x[0-9a-f]+\]/) { n++; b += hex(substr($0, RSTART + 3, RLENGTH - 4)) }
+	END { printf "%d %d\n", n, b }'
+}
+
+# summary_bytes ERR: hprof's bytes received per sample, from its summary on stderr.
+summary_bytes() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }
+
+# median N...: the median of the numbers (the mean of the middle two for an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# calc FORMAT EXPR: awk arithmetic, printed with FORMAT.
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
