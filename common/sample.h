@@ -56,8 +56,13 @@ struct hprof_thread_stack {
 	/* The frame record at which this thread's FP chains end when they are right (main's,
 	 * in a program built with frame pointers); 0 when its chains cannot be trusted. */
 	__u64 fp_tail;
+	__u64 fp_tail_ip; /* the return address read at fp_tail + 8: main's into libc */
 };
-_Static_assert(sizeof(struct hprof_thread_stack) == 16, "thread_stacks value is shared with BPF");
+_Static_assert(sizeof(struct hprof_thread_stack) == 24, "thread_stacks value is shared with BPF");
+/* The frames beyond a chain's end that may be learned: libc's start-up code only
+ * (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3). Beyond a
+ * function deeper than main they depend on the call path, not on the thread. */
+#define HPROF_MAX_LEARNED_TAIL 3
 /* Copied from sp when the FP chain suffices: enough for a leaf without a frame pointer (a
  * libc string function) and its caller to be walked onto the chain. */
 #define HPROF_LEAF_COPY 256

@@ -15,6 +15,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;   /* record only tgids in the pids map */
 const volatile bool follow_forks = false;  /* add children of filtered tgids as they fork */
 const volatile __u32 stack_copy_size = 0;  /* bytes of user stack to copy; 0 = FP-only */
+const volatile __u64 ringbuf_wakeup_bytes = 4 << 20; /* waiting data that wakes the reader */
 
 /* Room for the largest record plus one chunk of slack, so that the verifier's bound on
  * (offset of the stack copy) + (chunk length) stays inside the buffer. */
@@ -38,6 +39,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);
 } samples SEC(".maps");
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -98,15 +100,16 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs;
 
-	if (!task->mm)
-		return false; /* kernel thread */
-	/* An exiting task tears its address space down, and in execve the registers belong to
-	 * the program being replaced: neither has a user stack to read. */
+	/* An exiting task tears its address space down (it may already be gone), and in
+	 * execve the registers belong to the program being replaced: neither has a user stack
+	 * to read. */
 	if ((task->flags & PF_EXITING_FLAG) || in_execve(task)) {
 		s->flags |= SAMPLE_NO_USER_CONTEXT;
 		count(KC_NO_USER_CONTEXT);
 		return false;
 	}
+	if (!task->mm)
+		return false; /* kernel thread */
 	if (sampled_user_mode(ctx)) {
 		s->user_ip = ctx->regs.ip;
 		s->user_sp = ctx->regs.sp;
@@ -214,7 +217,14 @@ static __always_inline __u64 copy_length(struct hprof_sample *s,
 static __always_inline bool fp_chain_suffices(const struct hprof_sample *s,
 					      const struct hprof_thread_stack *known)
 {
-	return known && known->fp_tail && s->fp_tail_frame == known->fp_tail;
+	__u64 last_ip;
+
+	if (!known || !known->fp_tail || s->fp_tail_frame != known->fp_tail || s->nr_user < 2)
+		return false;
+	/* and the same return address there: main's frame, entered from libc, not another
+	 * function's that happens to use the same stack slot */
+	last_ip = ((__u64 *)s->data)[(s->nr_user - 1) & (HPROF_MAX_FP_DEPTH - 1)];
+	return last_ip == known->fp_tail_ip;
 }
 
 static __always_inline void copy_leaf(struct hprof_sample *s, __u8 *dst)
@@ -316,9 +326,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0;
 	struct hprof_sample *s;
 	struct scratch *scratch;
-	__u32 off, size;
+	__u32 off;
+	__u64 size; /* 64 bits: a 32-bit one is re-extended after its check, unbounded */
 	__u64 stack_end = 0;
 	struct hprof_thread_stack *known;
+	__u64 wakeup;
 	long kbytes;
 
 	if (tgid == 0) {
@@ -382,10 +394,15 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if ((s->flags & SAMPLE_USER_REGS) && !(s->flags & SAMPLE_COPY_FP))
 		copy_fp_tail(s, off, stack_end);
 
-	size = sizeof(*s) + off + s->tail_len;
+	/* Waking the reader on every sample costs more than the sample itself: hprof polls
+	 * every 100 ms anyway, and is woken only when the buffer fills past a quarter. */
+	wakeup = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ringbuf_wakeup_bytes
+			 ? BPF_RB_FORCE_WAKEUP
+			 : BPF_RB_NO_WAKEUP;
+	size = sizeof(*s) + (__u64)off + s->tail_len;
 	if (size > HPROF_SAMPLE_MAX_SIZE)
 		return 0;
-	if (bpf_ringbuf_output(&samples, s, size, 0))
+	if (bpf_ringbuf_output(&samples, s, size, wakeup))
 		count(KC_DROP_RINGBUF_FULL);
 	return 0;
 }

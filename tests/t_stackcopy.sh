@@ -162,7 +162,7 @@ for where in mmap onstack; do
 	fi
 	strict=$(share_among "$f" $name ';coro_entry' "$coro_complete")
 	echo "# nofp_coro ($where): coroutine samples complete: $strict"
-	known_bug "nofp_coro ($where): the coroutine's samples are complete, ending at __start_context ($strict)" \
+	check "nofp_coro ($where): the coroutine's samples are complete, ending at __start_context ($strict)" \
 		at_least 99 "$strict"
 done
 
@@ -194,7 +194,7 @@ if HPROF_TEST_MARKER=$(printf "hprof-env-$marker%.0s" $(seq 64)) "$HPROF" -F 499
 			check "$what: no sample of $w interrupting user mode holds the marker (${n:-0})" [ -z "$n" ]
 		done
 		n=$(awk '$1 ~ /^nofp_(recurse|mmap)$/ { n += $2 } END { print n + 0 }' "$TMP/$what.grep")
-		known_bug "$what: no sample of the workloads holds the marker, kernel-mode ones included ($n)" \
+		check "$what: no sample of the workloads holds the marker, kernel-mode ones included ($n)" \
 			[ "$n" -eq 0 ]
 	done
 else
@@ -223,9 +223,9 @@ for how in same other; do
 	a=$(share_matching "$f" nofp_fpframe ";${callers/(a|b)/a};with_vla")
 	b=$(share_matching "$f" nofp_fpframe ";${callers/(a|b)/b};with_vla")
 	echo "# nofp_fpframe ($how): exact $share, under a: $a, under b: $b"
-	known_bug "nofp_fpframe ($how): >= 99% of samples complete with the exact chain ($share)" \
+	check "nofp_fpframe ($how): >= 99% of samples complete with the exact chain ($share)" \
 		at_least 99 "$share"
-	known_bug "nofp_fpframe ($how): each caller gets its own samples (a $a, b $b)" \
+	check "nofp_fpframe ($how): each caller gets its own samples (a $a, b $b)" \
 		eval 'at_least 30 "$a" && at_least 30 "$b"'
 done
 

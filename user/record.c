@@ -299,10 +299,12 @@ static int finish_raw(struct recorder *r)
 
 /* Tells the kernel where a thread's stack ends, so that its later samples copy only the
  * live stack (base 0: forget it, the copy falls back to the end of the stack). */
-static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail)
+static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail,
+			     uint64_t fp_tail_ip)
 {
 	struct recorder *r = ctx;
-	struct hprof_thread_stack value = { .base = base, .fp_tail = fp_tail };
+	struct hprof_thread_stack value = { .base = base, .fp_tail = fp_tail,
+					    .fp_tail_ip = fp_tail_ip };
 
 	if (base || fp_tail)
 		bpf_map__update_elem(r->skel->maps.thread_stacks, &tid, sizeof(tid), &value,
@@ -328,6 +330,8 @@ static int load_bpf(struct recorder *r)
 	bpf_map__set_max_entries(r->skel->maps.scratch_buffers, libbpf_num_possible_cpus());
 	if (r->opts.ring_size)
 		bpf_map__set_max_entries(r->skel->maps.samples, r->opts.ring_size);
+	/* A quarter full wakes the reader; below that it drains every poll timeout. */
+	r->skel->rodata->ringbuf_wakeup_bytes = bpf_map__max_entries(r->skel->maps.samples) / 4;
 	err = hprof_bpf__load(r->skel);
 	if (err) {
 		fprintf(stderr, "hprof: cannot load the BPF program: %s (is BPF enabled in this kernel?)\n",

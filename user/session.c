@@ -434,7 +434,7 @@ static uint32_t add_fp_frames(struct session *s, struct process *proc,
 /* The frames beyond a right FP chain's end, for the thread's later samples. */
 static void keep_tail(struct session *s, const struct unwind_frame *frames, uint32_t nr)
 {
-	if (nr > THREAD_TAIL_FRAMES)
+	if (nr > HPROF_MAX_LEARNED_TAIL)
 		return;
 	memcpy(s->tail, frames, nr * sizeof(*frames));
 	s->nr_tail = nr;
@@ -580,7 +580,7 @@ static uint32_t walk_dwarf(struct session *s, struct walk_ctx *w,
 		result.end = UNWIND_END_COMPLETE;
 	*reason = result.end;
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
-	if (result.end == UNWIND_END_COMPLETE) {
+	if (result.end == UNWIND_END_COMPLETE && !result.started_stack) {
 		s->walk_base = result.last.sp;
 		if (chain_matches_walk(sample, s->walked, result.nr_frames))
 			keep_tail(s, s->walked + sample->nr_user, result.nr_frames - sample->nr_user);
@@ -688,7 +688,8 @@ static void learn_thread(struct session *s, const struct hprof_sample *sample,
 		tell |= !used && (ti->base || ti->fp_tail);
 	}
 	if (tell && s->stack_base_hook)
-		s->stack_base_hook(s->stack_base_ctx, sample->tid, ti->base, ti->fp_tail);
+		s->stack_base_hook(s->stack_base_ctx, sample->tid, ti->base, ti->fp_tail,
+				   ti->tail_ip);
 }
 
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)

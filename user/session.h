@@ -55,7 +55,8 @@ const char *session__truncated_root(unsigned reason);
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
 /* Called with what walks have taught about a thread (user/proc/threads.h): where its
  * stack ends (0: not known) and the frame record its right FP chains end at (0: none). */
-typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail);
+typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail,
+				      uint64_t fp_tail_ip);
 void session__set_stack_base_hook(struct session *s, session_stack_base_fn fn, void *ctx);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);

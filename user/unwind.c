@@ -388,6 +388,21 @@ static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t
 	return before && is_signal_frame(before) ? before : rules;
 }
 
+/* A return address that is the very start of a function was not pushed by a call (a
+ * call's return address follows the call instruction): it was put there to start a
+ * stack, as makecontext does with __start_context for the function it starts. That
+ * frame is the stack's outermost. */
+static bool returns_to_function_start(struct walker *w, uint64_t ra)
+{
+	const struct unwind_map *map;
+	uint64_t start;
+
+	if (find_map(&w->maps, w->space, ra, &map) != 0)
+		return false;
+	return unwind_table__function_start(map->table, ra - map->bias, &start) == 0 &&
+	       start == ra - map->bias;
+}
+
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
@@ -410,6 +425,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	struct cached_rules *rules;
 	uint32_t n = 0;
 
+	result->started_stack = false;
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
 	if (max == 0)
@@ -453,6 +469,11 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		if (n == max)
 			break;
 		rules = caller_rules(&w, id, rules, lookup);
+	}
+	result->started_stack = false;
+	if (end == UNWIND_END_NO_CFI && !exact && returns_to_function_start(&w, ip)) {
+		end = UNWIND_END_COMPLETE;
+		result->started_stack = true;
 	}
 out:
 	result->nr_frames = n;

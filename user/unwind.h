@@ -83,6 +83,9 @@ struct unwind_result {
 	enum unwind_end end;
 	uint32_t nr_frames;
 	struct unwind_regs last; /* registers of the outermost frame reached */
+	/* complete at a stack some code started by hand (makecontext): not the thread's own
+	 * entry, so nothing to learn about where the thread's stack ends */
+	bool started_stack;
 };
 
 /* Walks from regs over copy, writing up to max frames (innermost first). space->id must

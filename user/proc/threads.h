@@ -9,10 +9,11 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "sample.h"
 #include "unwind.h"
 
-/* Frames kept beyond a chain's end: _start or clone3 is a few frames away. */
-#define THREAD_TAIL_FRAMES 16
+/* Frames kept beyond a chain's end: libc's start-up code only (HPROF_MAX_LEARNED_TAIL). */
+#define THREAD_TAIL_FRAMES HPROF_MAX_LEARNED_TAIL
 /* Threads remembered; the oldest is forgotten first (a thread's knowledge is relearned
  * from its next complete walk). */
 #define THREAD_TABLE_MAX 65536
