@@ -189,6 +189,15 @@ static __always_inline __u64 user_stack_end(struct hprof_sample *s)
 	return found.end;
 }
 
+static __always_inline bool within_learned_base(const struct hprof_sample *s,
+						const struct hprof_thread_stack *known)
+{
+	__u64 ceiling = stack_copy_size < HPROF_MAX_STACK_COPY ? stack_copy_size
+							       : HPROF_MAX_STACK_COPY;
+
+	return known && known->base > s->user_sp && known->base - s->user_sp <= ceiling;
+}
+
 /* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
  * ceiling (a signal handler on another stack, a coroutine, does not), else as much as the
  * ceiling allows; never past the end of the stack. */
@@ -199,7 +208,7 @@ static __always_inline __u64 copy_length(struct hprof_sample *s,
 
 	if (want > HPROF_MAX_STACK_COPY)
 		want = HPROF_MAX_STACK_COPY;
-	if (known && known->base > sp && known->base - sp <= want) {
+	if (within_learned_base(s, known)) {
 		want = known->base - sp;
 		s->flags |= SAMPLE_COPY_LEARNED;
 		count(KC_COPY_LEARNED);
@@ -384,7 +393,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		if (fp_chain_suffices(s, known)) {
 			copy_leaf(s, s->data + off);
 		} else {
-			stack_end = user_stack_end(s);
+			/* Below a learned base the stack runs at least that far: no need to
+			 * look its mapping up (the lookup is most of a sample's cost). */
+			stack_end = within_learned_base(s, known) ? known->base : user_stack_end(s);
 			copy_user_stack(s, s->data + off, known, stack_end);
 		}
 	}
