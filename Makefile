@@ -191,7 +191,7 @@ FUZZERS     := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_LIB    := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o)
 
 .PHONY: fuzz fuzz-build
-.SECONDARY: $(filter $(BUILD)/fuzz/%,$(FUZZ_LIB)) $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/obj/tests/fuzz/%.o,$(FUZZ_SRCS))
+# (every intermediate file is kept: see .SECONDARY above)
 fuzz-build: $(FUZZERS)
 
 fuzz: fuzz-build
