@@ -11,6 +11,7 @@
 
 #include "atomic_file.h"
 #include "profile.pb-c.h"
+#include "util/grow.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
@@ -75,26 +76,6 @@ struct builder {
 	size_t nowned;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* The string table index of s, added on first use (index 0 is ""). -1 when out of memory. */
 static int64_t string_index(struct builder *b, const char *s)
 {
@@ -103,7 +84,7 @@ static int64_t string_index(struct builder *b, const char *s)
 	HASH_FIND_STR(b->strings, s, e);
 	if (e)
 		return e->index;
-	if (grow((void **)&b->string_table, &b->strings_cap, b->nstrings + 1,
+	if (grow_array((void **)&b->string_table, &b->strings_cap, b->nstrings + 1,
 		 sizeof(*b->string_table)))
 		return -1;
 	e = calloc(1, sizeof(*e));
@@ -121,7 +102,7 @@ static int collect_stack(void *ctx, const struct profile_stack *s)
 {
 	struct builder *b = ctx;
 
-	if (grow((void **)&b->stacks, &b->stacks_cap, b->nstacks + 1, sizeof(*b->stacks)))
+	if (grow_array((void **)&b->stacks, &b->stacks_cap, b->nstacks + 1, sizeof(*b->stacks)))
 		return -ENOMEM;
 	b->stacks[b->nstacks++] = (struct stack_copy){ s->comm, s->root, s->frames, s->nr_frames,
 						      s->count };

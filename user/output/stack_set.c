@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "util/grow.h"
 
 /* Name ids are u32 indices; tables store id + 1 so that 0 marks an empty slot. */
 #define MAX_NAMES (UINT32_MAX - 2)
@@ -46,26 +47,6 @@ struct stack_set {
 	uint64_t *incl, *self, *seen;
 	size_t per_name_cap;
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
 
 static uint32_t fnv1a(const char *s, size_t len)
 {
@@ -133,9 +114,9 @@ int name_table__intern(struct name_table *t, const char *s, size_t len, uint32_t
 			return 0;
 		}
 	}
-	err = grow((void **)&t->strs, &t->strs_cap, t->strs_len + len + 1, 1);
+	err = grow_array((void **)&t->strs, &t->strs_cap, t->strs_len + len + 1, 1);
 	if (!err)
-		err = grow((void **)&t->ents, &t->cap, t->count + 1, sizeof(*t->ents));
+		err = grow_array((void **)&t->ents, &t->cap, t->count + 1, sizeof(*t->ents));
 	if (err)
 		return err;
 	memcpy(t->strs + t->strs_len, s, len);
@@ -231,7 +212,7 @@ static int cover_names(struct stack_set *s)
 
 	if (need <= old)
 		return 0;
-	err = grow((void **)&s->incl, &cap, need, sizeof(*s->incl));
+	err = grow_array((void **)&s->incl, &cap, need, sizeof(*s->incl));
 	if (err)
 		return err;
 	if (!(s->self = realloc(s->self, cap * sizeof(*s->self))) ||
@@ -257,9 +238,9 @@ int stack_set__add(struct stack_set *s, const uint32_t *ids, uint32_t n, uint64_
 		return -EOVERFLOW;
 	err = cover_names(s);
 	if (!err)
-		err = grow((void **)&s->frames, &s->frames_cap, s->nframes + n, sizeof(*s->frames));
+		err = grow_array((void **)&s->frames, &s->frames_cap, s->nframes + n, sizeof(*s->frames));
 	if (!err)
-		err = grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof(*s->stacks));
+		err = grow_array((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof(*s->stacks));
 	if (err)
 		return err;
 	serial = s->nstacks + 1;
@@ -327,7 +308,7 @@ static int intern_frames(struct stack_set *s, char *line, size_t len, uint32_t *
 			return fail(err, errlen, -EINVAL, "empty frame name");
 		if (*n == UINT32_MAX)
 			return fail(err, errlen, -E2BIG, "too many frames");
-		ret = grow((void **)ids, cap, (size_t)*n + 1, sizeof(**ids));
+		ret = grow_array((void **)ids, cap, (size_t)*n + 1, sizeof(**ids));
 		if (!ret)
 			ret = stack_set__intern(s, p, (size_t)(fe - p), &(*ids)[*n]);
 		if (ret)
@@ -420,7 +401,7 @@ static int read_line(struct line_reader *r, size_t *len)
 		take = (nl ? (size_t)(nl - r->block) : r->end) - r->pos;
 		if (*len + take > STACK_SET_MAX_LINE)
 			return -E2BIG;
-		if ((err = grow((void **)&r->line, &r->cap, *len + take + 1, 1)))
+		if ((err = grow_array((void **)&r->line, &r->cap, *len + take + 1, 1)))
 			return err;
 		memcpy(r->line + *len, r->block + r->pos, take);
 		*len += take;
