@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
-#include "capture.h"
-#include "commands.h"
+#include "util/atomic_file.h"
+#include "capture/format.h"
+#include "cli/commands.h"
 #include "flamegraph.h"
 #include "hprof.skel.h"
 #include "output/pprof.h"

@@ -7,10 +7,10 @@
 #include <time.h>
 #include <uthash.h>
 
-#include "modules.h"
+#include "binary/modules.h"
 #include "proc/processes.h"
 #include "proc/threads.h"
-#include "symbols.h"
+#include "binary/symbols.h"
 
 struct session {
 	struct module_registry *modules;

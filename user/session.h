@@ -10,9 +10,9 @@
 
 #include "proc/map_event.h"
 #include "proc/processes.h"
-#include "profile.h"
+#include "output/profile.h"
 #include "sample.h"
-#include "unwind.h"
+#include "unwind/walk.h"
 
 /* How a user stack was obtained. */
 enum stack_method {

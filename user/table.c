@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "ehframe.h"
 
 static void usage(FILE *f)

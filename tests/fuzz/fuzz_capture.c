@@ -9,7 +9,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "cli/commands.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "proc/address_space.h"
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 static void add_one_by_one(const struct process_maps *maps)
 {

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "symbols.h"
+#include "binary/symbols.h"
 
 static char dir[] = "/tmp/hprof-fuzz-symbols.XXXXXX";
 

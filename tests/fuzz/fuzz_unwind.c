@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ehframe.h"
-#include "unwind.h"
+#include "unwind/walk.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define HEADER 40

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "modules.h"
-#include "profile.h"
+#include "binary/modules.h"
+#include "output/profile.h"
 
 int main(int argc, char **argv)
 {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#include "procmaps.h"
-#include "symbols.h"
+#include "proc/procmaps.h"
+#include "binary/symbols.h"
 
 /* libunwind exports its .eh_frame_hdr binary search without declaring it (perf declares
  * it the same way). */

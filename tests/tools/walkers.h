@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture.h"
+#include "capture/format.h"
 #include "sample.h"
 #include "session.h"
 

@@ -13,11 +13,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "modules.h"
+#include "binary/modules.h"
 #include "output/json.h"
 #include "output/pprof.h"
 #include "output/stack_set.h"
-#include "profile.h"
+#include "output/profile.h"
 #include "profile.pb-c.h"
 
 static int failures;

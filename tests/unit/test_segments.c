@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "modules.h"
-#include "symbols.h"
+#include "binary/modules.h"
+#include "binary/symbols.h"
 
 static int failures;
 

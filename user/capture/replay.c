@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modules.h"
+#include "binary/modules.h"
 
 struct recorded_build_id {
 	const char *path;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture.h"
+#include "capture/format.h"
 #include "session.h"
 
 struct replay_opts {

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atomic_file.h"
+#include "util/atomic_file.h"
 #include "capture/replay.h"
-#include "commands.h"
+#include "cli/commands.h"
 #include "output/diff.h"
 #include "output/pprof.h"
 #include "output/stack_set.h"

@@ -9,7 +9,7 @@
 #include <uthash.h>
 #include <zlib.h>
 
-#include "atomic_file.h"
+#include "util/atomic_file.h"
 #include "profile.pb-c.h"
 #include "util/grow.h"
 

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "modules.h"
-#include "profile.h"
+#include "binary/modules.h"
+#include "output/profile.h"
 
 struct stack_set;
 

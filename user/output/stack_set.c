@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "output/profile.h"
 #include "util/grow.h"
 
 /* Name ids are u32 indices; tables store id + 1 so that 0 marks an empty slot. */

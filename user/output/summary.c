@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic_file.h"
-#include "modules.h"
+#include "util/atomic_file.h"
+#include "binary/modules.h"
 #include "output/json.h"
 #include "output/stack_set.h"
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 struct address_space;
 

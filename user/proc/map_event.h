@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "symbols.h"
+#include "binary/symbols.h"
 
 enum map_event_type {
 	MAP_EVENT_MMAP = 1, /* an executable mapping was made (path follows the struct) */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 struct process_table {
 	struct process *by_pid;

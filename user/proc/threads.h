@@ -10,7 +10,7 @@
 #include <uthash.h>
 
 #include "sample.h"
-#include "unwind.h"
+#include "unwind/walk.h"
 
 /* Frames kept beyond a chain's end: libc's start-up code only (HPROF_MAX_LEARNED_TAIL). */
 #define THREAD_TAIL_FRAMES HPROF_MAX_LEARNED_TAIL

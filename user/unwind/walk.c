@@ -1,4 +1,4 @@
-#include "unwind.h"
+#include "unwind/walk.h"
 
 #include <errno.h>
 #include <inttypes.h>

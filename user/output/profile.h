@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "modules.h"
-#include "symbols.h"
+#include "binary/modules.h"
+#include "binary/symbols.h"
 
 struct frame {
 	uint32_t module; /* MODULE_* or a module id */

@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "modules.h"
-#include "procmaps.h"
-#include "profile.h"
+#include "cli/commands.h"
+#include "binary/modules.h"
+#include "proc/procmaps.h"
+#include "output/profile.h"
 #include "session.h"
-#include "unwind.h"
+#include "unwind/walk.h"
 
 /* Stack bytes copied per thread, from sp up to the end of its mapping: the default
  * RLIMIT_STACK and pthread stack size, so a deeper stack ends "copy too short". */

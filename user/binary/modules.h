@@ -9,9 +9,9 @@
 
 #include "binary/mapped_files.h"
 #include "binary/perfmap.h"
-#include "procmaps.h"
+#include "proc/procmaps.h"
 #include "ehframe.h"
-#include "symbols.h"
+#include "binary/symbols.h"
 
 /* Module ids below MODULE_FIRST_FILE are pseudo-modules. */
 enum {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic_file.h"
-#include "commands.h"
+#include "util/atomic_file.h"
+#include "cli/commands.h"
 #include "flamegraph.h"
 
 static const char usage[] =

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "capture/replay.h"
-#include "commands.h"
+#include "cli/commands.h"
 #include "output/summary.h"
 #include "record.h"
 

@@ -1,4 +1,4 @@
-#include "profile.h"
+#include "output/profile.h"
 
 #include <errno.h>
 #include <inttypes.h>

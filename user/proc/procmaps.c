@@ -1,4 +1,4 @@
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 #include <errno.h>
 #include <inttypes.h>

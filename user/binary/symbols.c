@@ -1,4 +1,4 @@
-#include "symbols.h"
+#include "binary/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "capture.h"
+#include "capture/format.h"
 
 #include <errno.h>
 #include <stdlib.h>

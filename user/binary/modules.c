@@ -1,4 +1,4 @@
-#include "modules.h"
+#include "binary/modules.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#include "procmaps.h"
+#include "proc/procmaps.h"
 
 struct module_entry {
 	struct module mod;
