@@ -42,8 +42,7 @@ int capture_file__load(const char *path, struct capture_file **out, char *err, s
 		ret = capture_reader__next(f->reader, &r.type, &r.payload, &r.len, err, errlen);
 		if (ret <= 0)
 			break;
-		if (r.type == CAPTURE_INFO && r.len >= sizeof(f->info))
-			memcpy(&f->info, r.payload, sizeof(f->info));
+		capture__decode_info(r.type, r.payload, r.len, &f->info);
 		if (f->nr_recs == cap) {
 			struct capture_rec *more;
 
@@ -78,29 +77,17 @@ void capture_file__free(struct capture_file *f)
 bool capture_rec__maps(const struct capture_rec *r, uint32_t *pid, const char **text,
 		       size_t *len)
 {
-	if (r->type != CAPTURE_MAPS || r->len < 8)
-		return false;
-	memcpy(pid, r->payload, 4);
-	*text = (const char *)r->payload + 8;
-	*len = r->len - 8;
-	return true;
+	return capture__decode_maps(r->type, r->payload, r->len, pid, text, len);
 }
 
 bool capture_rec__map_event(const struct capture_rec *r, struct map_event *e, const char **path)
 {
-	if (r->type != CAPTURE_MAP_EVENT || r->len < sizeof(*e) + 1 ||
-	    r->payload[r->len - 1] != '\0')
-		return false;
-	memcpy(e, r->payload, sizeof(*e));
-	*path = (const char *)r->payload + sizeof(*e);
-	return true;
+	return capture__decode_map_event(r->type, r->payload, r->len, e, path);
 }
 
 const struct hprof_sample *capture_rec__sample(const struct capture_rec *r)
 {
-	if (r->type != CAPTURE_SAMPLE || r->len < sizeof(struct hprof_sample))
-		return NULL;
-	return (const struct hprof_sample *)r->payload;
+	return capture__decode_sample(r->type, r->payload, r->len);
 }
 
 enum walk_skip walk__skip_reason(const struct hprof_sample *s, size_t size)

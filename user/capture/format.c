@@ -22,7 +22,7 @@ int capture__write_header(FILE *f)
 	return 0;
 }
 
-int capture__write_record(FILE *f, uint32_t type, const void *payload, size_t len,
+static int write_record(FILE *f, uint32_t type, const void *payload, size_t len,
 			  const void *payload2, size_t len2)
 {
 	static const uint8_t zeros[8];
@@ -35,6 +35,92 @@ int capture__write_record(FILE *f, uint32_t type, const void *payload, size_t le
 	    (len2 && fwrite(payload2, len2, 1, f) != 1) || (pad && fwrite(zeros, pad, 1, f) != 1))
 		return -EIO;
 	return 0;
+}
+
+int capture__write_info(FILE *f, const struct capture_info *info)
+{
+	return write_record(f, CAPTURE_INFO, info, sizeof(*info), NULL, 0);
+}
+
+int capture__write_maps(FILE *f, uint32_t pid, const char *text, size_t len)
+{
+	uint32_t header[2] = { pid, 0 };
+
+	return write_record(f, CAPTURE_MAPS, header, sizeof(header), text, len);
+}
+
+int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len)
+{
+	return write_record(f, CAPTURE_SAMPLE, sample, len, NULL, 0);
+}
+
+int capture__write_map_event(FILE *f, const struct map_event *e, const char *path)
+{
+	return write_record(f, CAPTURE_MAP_EVENT, e, sizeof(*e), path,
+			    strnlen(path, MAP_EVENT_PATH_MAX - 1) + 1);
+}
+
+/* The id sits in a fixed BUILD_ID_MAX-byte field, so the path's offset is fixed. */
+int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path)
+{
+	uint8_t field[4 + BUILD_ID_MAX] = { 0 };
+
+	if (len > BUILD_ID_MAX)
+		return -EINVAL;
+	memcpy(field, &len, 4);
+	memcpy(field + 4, id, len);
+	return write_record(f, CAPTURE_BUILD_ID, field, sizeof(field), path, strlen(path) + 1);
+}
+
+bool capture__decode_info(uint32_t type, const uint8_t *payload, uint32_t len,
+			  struct capture_info *info)
+{
+	if (type != CAPTURE_INFO || len < sizeof(*info))
+		return false;
+	memcpy(info, payload, sizeof(*info));
+	return true;
+}
+
+bool capture__decode_maps(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  const char **text, size_t *text_len)
+{
+	if (type != CAPTURE_MAPS || len < 8)
+		return false;
+	memcpy(pid, payload, 4);
+	*text = (const char *)payload + 8;
+	*text_len = len - 8;
+	return true;
+}
+
+const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *payload,
+						  uint32_t len)
+{
+	if (type != CAPTURE_SAMPLE || len < sizeof(struct hprof_sample))
+		return NULL;
+	return (const struct hprof_sample *)payload;
+}
+
+bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
+			       struct map_event *e, const char **path)
+{
+	if (type != CAPTURE_MAP_EVENT || len < sizeof(*e) + 1 || payload[len - 1] != '\0')
+		return false;
+	memcpy(e, payload, sizeof(*e));
+	*path = (const char *)payload + sizeof(*e);
+	return true;
+}
+
+bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t len,
+			      const uint8_t **id, uint32_t *id_len, const char **path)
+{
+	if (type != CAPTURE_BUILD_ID || len < 4 + BUILD_ID_MAX + 1 || payload[len - 1] != '\0')
+		return false;
+	memcpy(id_len, payload, 4);
+	if (*id_len > BUILD_ID_MAX)
+		return false;
+	*id = payload + 4;
+	*path = (const char *)payload + 4 + BUILD_ID_MAX;
+	return true;
 }
 
 static int read_whole_file(const char *path, uint8_t **data, size_t *size)

@@ -9,7 +9,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
+
+#include "proc/map_event.h"
+#include "sample.h"
 
 #define CAPTURE_MAGIC "HPROFCAP"
 #define CAPTURE_VERSION 2 /* 2: samples carry the window at the FP chain's end; map events */
@@ -31,10 +35,31 @@ struct capture_info {
 };
 _Static_assert(sizeof(struct capture_info) == 16, "capture_info is a file format");
 
-/* Appends one record. Returns 0 or -EIO. */
+/* Writing: the header, then one record per call. Each returns 0, -E2BIG (a record over
+ * CAPTURE_MAX_RECORD) or -EIO. */
 int capture__write_header(FILE *f);
-int capture__write_record(FILE *f, uint32_t type, const void *payload, size_t len,
-			  const void *payload2, size_t len2);
+int capture__write_info(FILE *f, const struct capture_info *info);
+int capture__write_maps(FILE *f, uint32_t pid, const char *text, size_t len);
+int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len);
+int capture__write_map_event(FILE *f, const struct map_event *e, const char *path);
+int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path);
+
+/* Decoding one record's payload (as capture_reader__next gives it): false when the record
+ * is of another type or too short for what it says it holds. Pointers point into the
+ * payload. */
+bool capture__decode_info(uint32_t type, const uint8_t *payload, uint32_t len,
+			  struct capture_info *info);
+bool capture__decode_maps(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  const char **text, size_t *text_len);
+/* Only the header is checked: hprof_sample__well_formed says whether the rest is there. */
+const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *payload,
+						  uint32_t len);
+/* The event is copied out (payloads are not aligned); the path ends the record. */
+bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
+			       struct map_event *e, const char **path);
+/* The path ends the record; *id_len is at most BUILD_ID_MAX. */
+bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t len,
+			      const uint8_t **id, uint32_t *id_len, const char **path);
 
 struct capture_reader;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/modules.h"
+#include "util/grow.h"
 
 struct recorded_build_id {
 	const char *path;
@@ -21,7 +22,7 @@ struct replay {
 	uint8_t *scratch; /* a sample's copy when stack_limit shortens it */
 	struct capture_info info;
 	struct recorded_build_id *build_ids;
-	size_t nr_build_ids;
+	size_t nr_build_ids, cap_build_ids;
 };
 
 static int check_record(const char *path, uint32_t type, uint32_t len, char *err, size_t errlen)
@@ -46,21 +47,14 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 
 static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
 {
-	struct recorded_build_id *more;
-	uint32_t id_len;
+	struct recorded_build_id b;
 
-	if (payload[len - 1] != '\0')
-		return 0; /* path not terminated: ignore the record */
-	memcpy(&id_len, payload, 4);
-	if (id_len > BUILD_ID_MAX)
-		return 0;
-	more = realloc(r->build_ids, (r->nr_build_ids + 1) * sizeof(*more));
-	if (!more)
+	if (!capture__decode_build_id(CAPTURE_BUILD_ID, payload, len, &b.id, &b.len, &b.path))
+		return 0; /* path not terminated or id too long: ignore the record */
+	if (grow_array((void **)&r->build_ids, &r->cap_build_ids, r->nr_build_ids + 1,
+		       sizeof(*r->build_ids)))
 		return -ENOMEM;
-	r->build_ids = more;
-	r->build_ids[r->nr_build_ids++] = (struct recorded_build_id){
-		.path = (const char *)payload + 4 + BUILD_ID_MAX, .id = payload + 4, .len = id_len,
-	};
+	r->build_ids[r->nr_build_ids++] = b;
 	return 0;
 }
 
@@ -85,15 +79,14 @@ static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 	return session__handle_sample(r->session, sample, len);
 }
 
-/* A mapping event: the struct, then its path, which must end the record. */
 static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t len)
 {
 	struct map_event e;
+	const char *path;
 
-	if (payload[len - 1] != '\0')
+	if (!capture__decode_map_event(CAPTURE_MAP_EVENT, payload, len, &e, &path))
 		return -EINVAL;
-	memcpy(&e, payload, sizeof(e));
-	return session__handle_map_event(s, &e, (const char *)payload + sizeof(e));
+	return session__handle_map_event(s, &e, path);
 }
 
 /* Feeds every record to the session in file order, which is time order: maps and mapping
@@ -101,7 +94,9 @@ static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t 
 static int feed(struct replay *r, char *err, size_t errlen)
 {
 	const uint8_t *payload;
+	const char *text;
 	uint32_t type, len, pid;
+	size_t text_len;
 	int ret;
 
 	while ((ret = capture_reader__next(r->reader, &type, &payload, &len, err, errlen)) > 0) {
@@ -110,11 +105,11 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			return ret;
 		switch (type) {
 		case CAPTURE_INFO:
-			memcpy(&r->info, payload, sizeof(r->info));
+			capture__decode_info(type, payload, len, &r->info);
 			break;
 		case CAPTURE_MAPS:
-			memcpy(&pid, payload, 4);
-			ret = session__load_maps(r->session, pid, (const char *)payload + 8, len - 8);
+			capture__decode_maps(type, payload, len, &pid, &text, &text_len);
+			ret = session__load_maps(r->session, pid, text, text_len);
 			break;
 		case CAPTURE_SAMPLE:
 			ret = replay_sample(r, payload, len);

@@ -3,7 +3,7 @@
 #define HPROF_COMMANDS_H
 
 /* Each returns the process exit status. argv[0] is the subcommand's name. */
-int cmd_record(int argc, char **argv);     /* user/record.c: sample and render (default) */
+int cmd_record(int argc, char **argv);     /* user/cli/record.c: sample and render (default) */
 int cmd_report(int argc, char **argv);     /* user/cli/report.c: unwind and render a --raw capture */
 int cmd_diff(int argc, char **argv);       /* user/cli/diff.c: compare two profiles, gate on regressions */
 int cmd_stack(int argc, char **argv);      /* user/cli/stack.c: print every thread's stack of a process */

@@ -9,7 +9,7 @@
 #include "capture/replay.h"
 #include "cli/commands.h"
 #include "output/summary.h"
-#include "record.h"
+#include "output/outputs.h"
 
 struct report {
 	struct output_opts out;
@@ -107,6 +107,7 @@ int cmd_report(int argc, char **argv)
 	struct replay *replay = NULL;
 	const struct capture_info *info;
 	struct session *s;
+	struct run_summary summary;
 	char err_msg[512] = "";
 	bool no_dwarf;
 	int err;
@@ -124,13 +125,14 @@ int cmd_report(int argc, char **argv)
 	no_dwarf = rep.replay.no_dwarf || info->stack_size == 0;
 	rep.out.frequency = info->frequency;
 	rep.out.duration_ns = info->duration_ns;
-	err = write_outputs(s, &rep.out);
+	summary = (struct run_summary){ s, info->duration_ns / 1e9, info->frequency, no_dwarf,
+					NULL, 0 };
+	err = outputs__write(session__profile(s), session__modules(s), &rep.out);
 	if (err)
 		goto cleanup;
-	print_summary(s, info->duration_ns / 1e9, info->frequency, no_dwarf, NULL, 0);
+	summary__print(&summary, stderr);
 	if (rep.out.json_path)
-		err = summary__write_json_file(rep.out.json_path, &(struct run_summary){
-			s, info->duration_ns / 1e9, info->frequency, no_dwarf, NULL, 0 });
+		err = summary__write_json_file(rep.out.json_path, &summary);
 cleanup:
 	if (err && err_msg[0])
 		fprintf(stderr, "hprof: report: %s\n", err_msg);

@@ -1,6 +1,7 @@
 #include "output/summary.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,4 +245,85 @@ cleanup:
 	stack_set__free(set);
 	name_table__free(names);
 	return err;
+}
+
+/* Only when some process with JIT code had a map file. */
+static void print_perf_map_summary(struct session *session, FILE *out)
+{
+	struct perf_map_stats pm;
+
+	module_registry__perf_map_stats(session__modules(session), &pm);
+	if (!pm.read && !pm.refused)
+		return;
+	fprintf(out, "hprof: perf map files: %" PRIu64 " entries, %" PRIu64
+			" bad lines skipped; %" PRIu64 " files read, %" PRIu64
+			" refused (owner or file type)",
+		pm.entries, pm.bad_lines, pm.read, pm.refused);
+	if (pm.cut_short)
+		fprintf(out, ", %" PRIu64 " cut short at %u MiB or %u entries", pm.cut_short,
+			PERF_MAP_MAX_BYTES >> 20, PERF_MAP_MAX_ENTRIES);
+	fprintf(out, "\n");
+}
+
+void summary__print(const struct run_summary *r, FILE *out)
+{
+	static const uint64_t no_counters[KC_NR];
+	struct session *session = r->session;
+	const struct session_stats *st = session__stats(session);
+	const struct process_table_stats *ps = session__process_stats(session);
+	const uint64_t *kc = r->kernel_counters ? r->kernel_counters : no_counters;
+	double duration_s = r->duration_s;
+	unsigned frequency = r->frequency;
+	uint64_t user_samples = summary__user_samples(st);
+	uint64_t lost = summary__lost_samples(st, kc);
+
+	fprintf(out, "hprof: %.2f s, %" PRIu64 " samples at %u Hz, %" PRIu64
+			" processes, %" PRIu64 " distinct stacks\n",
+		duration_s, st->samples, frequency, st->processes,
+		profile__nr_stacks(session__profile(session)));
+	fprintf(out, "hprof: FP-complete: %.1f%% of user stacks (%" PRIu64 " of %" PRIu64
+			"); %" PRIu64 " kernel-only samples (%" PRIu64 " in execve or exit)\n",
+		percent(st->fp_complete, user_samples), st->fp_complete, user_samples,
+		st->kernel_only, kc[KC_NO_USER_CONTEXT]);
+	fprintf(out, "hprof: user stacks by method:");
+	for (int m = 0; m < METHOD_COUNT; m++)
+		fprintf(out, " %s %.1f%%", session__method_name(m),
+			percent(st->methods[m], user_samples));
+	fprintf(out, " (FP chains finished from their end: %" PRIu64 " by the DWARF walk, %" PRIu64
+			" with the thread's learned frames)\n",
+		st->fp_tails, st->fp_tails_learned);
+	if (st->methods[METHOD_TRUNCATED]) {
+		fprintf(out, "hprof: truncated stacks:");
+		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+			if (st->truncated[t])
+				fprintf(out, " %s %" PRIu64 ";", session__truncated_root(t),
+					st->truncated[t]);
+		}
+		fprintf(out, "\n");
+	}
+	fprintf(out, "hprof: lost samples: %" PRIu64 " (ring buffer full %" PRIu64
+			", no scratch buffer %" PRIu64 ", malformed %" PRIu64 "); not recorded: idle %" PRIu64
+			", other processes %" PRIu64 "\n",
+		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed, kc[KC_IDLE],
+		kc[KC_FILTERED]);
+	fprintf(out, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
+			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
+		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
+	fprintf(out, "hprof: mappings: %" PRIu64 " mmap, %" PRIu64 " exec, %" PRIu64 " fork, %" PRIu64
+			" exit events; %" PRIu64 " processes read from /proc; %" PRIu64
+			" mapping events lost\n",
+		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
+		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, r->sideband_lost);
+	print_perf_map_summary(session, out);
+	fprintf(out, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
+	if (r->no_dwarf)
+		fprintf(out, " (frame pointers only, no stack copies)\n");
+	else
+		fprintf(out, " (stack copies: %" PRIu64 " to the thread's learned base, %" PRIu64
+				" to the end of the stack, %" PRIu64 " of the leaf only (the FP chain sufficed), %" PRIu64
+				" cut short by a failed read, %" PRIu64
+				" failed; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
+				" unreadable)\n",
+			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_COPY_FP], kc[KC_STACK_COPY_CLAMPED],
+			kc[KC_STACK_COPY_FAILED], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 }

@@ -14,7 +14,7 @@
 /* Functions listed by self and by inclusive share. */
 #define SUMMARY_TOP_FUNCTIONS 20
 
-/* What print_summary (user/record.c) is given. */
+/* What a summary is made of. */
 struct run_summary {
 	struct session *session;
 	double duration_s;
@@ -35,6 +35,8 @@ static inline uint64_t summary__lost_samples(const struct session_stats *st, con
 	return kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
 }
 
+/* The summary as text (hprof prints it on stderr at the end of a recording or a report). */
+void summary__print(const struct run_summary *r, FILE *out);
 /* Writes the summary as one JSON object. Returns 0 or -errno. */
 int summary__write_json(const struct run_summary *r, FILE *out);
 /* The same into path, whole or not at all; on error prints one line and returns -errno. */

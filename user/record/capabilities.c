@@ -93,3 +93,24 @@ int capabilities__drop_unneeded(int probe_map_fd)
 		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	return err;
 }
+
+/* Says which of the capabilities BPF profiling needs are missing; 0 when none are. */
+int capabilities__check_for_profiling(void)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	bool sys_admin, bpf, perfmon;
+
+	if (syscall(SYS_capget, &header, data) != 0)
+		return 0; /* cannot tell: let the load report what fails */
+#define HAS_CAP(c) (data[(c) / 32].effective & (1u << ((c) % 32)))
+	sys_admin = HAS_CAP(CAP_SYS_ADMIN);
+	bpf = sys_admin || HAS_CAP(CAP_BPF);
+	perfmon = sys_admin || HAS_CAP(CAP_PERFMON);
+#undef HAS_CAP
+	if (bpf && perfmon)
+		return 0;
+	fprintf(stderr, "hprof: missing capability %s%s%s (run as root, or grant CAP_BPF and CAP_PERFMON)\n",
+		bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
+	return -EPERM;
+}

@@ -22,4 +22,8 @@
  * nothing was dropped). */
 int capabilities__drop_unneeded(int probe_map_fd);
 
+/* Says on stderr which of the capabilities BPF profiling needs (CAP_BPF, CAP_PERFMON, or
+ * CAP_SYS_ADMIN for both) are missing. Returns 0 when none are, else -EPERM. */
+int capabilities__check_for_profiling(void);
+
 #endif

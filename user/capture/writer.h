@@ -1,0 +1,29 @@
+/* Writing a raw capture (--raw FILE) while recording: the records in the order they are
+ * handled, then the build-ids of the binaries the samples touched and the run's settings.
+ * The file appears whole at finish, or not at all. */
+#ifndef HPROF_CAPTURE_WRITER_H
+#define HPROF_CAPTURE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "binary/modules.h"
+#include "capture/format.h"
+
+struct capture_writer;
+
+/* Returns 0 or -errno after printing one line. */
+int capture_writer__open(const char *path, struct capture_writer **out);
+/* Each record is appended; the first write error is kept and reported by finish. */
+void capture_writer__maps(struct capture_writer *w, uint32_t pid, const char *text, size_t len);
+void capture_writer__sample(struct capture_writer *w, const struct hprof_sample *s, size_t len);
+void capture_writer__map_event(struct capture_writer *w, const struct map_event *e,
+			       const char *path);
+/* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
+ * 0 or -errno after printing one line; the writer is freed either way. */
+int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,
+			   const struct capture_info *info);
+/* Drops an unfinished capture: nothing is left behind. */
+void capture_writer__free(struct capture_writer *w);
+
+#endif

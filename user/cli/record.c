@@ -1,0 +1,411 @@
+/* `hprof [options] [-- COMMAND ARGS]`: samples every CPU with the BPF program, turns the
+ * samples into stacks and writes folded stacks, a flamegraph, a pprof profile, a JSON
+ * summary and/or a raw capture. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/writer.h"
+#include "cli/commands.h"
+#include "output/outputs.h"
+#include "output/summary.h"
+#include "record/capabilities.h"
+#include "record/child.h"
+#include "record/recorder.h"
+#include "sample.h"
+#include "session.h"
+#include "util/atomic_file.h"
+
+#define DEFAULT_FREQUENCY 99
+
+struct record_opts {
+	struct output_opts out;
+	long time_ms;        /* 0: until Ctrl-C, the command's exit or the pids' exit */
+	unsigned frequency;  /* Hz */
+	pid_t *pids;
+	size_t nr_pids;
+	bool no_dwarf;
+	unsigned stack_size; /* bytes */
+	char **command;      /* NULL or argv of the command to run */
+	const char *raw_path; /* --raw: capture file for hprof report */
+	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = default */
+};
+
+static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exit_signal;
+
+static void on_signal(int sig)
+{
+	exiting = 1;
+	exit_signal = sig;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: hprof [OPTIONS] [-- COMMAND [ARGS...]]\n"
+		"       hprof report CAPTURE [--svg FILE] [--folded FILE] [--pprof FILE] [--json FILE]\n"
+		"       hprof diff BASE NEW [--threshold PCT] [--svg FILE] [--json FILE]\n"
+		"       hprof stack PID | hprof table FILE | hprof flamegraph IN.folded OUT.svg\n"
+		"Samples user and kernel stacks on every CPU and writes a flamegraph.\n"
+		"\n"
+		"  --svg FILE            write an interactive flamegraph\n"
+		"  --folded FILE         write folded stacks (- for stdout; the default when\n"
+		"                        no output is named)\n"
+		"  --pprof FILE          write a gzip-compressed pprof profile (go tool pprof)\n"
+		"  --json FILE           write the end-of-run summary and top functions as JSON\n"
+		"  --time MS             sample for MS milliseconds (default: until Ctrl-C,\n"
+		"                        or until COMMAND or every --pid exits)\n"
+		"  -F, --frequency HZ    samples per second per CPU (default %d)\n"
+		"  -p, --pid PID         profile only this process (repeatable)\n"
+		"  --no-dwarf            frame pointers only: copy no user stack\n"
+		"  --stack-size BYTES    user stack bytes copied per sample (default %d,\n"
+		"                        at most %d)\n"
+		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
+		"                        can hold secrets) for hprof report\n"
+		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
+		"                        to 1 GiB (default 16 MiB)\n"
+		"  -h, --help            show this help\n"
+		"  -V, --version         show the version\n"
+		"\n"
+		"With -- COMMAND, profiles COMMAND and its children until it exits and exits\n"
+		"with its status.\n",
+		DEFAULT_FREQUENCY, HPROF_DEFAULT_STACK_COPY, HPROF_MAX_STACK_COPY);
+}
+
+/* Parses a whole decimal number in [min, max]; false on anything else. */
+static bool parse_number(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static long long max_sample_rate(void)
+{
+	long long rate = 100000;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+
+	if (f) {
+		if (fscanf(f, "%lld", &rate) != 1)
+			rate = 100000;
+		fclose(f);
+	}
+	return rate;
+}
+
+enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
+       OPT_JSON, OPT_RING_SIZE };
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "hprof: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see hprof --help)\n");
+	return -EINVAL;
+}
+
+static int parse_option(struct record_opts *o, int opt, const char *arg)
+{
+	long long v, max_rate;
+
+	switch (opt) {
+	case OPT_SVG:
+		o->out.svg_path = arg;
+		return 0;
+	case OPT_FOLDED:
+		o->out.folded_path = arg;
+		return 0;
+	case OPT_PPROF:
+		o->out.pprof_path = arg;
+		return 0;
+	case OPT_JSON:
+		o->out.json_path = arg;
+		return 0;
+	case OPT_TIME:
+		if (!parse_number(arg, 1, 365LL * 24 * 3600 * 1000, &v))
+			return usage_error("--time takes a positive number of milliseconds, got '%s'", arg);
+		o->time_ms = v;
+		return 0;
+	case 'F':
+		max_rate = max_sample_rate();
+		if (!parse_number(arg, 1, max_rate, &v)) {
+			fprintf(stderr, "hprof: --frequency must be between 1 and %lld "
+					"(kernel.perf_event_max_sample_rate), got '%s'\n", max_rate, arg);
+			return -EINVAL;
+		}
+		o->frequency = v;
+		return 0;
+	case 'p': {
+		pid_t *pids = realloc(o->pids, (o->nr_pids + 1) * sizeof(*pids));
+
+		if (!parse_number(arg, 1, INT32_MAX, &v))
+			return usage_error("--pid takes a process id, got '%s'", arg);
+		if (!pids)
+			return -ENOMEM;
+		o->pids = pids;
+		o->pids[o->nr_pids++] = (pid_t)v;
+		return 0;
+	}
+	case OPT_NO_DWARF:
+		o->no_dwarf = true;
+		return 0;
+	case OPT_RAW:
+		o->raw_path = arg;
+		return 0;
+	case OPT_RING_SIZE:
+		if (!parse_number(arg, 4096, 1 << 30, &v) || (v & (v - 1)))
+			return usage_error("--ring-size takes a power of two from 4096 to 1073741824, got '%s'",
+					   arg);
+		o->ring_size = (unsigned)v;
+		return 0;
+	case OPT_STACK_SIZE:
+		if (!parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
+			return usage_error("--stack-size takes a multiple of 8 from 8 to 65536, got '%s'",
+					   arg);
+		o->stack_size = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Returns 0, 1 for --help/--version (exit 0), or -EINVAL. */
+static int parse_args(int argc, char **argv, struct record_opts *o)
+{
+	static const struct option long_opts[] = {
+		{ "svg", required_argument, NULL, OPT_SVG },
+		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
+		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
+		{ "raw", required_argument, NULL, OPT_RAW },
+		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	int opt, err;
+
+	o->frequency = DEFAULT_FREQUENCY;
+	o->stack_size = HPROF_DEFAULT_STACK_COPY;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+F:p:hV", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			printf("hprof %s\n", HPROF_VERSION);
+			return 1;
+		case '?':
+			if (optopt)
+				fprintf(stderr, "hprof: option '-%c' %s (see hprof --help)\n", optopt,
+					strchr("Fp", optopt) ? "needs a value" : "is unknown");
+			else
+				fprintf(stderr, "hprof: unknown option or missing value: '%s' (see hprof --help)\n",
+					argv[optind - 1]);
+			return -EINVAL;
+		default:
+			err = parse_option(o, opt, optarg);
+			if (err)
+				return err;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	if (o->command && o->nr_pids)
+		return usage_error("%s", "--pid and a COMMAND cannot be combined");
+	return 0;
+}
+
+/* Checks what can be checked before sampling starts, so a long run does not end in an
+ * error. Returns 0 or -errno after printing the reason. */
+static int validate(const struct record_opts *o)
+{
+	const char *paths[] = { o->out.svg_path, o->out.folded_path, o->raw_path, o->out.pprof_path,
+				o->out.json_path };
+	int err;
+
+	for (size_t i = 0; i < o->nr_pids; i++) {
+		if (kill(o->pids[i], 0) != 0 && errno == ESRCH) {
+			fprintf(stderr, "hprof: no process with pid %d\n", o->pids[i]);
+			return -ESRCH;
+		}
+	}
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (!paths[i] || strcmp(paths[i], "-") == 0)
+			continue;
+		err = atomic_file__check_writable(paths[i]);
+		if (err) {
+			fprintf(stderr, "hprof: cannot write %s: %s\n", paths[i], strerror(-err));
+			return err;
+		}
+	}
+	return capabilities__check_for_profiling();
+}
+
+static void install_signal_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* a reader that stops early (hprof | head) is an EPIPE on stdout, not a kill */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void set_subtitle(struct record_opts *o, struct session *s, double duration_s, char *buf,
+			 size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 " samples, %u Hz, %.1f s%s", session__stats(s)->samples,
+		 o->frequency, duration_s, o->no_dwarf ? ", frame pointers only" : "");
+	o->out.subtitle = buf;
+}
+
+static void report_written(const struct record_opts *o)
+{
+	if (o->out.svg_path)
+		fprintf(stderr, "hprof: wrote flamegraph to %s\n", o->out.svg_path);
+	if (o->out.folded_path && strcmp(o->out.folded_path, "-") != 0)
+		fprintf(stderr, "hprof: wrote folded stacks to %s\n", o->out.folded_path);
+	if (o->raw_path)
+		fprintf(stderr, "hprof: wrote raw samples to %s\n", o->raw_path);
+	if (o->out.pprof_path)
+		fprintf(stderr, "hprof: wrote pprof profile to %s\n", o->out.pprof_path);
+	if (o->out.json_path)
+		fprintf(stderr, "hprof: wrote JSON summary to %s\n", o->out.json_path);
+}
+
+/* After recording: the outputs, the capture, the summary. Returns 0 or -errno. */
+static int finish(struct record_opts *o, struct session *session, struct recorder *rec,
+		  struct capture_writer **raw)
+{
+	double duration_s = recorder__duration_s(rec);
+	struct run_summary summary = {
+		session, duration_s, o->frequency, o->no_dwarf, recorder__kernel_counters(rec),
+		recorder__sideband_lost(rec),
+	};
+	char subtitle[128];
+	int err;
+
+	set_subtitle(o, session, duration_s, subtitle, sizeof(subtitle));
+	o->out.frequency = o->frequency;
+	o->out.duration_ns = (uint64_t)(duration_s * 1e9);
+	err = outputs__write(session__profile(session), session__modules(session), &o->out);
+	if (!err && *raw) {
+		struct capture_info info = {
+			.frequency = o->frequency,
+			.stack_size = o->no_dwarf ? 0 : o->stack_size,
+			.duration_ns = o->out.duration_ns,
+		};
+
+		err = capture_writer__finish(*raw, session__modules(session), &info);
+		*raw = NULL;
+	}
+	summary__print(&summary, stderr);
+	if (!err && o->out.json_path)
+		err = summary__write_json_file(o->out.json_path, &summary);
+	if (!err)
+		report_written(o);
+	return err;
+}
+
+/* Every /proc/PID/maps the session reads goes into the capture, for replays. */
+static void write_raw_maps(void *ctx, uint32_t pid, const char *text, size_t len)
+{
+	capture_writer__maps(ctx, pid, text, len);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = { 0 };
+	struct child child = { .go_fd = -1, .exec_err_fd = -1 };
+	struct session *session = NULL;
+	struct capture_writer *raw = NULL;
+	struct recorder *rec = NULL;
+	int err;
+
+	err = parse_args(argc, argv, &o);
+	if (err) {
+		free(o.pids);
+		return err > 0 ? 0 : 2;
+	}
+	if (!o.out.svg_path && !o.out.folded_path && !o.raw_path && !o.out.pprof_path &&
+	    !o.out.json_path)
+		o.out.folded_path = "-";
+	o.out.title = "hprof CPU flame graph";
+	err = validate(&o);
+	if (!err)
+		err = session__new(!o.no_dwarf, &session);
+	if (!err && o.raw_path)
+		err = capture_writer__open(o.raw_path, &raw);
+	if (err)
+		goto cleanup;
+	if (raw)
+		session__set_maps_hook(session, write_raw_maps, raw);
+	if (o.command) {
+		err = child__spawn(&child, o.command);
+		if (err) {
+			fprintf(stderr, "hprof: cannot start '%s': %s\n", o.command[0], strerror(-err));
+			goto cleanup;
+		}
+		/* The child was forked before the mapping events were open, and its samples
+		 * before exec run hprof's code: read its maps while it is held, not after. */
+		session__track_process(session, child.pid);
+	}
+	err = recorder__open(&(struct recorder_opts){
+				     .sampler = {
+					     .frequency = o.frequency,
+					     .stack_size = o.no_dwarf ? 0 : o.stack_size,
+					     .ring_size = o.ring_size,
+					     .filter_pids = o.nr_pids > 0 || o.command,
+					     .follow_forks = o.command != NULL,
+				     },
+				     .time_ms = o.time_ms,
+				     .pids = o.pids,
+				     .nr_pids = o.nr_pids,
+				     .child = o.command ? &child : NULL,
+			     },
+			     session, raw, &rec);
+	if (!err)
+		err = recorder__start(rec);
+	if (err)
+		goto cleanup;
+	install_signal_handlers();
+	if (child.pid) {
+		err = child__release(&child, o.command[0]);
+		if (err)
+			goto cleanup;
+	}
+	err = recorder__run(rec, &exiting);
+	if (!err)
+		err = finish(&o, session, rec, &raw);
+cleanup:
+	child__close_pipes(&child); /* a command still held sees EOF and exits 127 */
+	if (child.pid && !child.exited)
+		child__wait(&child, &exit_signal);
+	capture_writer__free(raw);
+	recorder__free(rec);
+	session__free(session);
+	free(o.pids);
+	if (err)
+		return 1;
+	return child.pid ? child__exit_status(&child) : 0;
+}

@@ -1,0 +1,237 @@
+#include "record/recorder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "record/capabilities.h"
+#include "record/reorder.h"
+#include "record/sideband.h"
+
+#define POLL_TIMEOUT_MS 100
+/* A record is written a little after its timestamp is taken (the BPF program stamps the
+ * sample before it copies the stack): records are put in order only once they are older
+ * than the last drain of every buffer by this much. */
+#define REORDER_SLACK_NS (10 * 1000 * 1000ull)
+
+struct recorder {
+	struct recorder_opts opts;
+	struct session *session;
+	struct capture_writer *raw;
+	struct sampler *sampler;
+	struct sideband *sideband;
+	struct reorder *queue;
+	double duration_s;
+	uint64_t kernel_counters[KC_NR];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Ring buffer callback: samples wait in the queue for the mapping events before them. */
+static int queue_sample(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct hprof_sample *sample = data;
+	/* A record too short to hold its time is counted as malformed when it is handled. */
+	uint64_t time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
+
+	return reorder__push(r->queue, time, REORDER_SAMPLE, data, size);
+}
+
+/* Side-band callback: the event and its path, as one queued record. */
+static int queue_map_event(void *ctx, const struct map_event *e, const char *path)
+{
+	struct recorder *r = ctx;
+	size_t path_len = strnlen(path, MAP_EVENT_PATH_MAX - 1);
+	uint8_t record[sizeof(*e) + MAP_EVENT_PATH_MAX];
+
+	session__pin_mapped_file(r->session, e, path);
+	memcpy(record, e, sizeof(*e));
+	memcpy(record + sizeof(*e), path, path_len);
+	record[sizeof(*e) + path_len] = '\0';
+	return reorder__push(r->queue, e->time_ns, REORDER_EVENT, record, sizeof(*e) + path_len + 1);
+}
+
+/* Records leave the queue in time order: handled, then written to the capture (after
+ * handling, so that maps read for a record are written before it). */
+static int handle_record(void *ctx, enum reorder_kind kind, const void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const char *path = (const char *)data + sizeof(struct map_event);
+	int err;
+
+	if (kind == REORDER_SAMPLE)
+		err = session__handle_sample(r->session, data, len);
+	else
+		err = session__handle_map_event(r->session, data, path);
+	if (err || !r->raw)
+		return err;
+	if (kind == REORDER_SAMPLE)
+		capture_writer__sample(r->raw, data, len);
+	else
+		capture_writer__map_event(r->raw, data, path);
+	return 0;
+}
+
+/* Reads every buffer, then handles what is now certainly in order (everything when
+ * final). Returns 0 or -errno. */
+static int drain_and_handle(struct recorder *r, bool final)
+{
+	uint64_t drained_at = now_ns();
+	int err;
+
+	err = sampler__consume(r->sampler);
+	if (err >= 0)
+		err = sideband__drain(r->sideband, queue_map_event, r);
+	if (err < 0)
+		return err;
+	return reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
+			      handle_record, r);
+}
+
+/* Tells the kernel where a thread's stack ends, so that its later samples copy only the
+ * live stack (base 0: forget it, the copy falls back to the end of the stack). */
+static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail,
+			     uint64_t fp_tail_ip)
+{
+	sampler__set_thread_stack(ctx, tid, base, fp_tail, fp_tail_ip);
+}
+
+/* The kernel's mapping events, open before the command execs and before any sample. */
+static int open_sideband(struct recorder *r)
+{
+	char msg[256] = "";
+	int err;
+
+	r->queue = reorder__new();
+	if (!r->queue)
+		return -ENOMEM;
+	err = sideband__open(&r->sideband, msg, sizeof(msg));
+	if (err)
+		fprintf(stderr, "hprof: %s\n", msg);
+	return err;
+}
+
+int recorder__open(const struct recorder_opts *o, struct session *session,
+		   struct capture_writer *raw, struct recorder **out)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->opts = *o;
+	r->session = session;
+	r->raw = raw;
+	err = sampler__open(&o->sampler, queue_sample, r, &r->sampler);
+	if (err)
+		goto fail;
+	if (o->sampler.stack_size)
+		session__set_stack_base_hook(session, learn_stack_base, r->sampler);
+	for (size_t i = 0; !err && i < o->nr_pids; i++)
+		err = sampler__add_pid(r->sampler, o->pids[i]);
+	if (!err)
+		err = open_sideband(r);
+	if (!err && o->child)
+		err = sampler__add_pid(r->sampler, o->child->pid);
+	if (err)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	recorder__free(r);
+	return err;
+}
+
+int recorder__start(struct recorder *r)
+{
+	int err = sampler__start(r->sampler);
+
+	return err ? err : capabilities__drop_unneeded(sampler__pid_filter_fd(r->sampler));
+}
+
+static double now_s(void)
+{
+	return now_ns() / 1e9;
+}
+
+static bool all_pids_gone(const struct recorder *r)
+{
+	if (r->opts.nr_pids == 0)
+		return false;
+	for (size_t i = 0; i < r->opts.nr_pids; i++) {
+		if (kill(r->opts.pids[i], 0) == 0 || errno != ESRCH)
+			return false;
+	}
+	return true;
+}
+
+static bool done(struct recorder *r, double deadline)
+{
+	if (r->opts.time_ms && now_s() >= deadline)
+		return true;
+	return (r->opts.child && child__has_exited(r->opts.child)) || all_pids_gone(r);
+}
+
+int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
+{
+	double start = now_s(), deadline = start + r->opts.time_ms / 1000.0;
+	int err = 0;
+
+	while (!*stop) {
+		err = sampler__poll(r->sampler, POLL_TIMEOUT_MS);
+		if (err == -EINTR) {
+			err = 0;
+			continue;
+		}
+		if (err >= 0)
+			err = drain_and_handle(r, false);
+		if (err < 0) {
+			fprintf(stderr, "hprof: reading samples failed: %s\n", strerror(-err));
+			break;
+		}
+		err = 0;
+		if (done(r, deadline))
+			break;
+	}
+	/* Stop the events, then take what is still queued. */
+	sampler__stop(r->sampler);
+	if (!err && drain_and_handle(r, true) < 0)
+		err = -EIO;
+	r->duration_s = now_s() - start;
+	sampler__read_counters(r->sampler, r->kernel_counters);
+	return err;
+}
+
+double recorder__duration_s(const struct recorder *r)
+{
+	return r->duration_s;
+}
+
+const uint64_t *recorder__kernel_counters(struct recorder *r)
+{
+	return r->kernel_counters;
+}
+
+uint64_t recorder__sideband_lost(const struct recorder *r)
+{
+	return sideband__lost(r->sideband);
+}
+
+void recorder__free(struct recorder *r)
+{
+	if (!r)
+		return;
+	sampler__free(r->sampler);
+	sideband__free(r->sideband);
+	reorder__free(r->queue);
+	free(r);
+}

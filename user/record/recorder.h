@@ -1,0 +1,41 @@
+/* A recording: the sampler's records and the kernel's mapping events, put in time order
+ * and handed to a session (and to the raw capture, when there is one), until the time is
+ * up, the command or every pid has exited, or a signal stops it. */
+#ifndef HPROF_RECORD_RECORDER_H
+#define HPROF_RECORD_RECORDER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture/writer.h"
+#include "record/child.h"
+#include "record/sampler.h"
+#include "session.h"
+
+struct recorder_opts {
+	struct sampler_opts sampler;
+	long time_ms;         /* 0: until stopped */
+	const pid_t *pids;    /* --pid: recording ends when all are gone */
+	size_t nr_pids;
+	struct child *child;  /* NULL, or the command: recording ends when it exits */
+};
+
+struct recorder;
+
+/* Loads the sampler and opens the mapping events; nothing is sampled yet. raw (may be
+ * NULL) gets every record handled.
+ * Returns 0 or -errno after printing one line. */
+int recorder__open(const struct recorder_opts *o, struct session *session,
+		   struct capture_writer *raw, struct recorder **out);
+/* Starts sampling and gives up the capabilities only set-up needed. */
+int recorder__start(struct recorder *r);
+/* Records until done or until *stop is set. Returns 0 or -errno after printing one line. */
+int recorder__run(struct recorder *r, volatile sig_atomic_t *stop);
+double recorder__duration_s(const struct recorder *r);
+/* The kernel's counters (enum kernel_counter) once recording is over. */
+const uint64_t *recorder__kernel_counters(struct recorder *r);
+uint64_t recorder__sideband_lost(const struct recorder *r);
+void recorder__free(struct recorder *r);
+
+#endif

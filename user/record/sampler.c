@@ -1,0 +1,227 @@
+#include "record/sampler.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hprof.skel.h"
+
+struct sampler {
+	struct hprof_bpf *skel;
+	struct bpf_link **links; /* one per CPU, NULL once stopped */
+	int nr_links;
+	struct bpf_link *fork_link;
+	struct bpf_link *exit_link;
+	struct ring_buffer *rb;
+	unsigned frequency;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG || !getenv("HPROF_DEBUG_LIBBPF"))
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int open_cpu_clock_event(int cpu, unsigned frequency)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = frequency,
+	};
+
+	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *what)
+{
+	struct bpf_link *link = bpf_program__attach(prog);
+
+	if (!link)
+		fprintf(stderr, "hprof: cannot attach the %s tracepoint: %s\n", what,
+			strerror(errno));
+	return link;
+}
+
+static int load(struct sampler *s, const struct sampler_opts *o)
+{
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	s->skel = hprof_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		fprintf(stderr, "hprof: cannot open the BPF program: %s\n", strerror(errno));
+		return err;
+	}
+	s->skel->rodata->filter_pids = o->filter_pids;
+	s->skel->rodata->follow_forks = o->follow_forks;
+	s->skel->rodata->stack_copy_size = o->stack_size;
+	bpf_map__set_max_entries(s->skel->maps.scratch_buffers, libbpf_num_possible_cpus());
+	if (o->ring_size)
+		bpf_map__set_max_entries(s->skel->maps.samples, o->ring_size);
+	/* A quarter full wakes the reader; below that it drains every poll timeout. */
+	s->skel->rodata->ringbuf_wakeup_bytes = bpf_map__max_entries(s->skel->maps.samples) / 4;
+	err = hprof_bpf__load(s->skel);
+	if (err)
+		fprintf(stderr, "hprof: cannot load the BPF program: %s (is BPF enabled in this kernel?)\n",
+			strerror(-err));
+	return err;
+}
+
+int sampler__open(const struct sampler_opts *opts, sampler_record_fn fn, void *ctx,
+		  struct sampler **out)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->frequency = opts->frequency;
+	err = load(s, opts);
+	if (err)
+		goto fail;
+	s->exit_link = attach_tracepoint(s->skel->progs.on_exit, "exit");
+	if (s->exit_link && opts->follow_forks)
+		s->fork_link = attach_tracepoint(s->skel->progs.on_fork, "fork");
+	if (!s->exit_link || (opts->follow_forks && !s->fork_link)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), fn, ctx, NULL);
+	if (!s->rb) {
+		err = -errno;
+		fprintf(stderr, "hprof: cannot open the ring buffer: %s\n", strerror(errno));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sampler__free(s);
+	return err;
+}
+
+int sampler__add_pid(struct sampler *s, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(s->skel->maps.pids, &key, sizeof(key), &one, sizeof(one), 0)) {
+		fprintf(stderr, "hprof: cannot add pid %d to the filter: %s\n", pid,
+			strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* One cpu-clock event per online CPU, each running the sampling program. */
+int sampler__start(struct sampler *s)
+{
+	int nr_cpus = libbpf_num_possible_cpus();
+
+	if (nr_cpus <= 0)
+		return nr_cpus ? nr_cpus : -ENODEV;
+	s->links = calloc(nr_cpus, sizeof(*s->links));
+	if (!s->links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		struct bpf_link *link;
+		int fd = open_cpu_clock_event(cpu, s->frequency);
+		int err;
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* offline CPU */
+			err = -errno;
+			fprintf(stderr, "hprof: perf_event_open(cpu-clock) failed on CPU %d: %s\n",
+				cpu, strerror(errno));
+			return err;
+		}
+		link = bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, fd);
+		if (!link) {
+			err = -errno;
+			close(fd);
+			fprintf(stderr, "hprof: cannot attach the sampler to CPU %d: %s\n", cpu,
+				strerror(-err));
+			return err;
+		}
+		s->links[s->nr_links++] = link;
+	}
+	return s->nr_links ? 0 : -ENODEV;
+}
+
+void sampler__stop(struct sampler *s)
+{
+	for (int i = 0; i < s->nr_links; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+	}
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	return ring_buffer__poll(s->rb, timeout_ms);
+}
+
+int sampler__consume(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+int sampler__pid_filter_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.pids);
+}
+
+void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
+			       uint64_t fp_tail_ip)
+{
+	struct hprof_thread_stack value = { .base = base, .fp_tail = fp_tail,
+					    .fp_tail_ip = fp_tail_ip };
+
+	if (base || fp_tail)
+		bpf_map__update_elem(s->skel->maps.thread_stacks, &tid, sizeof(tid), &value,
+				     sizeof(value), BPF_ANY);
+	else
+		bpf_map__delete_elem(s->skel->maps.thread_stacks, &tid, sizeof(tid), 0);
+}
+
+void sampler__read_counters(struct sampler *s, uint64_t *counters)
+{
+	int nr_cpus = libbpf_num_possible_cpus();
+	__u64 *values = nr_cpus > 0 ? calloc(nr_cpus, sizeof(*values)) : NULL;
+
+	memset(counters, 0, KC_NR * sizeof(*counters));
+	if (!values)
+		return;
+	for (__u32 k = 0; k < KC_NR; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), values,
+					 sizeof(*values) * nr_cpus, 0))
+			continue;
+		for (int cpu = 0; cpu < nr_cpus; cpu++)
+			counters[k] += values[cpu];
+	}
+	free(values);
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	sampler__stop(s);
+	free(s->links);
+	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->exit_link);
+	ring_buffer__free(s->rb);
+	hprof_bpf__destroy(s->skel);
+	free(s);
+}

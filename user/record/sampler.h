@@ -1,0 +1,53 @@
+/* The BPF sampler: loads kernel/hprof.bpf.c, attaches it to one cpu-clock perf event per
+ * CPU and to the fork and exit tracepoints, and hands every record of its ring buffer to a
+ * callback. Also the two ways userspace talks back to it: the pid filter and what walks
+ * have learned about each thread's stack. */
+#ifndef HPROF_RECORD_SAMPLER_H
+#define HPROF_RECORD_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample.h"
+
+struct sampler_opts {
+	unsigned frequency;  /* Hz per CPU */
+	unsigned stack_size; /* ceiling of each sample's stack copy; 0: copy nothing */
+	unsigned ring_size;  /* bytes of the ring buffer; 0: the BPF program's default */
+	bool filter_pids;    /* record only the pids added with sampler__add_pid */
+	bool follow_forks;   /* children of filtered pids join the filter */
+};
+
+/* Called with each ring buffer record (a struct hprof_sample of size bytes, not yet
+ * checked). Returns 0 or -errno, which stops the read. */
+typedef int (*sampler_record_fn)(void *ctx, void *data, size_t size);
+
+struct sampler;
+
+/* Loads and attaches everything but the perf events. Returns 0 or -errno after printing
+ * one line. */
+int sampler__open(const struct sampler_opts *opts, sampler_record_fn fn, void *ctx,
+		  struct sampler **out);
+int sampler__add_pid(struct sampler *s, pid_t pid);
+/* Opens the perf events: sampling starts. */
+int sampler__start(struct sampler *s);
+/* Closes the perf events: no sample is taken after it returns (some may still be in the
+ * ring buffer). */
+void sampler__stop(struct sampler *s);
+/* Waits up to timeout_ms for records, handing them to the callback. Returns the number of
+ * records, or -errno (-EINTR on a signal). */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Hands every record now in the ring buffer to the callback without waiting. */
+int sampler__consume(struct sampler *s);
+/* The pid filter map, the probe capabilities__drop_unneeded reads through. */
+int sampler__pid_filter_fd(const struct sampler *s);
+/* What walks taught about a thread (see struct hprof_thread_stack); all zero forgets it. */
+void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
+			       uint64_t fp_tail_ip);
+/* The kernel's counters summed over CPUs, into counters[KC_NR]. */
+void sampler__read_counters(struct sampler *s, uint64_t *counters);
+void sampler__free(struct sampler *s);
+
+#endif
