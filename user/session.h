@@ -1,6 +1,6 @@
-/* Turns raw samples from the BPF program into symbolizable stacks: finds each process's
- * mappings, resolves every address to a module, judges whether the stack is complete,
- * and counts it in the profile. */
+/* A sample's way through the stages: its process and mappings (proc/), its user stack
+ * (unwind/hybrid.c), its frames resolved to binaries (proc/resolver.c), counted in the
+ * profile (output/profile.c). The one place that calls the stages in order. */
 #ifndef HPROF_SESSION_H
 #define HPROF_SESSION_H
 
@@ -11,53 +11,21 @@
 #include "proc/map_event.h"
 #include "proc/processes.h"
 #include "output/profile.h"
+#include "output/sample_stats.h"
+#include "output/summary.h"
 #include "sample.h"
+#include "unwind/hybrid.h"
 #include "unwind/walk.h"
 
-/* How a user stack was obtained. */
-enum stack_method {
-	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
-	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
-	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
-	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
-	METHOD_COUNT,
-};
-
-/* Truncation reasons beyond the walk's own (enum unwind_end). */
-#define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
-#define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
-#define TRUNCATED_COUNT (UNWIND_END_COUNT + 2)
-
-struct session_stats {
-	uint64_t samples;           /* samples received from the kernel */
-	uint64_t methods[METHOD_COUNT];       /* user stacks per method */
-	uint64_t truncated[TRUNCATED_COUNT];  /* truncated user stacks per reason */
-	uint64_t bytes;             /* bytes of sample records received */
-	uint64_t malformed;         /* lost: record shorter than its header says */
-	uint64_t fp_complete;       /* user stacks whose FP chain reached the outermost frame */
-	uint64_t fp_tails;          /* FP chains finished by a DWARF walk from their end */
-	uint64_t fp_tails_learned;  /* FP chains finished with the frames learned for the thread */
-	uint64_t tail_windows;      /* samples carrying the stack at the FP chain's end */
-	uint64_t kernel_only;       /* samples with no user stack (kernel threads) */
-	uint64_t no_maps;           /* samples of processes whose mappings could not be read */
-	uint64_t frames_unmapped;   /* user frames in no executable mapping */
-	uint64_t processes;         /* distinct processes seen */
-};
 
 struct session;
 
 /* dwarf: replay the DWARF walk where the FP chain is short (needs stack copies). */
 int session__new(bool dwarf, struct session **out);
-const char *session__method_name(enum stack_method m);
-/* "[truncated: copy too short]" and the like. */
-const char *session__truncated_root(unsigned reason);
 /* Accounts one record of size bytes. Returns 0 or -errno (out of memory only). */
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
-/* Called with what walks have taught about a thread (user/proc/threads.h): where its
- * stack ends (0: not known) and the frame record its right FP chains end at (0: none). */
-typedef void (*session_stack_base_fn)(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail,
-				      uint64_t fp_tail_ip);
-void session__set_stack_base_hook(struct session *s, session_stack_base_fn fn, void *ctx);
+/* Called with what walks teach about each thread (see unwind/hybrid.h). */
+void session__set_stack_base_hook(struct session *s, hybrid_thread_fn fn, void *ctx);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);
@@ -97,7 +65,12 @@ int session__walk_process(struct session *s, uint32_t pid, const struct unwind_r
 int session__resolve_frame(struct session *s, uint32_t pid, uint64_t addr, bool caller,
 			   struct frame *f);
 struct profile *session__profile(struct session *s);
-const struct session_stats *session__stats(const struct session *s);
+const struct sample_stats *session__stats(const struct session *s);
+/* The run's summary: the session's figures, and the recording's (kernel_counters NULL and
+ * sideband_lost 0 for a report). */
+struct run_summary session__summary(struct session *s, double duration_s, unsigned frequency,
+				    bool no_dwarf, const uint64_t *kernel_counters,
+				    uint64_t sideband_lost);
 void session__free(struct session *s);
 
 #endif

@@ -1,5 +1,6 @@
 #include "binary/modules.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,8 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#include "proc/procmaps.h"
+/* A vDSO is two pages or so; anything claiming more than this is not one. */
+#define VDSO_MAX_SIZE (1u << 20)
 
 struct module_entry {
 	struct module mod;
@@ -61,28 +63,29 @@ static const char *load_path(const struct module *mod)
 	return mod->load_path[0] ? mod->load_path : mod->path;
 }
 
+/* The vDSO image's size from its own ELF header: its section headers come last. It is
+ * the kernel's image, mapped in this process too, so reading it is safe. */
+static size_t vdso_image_size(const Elf64_Ehdr *eh)
+{
+	size_t size = 0;
+
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	if (eh->e_shoff && eh->e_shentsize == sizeof(Elf64_Shdr))
+		size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	return size <= VDSO_MAX_SIZE ? size : 0;
+}
+
 /* The vDSO is the same image in every process of this kernel: read it from our own
  * address space, where the auxiliary vector says it starts. */
 static int load_vdso_symbols(struct module *mod)
 {
-	uintptr_t base = getauxval(AT_SYSINFO_EHDR);
-	struct process_maps *maps = NULL;
-	const struct mapping *m;
-	int err;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	size_t size = eh ? vdso_image_size(eh) : 0;
 
-	if (!base)
+	if (!size)
 		return -ENOENT;
-	err = process_maps__read(getpid(), &maps);
-	if (err)
-		return err;
-	m = process_maps__find(maps, base);
-	if (!m)
-		err = -ENOENT;
-	else
-		err = elf_symbols__load_image((const void *)base, m->end - base, &mod->syms,
-					      mod->load_msg, sizeof(mod->load_msg));
-	process_maps__free(maps);
-	return err;
+	return elf_symbols__load_image(eh, size, &mod->syms, mod->load_msg, sizeof(mod->load_msg));
 }
 
 static void load_symbols(struct module *mod)

@@ -9,7 +9,7 @@
 
 #include "binary/mapped_files.h"
 #include "binary/perfmap.h"
-#include "proc/procmaps.h"
+#include "binary/mapping.h"
 #include "ehframe.h"
 #include "binary/symbols.h"
 

@@ -298,10 +298,9 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 		  struct capture_writer **raw)
 {
 	double duration_s = recorder__duration_s(rec);
-	struct run_summary summary = {
-		session, duration_s, o->frequency, o->no_dwarf, recorder__kernel_counters(rec),
-		recorder__sideband_lost(rec),
-	};
+	struct run_summary summary =
+		session__summary(session, duration_s, o->frequency, o->no_dwarf,
+				 recorder__kernel_counters(rec), recorder__sideband_lost(rec));
 	char subtitle[128];
 	int err;
 

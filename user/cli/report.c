@@ -125,8 +125,7 @@ int cmd_report(int argc, char **argv)
 	no_dwarf = rep.replay.no_dwarf || info->stack_size == 0;
 	rep.out.frequency = info->frequency;
 	rep.out.duration_ns = info->duration_ns;
-	summary = (struct run_summary){ s, info->duration_ns / 1e9, info->frequency, no_dwarf,
-					NULL, 0 };
+	summary = session__summary(s, info->duration_ns / 1e9, info->frequency, no_dwarf, NULL, 0);
 	err = outputs__write(session__profile(s), session__modules(s), &rep.out);
 	if (err)
 		goto cleanup;

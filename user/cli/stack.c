@@ -447,7 +447,7 @@ static void print_thread(struct session *s, pid_t pid, const struct thread *t,
 		fputc('\n', out);
 	}
 	if (result.end != UNWIND_END_COMPLETE)
-		fprintf(out, "    %s\n", session__truncated_root(result.end));
+		fprintf(out, "    %s\n", hybrid__truncated_root(result.end));
 }
 
 static void stack_cmd__free(struct stack_cmd *cmd)

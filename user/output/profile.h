@@ -5,17 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "binary/frame.h"
 #include "binary/modules.h"
 #include "binary/symbols.h"
-
-struct frame {
-	uint32_t module; /* MODULE_* or a module id */
-	uint32_t flags;  /* FRAME_* */
-	uint64_t addr;   /* ELF vaddr in the module, or absolute for pseudo-modules */
-};
-
-/* The address is a return address: name the call instruction before it. */
-#define FRAME_CALLER (1u << 0)
 
 struct profile;
 

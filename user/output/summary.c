@@ -28,7 +28,7 @@ static void count_and_percent(struct json_writer *w, const char *key, uint64_t n
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
 {
-	const struct session_stats *st = session__stats(r->session);
+	const struct sample_stats *st = r->stats;
 	uint64_t user = summary__user_samples(st);
 
 	json__key(w, "duration_s");
@@ -40,27 +40,27 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__key(w, "processes");
 	json__uint(w, st->processes);
 	json__key(w, "distinct_stacks");
-	json__uint(w, profile__nr_stacks(session__profile(r->session)));
+	json__uint(w, profile__nr_stacks(r->profile));
 	json__key(w, "user_samples");
 	json__uint(w, user);
 	json__key(w, "kernel_only_samples");
 	json__uint(w, st->kernel_only);
 	json__key(w, "kernel_only_in_execve_or_exit");
 	json__uint(w, kc[KC_NO_USER_CONTEXT]);
-	count_and_percent(w, "fp_complete", st->fp_complete, user);
+	count_and_percent(w, "fp_complete", st->unwind.fp_complete, user);
 	json__key(w, "user_stacks_by_method");
 	json__begin_object(w);
 	for (int m = 0; m < METHOD_COUNT; m++)
-		count_and_percent(w, session__method_name(m), st->methods[m], user);
+		count_and_percent(w, hybrid__method_name(m), st->methods[m], user);
 	json__end_object(w);
 	json__key(w, "fp_chains_finished_by_dwarf");
-	json__uint(w, st->fp_tails);
+	json__uint(w, st->unwind.fp_tails);
 	json__key(w, "fp_chains_finished_with_learned_frames");
-	json__uint(w, st->fp_tails_learned);
+	json__uint(w, st->unwind.fp_tails_learned);
 	json__key(w, "truncated_by_reason");
 	json__begin_object(w);
 	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
-		json__key(w, session__truncated_root(t));
+		json__key(w, hybrid__truncated_root(t));
 		json__uint(w, st->truncated[t]);
 	}
 	json__end_object(w);
@@ -95,8 +95,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 
 static void write_transport(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
 {
-	const struct session_stats *st = session__stats(r->session);
-	const struct process_table_stats *ps = session__process_stats(r->session);
+	const struct sample_stats *st = r->stats;
+	const struct process_table_stats *ps = r->processes;
 	struct perf_map_stats pm;
 
 	json__key(w, "mapping_events");
@@ -114,7 +114,7 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__key(w, "lost");
 	json__uint(w, r->sideband_lost);
 	json__end_object(w);
-	module_registry__perf_map_stats(session__modules(r->session), &pm);
+	module_registry__perf_map_stats(r->modules, &pm);
 	json__key(w, "perf_maps");
 	json__begin_object(w);
 	json__key(w, "entries");
@@ -228,7 +228,7 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	if (!err)
 		err = stack_set__new(names, false, &set);
 	if (!err)
-		err = stack_set__add_profile(set, session__profile(r->session), msg, sizeof(msg));
+		err = stack_set__add_profile(set, r->profile, msg, sizeof(msg));
 	if (err)
 		goto cleanup;
 	json__init(&w, out);
@@ -248,11 +248,11 @@ cleanup:
 }
 
 /* Only when some process with JIT code had a map file. */
-static void print_perf_map_summary(struct session *session, FILE *out)
+static void print_perf_map_summary(struct module_registry *modules, FILE *out)
 {
 	struct perf_map_stats pm;
 
-	module_registry__perf_map_stats(session__modules(session), &pm);
+	module_registry__perf_map_stats(modules, &pm);
 	if (!pm.read && !pm.refused)
 		return;
 	fprintf(out, "hprof: perf map files: %" PRIu64 " entries, %" PRIu64
@@ -268,9 +268,8 @@ static void print_perf_map_summary(struct session *session, FILE *out)
 void summary__print(const struct run_summary *r, FILE *out)
 {
 	static const uint64_t no_counters[KC_NR];
-	struct session *session = r->session;
-	const struct session_stats *st = session__stats(session);
-	const struct process_table_stats *ps = session__process_stats(session);
+	const struct sample_stats *st = r->stats;
+	const struct process_table_stats *ps = r->processes;
 	const uint64_t *kc = r->kernel_counters ? r->kernel_counters : no_counters;
 	double duration_s = r->duration_s;
 	unsigned frequency = r->frequency;
@@ -280,23 +279,23 @@ void summary__print(const struct run_summary *r, FILE *out)
 	fprintf(out, "hprof: %.2f s, %" PRIu64 " samples at %u Hz, %" PRIu64
 			" processes, %" PRIu64 " distinct stacks\n",
 		duration_s, st->samples, frequency, st->processes,
-		profile__nr_stacks(session__profile(session)));
+		profile__nr_stacks(r->profile));
 	fprintf(out, "hprof: FP-complete: %.1f%% of user stacks (%" PRIu64 " of %" PRIu64
 			"); %" PRIu64 " kernel-only samples (%" PRIu64 " in execve or exit)\n",
-		percent(st->fp_complete, user_samples), st->fp_complete, user_samples,
+		percent(st->unwind.fp_complete, user_samples), st->unwind.fp_complete, user_samples,
 		st->kernel_only, kc[KC_NO_USER_CONTEXT]);
 	fprintf(out, "hprof: user stacks by method:");
 	for (int m = 0; m < METHOD_COUNT; m++)
-		fprintf(out, " %s %.1f%%", session__method_name(m),
+		fprintf(out, " %s %.1f%%", hybrid__method_name(m),
 			percent(st->methods[m], user_samples));
 	fprintf(out, " (FP chains finished from their end: %" PRIu64 " by the DWARF walk, %" PRIu64
 			" with the thread's learned frames)\n",
-		st->fp_tails, st->fp_tails_learned);
+		st->unwind.fp_tails, st->unwind.fp_tails_learned);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(out, "hprof: truncated stacks:");
 		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
 			if (st->truncated[t])
-				fprintf(out, " %s %" PRIu64 ";", session__truncated_root(t),
+				fprintf(out, " %s %" PRIu64 ";", hybrid__truncated_root(t),
 					st->truncated[t]);
 		}
 		fprintf(out, "\n");
@@ -314,7 +313,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 			" mapping events lost\n",
 		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
 		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, r->sideband_lost);
-	print_perf_map_summary(session, out);
+	print_perf_map_summary(r->modules, out);
 	fprintf(out, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
 	if (r->no_dwarf)
 		fprintf(out, " (frame pointers only, no stack copies)\n");

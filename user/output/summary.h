@@ -9,14 +9,20 @@
 #include <stdio.h>
 
 #include "sample.h"
-#include "session.h"
+#include "binary/modules.h"
+#include "output/profile.h"
+#include "output/sample_stats.h"
+#include "proc/processes.h"
 
 /* Functions listed by self and by inclusive share. */
 #define SUMMARY_TOP_FUNCTIONS 20
 
 /* What a summary is made of. */
 struct run_summary {
-	struct session *session;
+	const struct sample_stats *stats;
+	const struct process_table_stats *processes;
+	struct profile *profile;
+	struct module_registry *modules;
 	double duration_s;
 	unsigned frequency;
 	bool no_dwarf;
@@ -25,12 +31,12 @@ struct run_summary {
 };
 
 /* Figures the text and the JSON summary derive alike. */
-static inline uint64_t summary__user_samples(const struct session_stats *st)
+static inline uint64_t summary__user_samples(const struct sample_stats *st)
 {
 	return st->samples - st->kernel_only - st->malformed;
 }
 
-static inline uint64_t summary__lost_samples(const struct session_stats *st, const uint64_t *kc)
+static inline uint64_t summary__lost_samples(const struct sample_stats *st, const uint64_t *kc)
 {
 	return kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
 }

@@ -7,17 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct mapping {
-	uint64_t start, end; /* [start, end) in the process */
-	uint64_t file_offset; /* offset of start in the file */
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-	const char *path; /* "" for anonymous memory; "[vdso]" and the like as the kernel names them */
-	/* Filled in by whoever resolves addresses (user/session.c), once per mapping. */
-	void *module;     /* struct module *, NULL until looked up */
-	int64_t bias;     /* process address - ELF virtual address */
-	int bias_err;     /* 0, or -errno when no segment holds the mapping */
-};
+#include "binary/mapping.h"
+
 
 struct process_maps;
 

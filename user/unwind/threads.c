@@ -1,4 +1,4 @@
-#include "proc/threads.h"
+#include "unwind/threads.h"
 
 #include <stdlib.h>
 

@@ -1,0 +1,91 @@
+#include "proc/resolver.h"
+
+#include <string.h>
+
+#include "binary/symbols.h"
+
+struct module *resolver__module(const struct resolver *r, struct process *proc,
+				struct mapping *m)
+{
+	if (m->module)
+		return m->module;
+	if (m->path[0] != '/' && strcmp(m->path, "[vdso]") != 0) {
+		m->module = module_registry__anon_code(r->modules, proc->pid, m->path, !r->replay);
+		m->bias = 0;
+	} else {
+		m->module = r->replay ? module_registry__get(r->modules, m->path)
+				      : module_registry__get_mapped(r->modules, proc->pid, m);
+		if (m->module)
+			m->bias_err = module__bias(m->module, m, &m->bias);
+	}
+	return m->module;
+}
+
+bool resolver__frame(const struct resolver *r, struct process *proc, uint64_t addr, bool caller,
+		     struct frame *f)
+{
+	struct mapping *m = process__find_mapping(proc, addr);
+	struct module *mod;
+
+	f->flags = caller ? FRAME_CALLER : 0;
+	f->addr = addr;
+	if (!m) {
+		f->module = MODULE_UNMAPPED;
+		return false;
+	}
+	mod = resolver__module(r, proc, m);
+	if (!mod) {
+		f->module = MODULE_ANON;
+		return true;
+	}
+	f->module = mod->id;
+	/* Read the perf map while the process lives: its uid vouches for the file, and a
+	 * JIT appends to it as it compiles. */
+	if (mod->perf_map)
+		perf_map__lookup(mod->perf_map, addr);
+	/* Without a readable ELF, name the frame by its offset in the file. */
+	f->addr = m->bias_err ? addr - m->start + m->file_offset : addr - (uint64_t)m->bias;
+	return true;
+}
+
+/* A hand-written _start, such as the dynamic loader's, has no CFI to say that its return
+ * address is undefined; the ELF header says where it is. */
+bool resolver__is_entry_code(const struct resolver *r, struct process *proc, uint64_t pc,
+			     bool caller)
+{
+	struct mapping *m = process__find_mapping(proc, pc);
+	struct module *mod = m ? resolver__module(r, proc, m) : NULL;
+	uint64_t entry, vaddr;
+
+	if (!mod || m->bias_err || !(entry = elf_symbols__entry(mod->syms)))
+		return false;
+	vaddr = pc - (uint64_t)m->bias - (caller ? 1 : 0);
+	return vaddr >= entry && vaddr - entry < ELF_ENTRY_CODE_MAX;
+}
+
+/* Distributions build libc's start-up code without frame pointers. */
+static bool is_start_routine(const char *name)
+{
+	static const char *const names[] = {
+		"__libc_start_call_main", "__libc_start_main", "start_thread",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool resolver__in_start_routine(const struct resolver *r, struct process *proc, uint64_t pc)
+{
+	struct mapping *m = process__find_mapping(proc, pc);
+	struct module *mod = m ? resolver__module(r, proc, m) : NULL;
+	const char *name;
+	uint64_t offset;
+
+	if (!mod || !mod->syms || m->bias_err)
+		return false;
+	name = elf_symbols__lookup(mod->syms, pc - (uint64_t)m->bias - 1, &offset);
+	return name && is_start_routine(name);
+}

@@ -1,0 +1,536 @@
+#include "unwind/hybrid.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ehframe.h"
+#include "unwind/threads.h"
+
+struct hybrid {
+	bool dwarf;
+	struct unwind_frame *walked; /* scratch, UNWIND_MAX_FRAMES */
+	struct unwind_cache *cache;
+	struct thread_table *threads;
+	hybrid_thread_fn thread_hook;
+	void *thread_ctx;
+	struct hybrid_stats stats;
+	/* HPROF_DEBUG=unwind[:N]: walks still to print step by step on stderr. */
+	uint64_t walks_to_trace;
+	/* Learned from the sample being handled: the outermost frame's sp when its walk
+	 * reached the entry (0 otherwise), where its thread's stack ends; and when its FP chain
+	 * proved right, the frames beyond the chain's end. */
+	uint64_t walk_base;
+	bool tail_learned;
+	uint32_t nr_tail;
+	struct unwind_frame tail[THREAD_TAIL_FRAMES];
+};
+
+/* What hybrid__user_stack works on: the sample, its process, and its copied memory (the
+ * stack copied from sp, and the window copied from the FP chain's outermost frame record
+ * when the copy did not reach it). */
+struct job {
+	struct hybrid *h;
+	const struct hybrid_space *space;
+	const struct hprof_sample *sample;
+	struct stack_copy stack;
+	struct stack_copy tail;
+};
+
+static const char *const method_names[METHOD_COUNT] = {
+	[METHOD_FP] = "fp",
+	[METHOD_DWARF] = "dwarf",
+	[METHOD_DWARF_FP] = "dwarf+fp",
+	[METHOD_TRUNCATED] = "truncated",
+};
+
+/* Why a stack is incomplete, as the frame placed under its comm. The walk's own reasons
+ * are named by unwind_end__name, so the two cannot drift apart. */
+static const char *truncated_reason(unsigned reason)
+{
+	if (reason == TRUNCATED_FP_ONLY)
+		return "frame-pointer chain broken";
+	if (reason == TRUNCATED_NO_COPY)
+		return "no stack copy";
+	return unwind_end__name(reason);
+}
+
+const char *hybrid__method_name(enum stack_method m)
+{
+	return m < METHOD_COUNT ? method_names[m] : "?";
+}
+
+const char *hybrid__truncated_root(unsigned reason)
+{
+	static char roots[TRUNCATED_COUNT][64];
+
+	if (reason >= TRUNCATED_COUNT || reason == UNWIND_END_COMPLETE)
+		return "[truncated]";
+	if (!roots[reason][0])
+		snprintf(roots[reason], sizeof(roots[reason]), "[truncated: %s]",
+			 truncated_reason(reason));
+	return roots[reason];
+}
+
+/* HPROF_DEBUG=unwind traces every walk, unwind:N the first N. */
+static uint64_t walks_to_trace(void)
+{
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+
+	if (!debug || !(opt = strstr(debug, "unwind")))
+		return 0;
+	opt += strlen("unwind");
+	return *opt == ':' ? strtoull(opt + 1, NULL, 10) : UINT64_MAX;
+}
+
+int hybrid__new(bool dwarf, struct hybrid **out)
+{
+	struct hybrid *h = calloc(1, sizeof(*h));
+
+	*out = NULL;
+	if (!h)
+		return -ENOMEM;
+	h->dwarf = dwarf;
+	h->walks_to_trace = walks_to_trace();
+	h->walked = calloc(UNWIND_MAX_FRAMES, sizeof(*h->walked));
+	h->cache = unwind_cache__new();
+	h->threads = thread_table__new();
+	if (!h->walked || !h->cache || !h->threads) {
+		hybrid__free(h);
+		return -ENOMEM;
+	}
+	*out = h;
+	return 0;
+}
+
+void hybrid__set_thread_hook(struct hybrid *h, hybrid_thread_fn fn, void *ctx)
+{
+	h->thread_hook = fn;
+	h->thread_ctx = ctx;
+}
+
+void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
+		  const struct unwind_regs *regs, const struct stack_copy *copy,
+		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	if (h->walks_to_trace) {
+		h->walks_to_trace--;
+		fprintf(stderr, "unwind: pid %u\n", space->pid);
+		unwind__trace(regs, copy, &space->walk, h->cache, stderr);
+	}
+	unwind__walk(regs, copy, &space->walk, h->cache, frames, max, result);
+}
+
+static bool job__read_u64(const struct job *j, uint64_t addr, uint64_t *value)
+{
+	return stack_copy__read_u64(&j->stack, addr, value) ||
+	       stack_copy__read_u64(&j->tail, addr, value);
+}
+
+/* The rules of the row covering ip; false without CFI there. */
+static bool rules_at(const struct hybrid_space *space, uint64_t ip, struct unwind_rules *rules)
+{
+	const struct unwind_row *row;
+	struct unwind_map map;
+
+	if (space->walk.find_map(space->walk.ctx, ip, &map) != 0)
+		return false;
+	row = unwind_table__find(map.table, ip - map.bias);
+	if (!row)
+		return false;
+	unwind_table__decode(map.table, row, rules);
+	return true;
+}
+
+/* The CFI at ip agrees that rbp is its function's frame pointer. When it does not (the
+ * function keeps no frame pointer, or is in its prologue), the kernel's chain skipped the
+ * function's caller even if it looks complete. Without CFI there is nothing to contradict
+ * the chain. */
+static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t ip)
+{
+	struct unwind_rules rules;
+
+	return !rules_at(space, ip, &rules) || rules.cfa == UNWIND_CFA_BP_OFFSET;
+}
+
+/* The frame (pc, or the call before a return address) is where a stack starts: its rows
+ * say it has no return address (_start, a thread's clone3), or it is ELF entry code,
+ * which may have no CFI at all (the dynamic loader's _start). */
+static bool starts_stack(const struct hybrid_space *space, uint64_t pc, bool caller)
+{
+	struct unwind_rules rules;
+
+	if (rules_at(space, caller ? pc - 1 : pc, &rules) && rules.ra == UNWIND_RA_UNDEFINED)
+		return true;
+	return space->is_entry_code(space->walk.ctx, pc, caller);
+}
+
+/* The chain reached the outermost frame through executable mappings only: it ends at
+ * the entry itself or, with frame pointers only, in the start-up code between the entry
+ * and main or a thread's start routine (libc's, built without frame pointers), the best a
+ * right chain can reach there: without a stack copy nothing can be walked beyond it, so
+ * only its symbol can tell. With DWARF, the walk goes on from there to the entry. */
+static bool fp_chain_is_complete(const struct job *j, bool all_mapped)
+{
+	const struct hprof_sample *s = j->sample;
+	uint64_t outermost = hprof_sample__user_ip(s, s->nr_user - 1);
+	bool caller = s->nr_user > 1;
+
+	if (!all_mapped)
+		return false;
+	if (starts_stack(j->space, outermost, caller))
+		return true;
+	return !j->h->dwarf && caller && j->space->in_start_routine(j->space->walk.ctx, outermost);
+}
+
+/* Where the DWARF walk stopped (it ran out of copied stack, or met code without usable
+ * CFI, such as JIT code), continue with the kernel's FP chain if the walk's last frame is
+ * one of the chain's: same pc, and its rbp is the chain's frame address there. The chain's
+ * next return address is then that frame's caller. The chain's frame addresses are
+ * rebuilt from the copy, up to the first one outside it. Returns the index of the first
+ * FP return address to append, or 0 when the two do not join. */
+static uint32_t stitch_point(const struct job *j, const struct unwind_regs *last,
+			     bool last_owns_bp)
+{
+	const struct hprof_sample *sample = j->sample;
+	uint64_t bp = sample->user_bp;
+
+	if (!last->bp_valid)
+		return 0;
+	for (uint32_t i = 1; i < sample->nr_user; i++) {
+		/* The chain holds no return address into the function owning the sample's own
+		 * rbp when the leaf keeps no frame pointer: there the walk's last frame must be
+		 * that function by its own rules (a function that merely left rbp alone has it
+		 * too). */
+		if (bp == last->bp && (i == 1 ? last_owns_bp
+					      : hprof_sample__user_ip(sample, i - 1) == last->ip))
+			return i;
+		if (!job__read_u64(j, bp, &bp))
+			return 0;
+	}
+	return 0;
+}
+
+/* Walk ends after which the FP chain may carry on. */
+static bool fp_may_continue(enum unwind_end end)
+{
+	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_NO_CFI ||
+	       end == UNWIND_END_UNSUPPORTED || end == UNWIND_END_UNMAPPED ||
+	       end == UNWIND_END_BAD_FRAME;
+}
+
+/* The chain's frames from index from on; *all_mapped says whether every one is in an
+ * executable mapping. */
+static uint32_t add_fp_frames(const struct job *j, uint32_t from, struct unwind_frame *out,
+			      bool *all_mapped)
+{
+	const struct hprof_sample *sample = j->sample;
+	uint32_t n = 0;
+
+	*all_mapped = true;
+	for (uint32_t i = from; i < sample->nr_user; i++) {
+		uint64_t pc = hprof_sample__user_ip(sample, i);
+
+		out[n++] = (struct unwind_frame){ .pc = pc, .exact = i == 0 };
+		if (!j->space->is_mapped(j->space->walk.ctx, pc))
+			*all_mapped = false;
+	}
+	return n;
+}
+
+/* The frames beyond a right FP chain's end, for the thread's later samples. */
+static void keep_tail(struct hybrid *h, const struct unwind_frame *frames, uint32_t nr)
+{
+	if (nr > HPROF_MAX_LEARNED_TAIL)
+		return;
+	memcpy(h->tail, frames, nr * sizeof(*frames));
+	h->nr_tail = nr;
+	h->tail_learned = true;
+}
+
+/* A sample whose chain ended where its thread's right chains end carries no copy of the
+ * stack there (the kernel saw to that): the frames beyond are the ones learned. */
+static bool finish_from_thread(const struct job *j, struct unwind_frame *out, uint32_t *added)
+{
+	const struct hprof_sample *sample = j->sample;
+	const struct thread_info *ti = thread_table__get(j->h->threads, sample->tid, 0);
+
+	if (!ti || ti->fp_tail != sample->fp_tail_frame ||
+	    ti->tail_ip != hprof_sample__user_ip(sample, sample->nr_user - 1))
+		return false;
+	memcpy(out + *added, ti->tail, ti->nr_tail * sizeof(*out));
+	*added += ti->nr_tail;
+	j->h->stats.fp_tails_learned++;
+	return true;
+}
+
+/* Libc's start-up code keeps no frame pointers, so an FP chain ends in it (main's caller,
+ * a thread's start routine) rather than at the entry. The DWARF walk goes on from the
+ * chain's outermost frame, whose registers the frame record gives: the caller's sp is
+ * just above the record, its rbp the value saved in it. Appends the frames beyond that
+ * frame to out and returns true when the walk reaches the entry. */
+static bool finish_fp_chain(const struct job *j, struct unwind_frame *out, uint32_t *added)
+{
+	const struct hprof_sample *sample = j->sample;
+	uint64_t record = sample->fp_tail_frame, saved_bp, ra;
+	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
+	struct hybrid *h = j->h;
+	struct unwind_result result;
+	struct unwind_regs regs;
+
+	*added = 0;
+	if (record == 0 || sample->nr_user < 2)
+		return false;
+	/* The kernel copied only the leaf: the thread's frames beyond are known. */
+	if (sample->flags & SAMPLE_COPY_FP)
+		return finish_from_thread(j, out, added);
+	if (!job__read_u64(j, record, &saved_bp) || !job__read_u64(j, record + 8, &ra))
+		return finish_from_thread(j, out, added);
+	if (ra != outermost)
+		return false;
+	/* A return address: its frame's rules are the call instruction's, at ra - 1. */
+	regs = (struct unwind_regs){
+		.ip = outermost - 1, .sp = record + 16, .bp = saved_bp, .bp_valid = true,
+	};
+	hybrid__walk(h, j->space, &regs, sample->tail_len ? &j->tail : &j->stack, h->walked,
+		     HYBRID_TAIL_MAX_FRAMES, &result);
+	if (result.end == UNWIND_END_COPY_SHORT)
+		return finish_from_thread(j, out, added);
+	if (result.end != UNWIND_END_COMPLETE)
+		return false;
+	for (uint32_t i = 1; i < result.nr_frames; i++)
+		out[(*added)++] = (struct unwind_frame){ .pc = h->walked[i].pc,
+							 .exact = h->walked[i].exact };
+	h->stats.fp_tails++;
+	h->walk_base = result.last.sp;
+	keep_tail(h, h->walked + 1, result.nr_frames - 1);
+	return true;
+}
+
+/* The chain ends at the entry: by a walk from its end, or by its own last frame's rules
+ * or entry code. */
+static bool fp_chain_reaches_entry(const struct job *j, struct unwind_frame *out,
+				   uint32_t *added)
+{
+	const struct hprof_sample *sample = j->sample;
+
+	if (finish_fp_chain(j, out, added))
+		return true;
+	return starts_stack(j->space, hprof_sample__user_ip(sample, sample->nr_user - 1),
+			    sample->nr_user > 1);
+}
+
+/* Every frame of the FP chain is the walk's, and the walk went on past the chain's end:
+ * this thread's chains can be trusted where they end there. */
+static bool chain_matches_walk(const struct hprof_sample *sample,
+			       const struct unwind_frame *walked, uint32_t nr_walked)
+{
+	if (sample->fp_tail_frame == 0 || nr_walked <= sample->nr_user)
+		return false;
+	for (uint32_t i = 0; i < sample->nr_user; i++) {
+		if (walked[i].pc != hprof_sample__user_ip(sample, i))
+			return false;
+	}
+	return true;
+}
+
+/* A walk over only the leaf's copy that ran through the chain's end: the frames beyond
+ * are the ones learned for the thread, from the frame whose pc is the learned outermost
+ * return address on. */
+static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
+				 struct unwind_frame *out, uint32_t *n)
+{
+	const struct hprof_sample *sample = j->sample;
+	const struct thread_info *ti;
+	uint32_t added = 0;
+
+	if (!(sample->flags & SAMPLE_COPY_FP) ||
+	    !(ti = thread_table__get(j->h->threads, sample->tid, 0)) || !ti->fp_tail)
+		return false;
+	for (uint32_t i = 1; i < nr_walked; i++) {
+		if (j->h->walked[i].pc != ti->tail_ip)
+			continue;
+		if (!finish_from_thread(j, out + i + 1, &added))
+			return false;
+		*n = i + 1 + added;
+		return true;
+	}
+	return false;
+}
+
+/* The DWARF walk over the sample's copy into out; where it stops short, the FP chain from
+ * where the two join, finished by a DWARF walk from the chain's end. Returns the frame
+ * count and sets *method and *reason. */
+static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
+			   enum stack_method *method, unsigned *reason)
+{
+	const struct hprof_sample *sample = j->sample;
+	const struct unwind_regs regs = {
+		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
+	};
+	struct hybrid *h = j->h;
+	const struct unwind_frame *last;
+	struct unwind_result result;
+	uint32_t n, join, fp, tail;
+	bool all_mapped;
+
+	hybrid__walk(h, j->space, &regs, &j->stack, h->walked, UNWIND_MAX_FRAMES, &result);
+	memcpy(out, h->walked, result.nr_frames * sizeof(*out));
+	n = result.nr_frames;
+	if (result.end == UNWIND_END_NO_CFI && n > 0 &&
+	    j->space->is_entry_code(j->space->walk.ctx, h->walked[n - 1].pc,
+				    !h->walked[n - 1].exact))
+		result.end = UNWIND_END_COMPLETE;
+	*reason = result.end;
+	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
+	if (result.end == UNWIND_END_COMPLETE && !result.started_stack) {
+		h->walk_base = result.last.sp;
+		if (chain_matches_walk(sample, h->walked, n))
+			keep_tail(h, h->walked + sample->nr_user, n - sample->nr_user);
+	}
+	if (!fp_may_continue(result.end))
+		return n;
+	if (reached_learned_tail(j, n, out, &n)) {
+		*method = METHOD_DWARF_FP;
+		return n;
+	}
+	last = &h->walked[result.nr_frames - 1];
+	join = stitch_point(j, &result.last,
+			    frame_uses_frame_pointer(j->space, last->exact ? last->pc : last->pc - 1));
+	if (join == 0)
+		return n;
+	fp = add_fp_frames(j, join, out + n, &all_mapped);
+	if (fp == 0 || !all_mapped || !fp_chain_reaches_entry(j, out + n + fp, &tail))
+		return n;
+	*method = METHOD_DWARF_FP;
+	return n + fp + tail;
+}
+
+/* Picks the user stack: the FP chain when it reaches the entry and the leaf keeps a frame
+ * pointer; else the DWARF walk, continued on the FP chain where it cannot go on; else the
+ * FP chain finished by a DWARF walk from its end; else whatever the walk found, marked
+ * truncated. Returns the frame count. */
+static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
+				enum stack_method *method, unsigned *reason)
+{
+	const struct hprof_sample *sample = j->sample;
+	struct hybrid *h = j->h;
+	bool all_mapped, fp_complete, leaf_fp;
+	uint32_t n, walked, tail;
+
+	n = add_fp_frames(j, 0, out, &all_mapped);
+	fp_complete = fp_chain_is_complete(j, all_mapped);
+	if (fp_complete)
+		h->stats.fp_complete++;
+	leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, sample->user_ip);
+	if (fp_complete && leaf_fp) {
+		*method = METHOD_FP;
+		return n;
+	}
+	if (!h->dwarf || sample->stack_len == 0) {
+		*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
+		*reason = h->dwarf ? TRUNCATED_NO_COPY : TRUNCATED_FP_ONLY;
+		return n;
+	}
+	walked = walk_dwarf(j, out + n, method, reason);
+	if (*method != METHOD_TRUNCATED) {
+		memmove(out, out + n, walked * sizeof(*out));
+		return walked;
+	}
+	/* The walk could not start or join the chain: the chain alone, if the leaf agrees. */
+	if (leaf_fp && all_mapped && finish_fp_chain(j, out + n, &tail)) {
+		*method = METHOD_DWARF_FP;
+		return n + tail;
+	}
+	/* A complete-looking FP chain beats a truncated walk. */
+	if (fp_complete) {
+		*method = METHOD_FP;
+		return n;
+	}
+	memmove(out, out + n, walked * sizeof(*out));
+	return walked;
+}
+
+/* Keeps what the sample taught about its thread, and tells the kernel whenever that
+ * changed or the kernel did not use it (it forgets a thread when it exits; tids come back):
+ * where its stack ends, and where its FP chains end when they are right. A copy that the
+ * learned facts made too short unlearns them. */
+static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
+			 enum stack_method method, unsigned reason)
+{
+	bool used = sample->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP), tell = false;
+	struct thread_info *ti;
+
+	/* Learned on replays too: their samples that copied only the leaf need it. */
+	ti = thread_table__get(h->threads, sample->tid, method != METHOD_TRUNCATED);
+	if (!ti)
+		return;
+	/* A truncated stack of a sample that copied only the leaf says nothing against the
+	 * chain's end (the kernel checked it): it is the leaf that could not be walked. */
+	if (method == METHOD_TRUNCATED) {
+		if ((sample->flags & SAMPLE_COPY_LEARNED) && reason == UNWIND_END_COPY_SHORT &&
+		    ti->base) {
+			ti->base = 0;
+			tell = true;
+		}
+	} else {
+		if (h->walk_base && h->walk_base != ti->base) {
+			ti->base = h->walk_base;
+			tell = true;
+		}
+		if (h->tail_learned && !(sample->flags & SAMPLE_COPY_FP) &&
+		    ti->fp_tail != sample->fp_tail_frame) {
+			ti->fp_tail = sample->fp_tail_frame;
+			ti->tail_ip = hprof_sample__user_ip(sample, sample->nr_user - 1);
+			ti->nr_tail = h->nr_tail;
+			memcpy(ti->tail, h->tail, h->nr_tail * sizeof(*h->tail));
+			tell = true;
+		}
+		tell |= !used && (ti->base || ti->fp_tail);
+	}
+	if (tell && h->thread_hook)
+		h->thread_hook(h->thread_ctx, sample->tid, ti->base, ti->fp_tail, ti->tail_ip);
+}
+
+uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
+			    const struct hprof_sample *sample, struct unwind_frame *out,
+			    enum stack_method *method, unsigned *reason)
+{
+	const struct job j = {
+		.h = h,
+		.space = space,
+		.sample = sample,
+		.stack = { .bytes = hprof_sample__stack(sample), .base = sample->user_sp,
+			   .len = sample->stack_len },
+		.tail = { .bytes = hprof_sample__tail(sample), .base = sample->fp_tail_frame,
+			  .len = sample->tail_len },
+	};
+	uint32_t n;
+
+	h->walk_base = 0;
+	h->tail_learned = false;
+	*reason = 0;
+	n = pick_user_stack(&j, out, method, reason);
+	learn_thread(h, sample, *method, *reason);
+	return n;
+}
+
+const struct hybrid_stats *hybrid__stats(const struct hybrid *h)
+{
+	return &h->stats;
+}
+
+void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats)
+{
+	unwind_cache__stats(h->cache, stats);
+}
+
+void hybrid__free(struct hybrid *h)
+{
+	if (!h)
+		return;
+	free(h->walked);
+	unwind_cache__free(h->cache);
+	thread_table__free(h->threads);
+	free(h);
+}

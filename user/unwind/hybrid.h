@@ -1,0 +1,89 @@
+/* The choice between the kernel's frame-pointer chain and the DWARF walk over the copied
+ * stack, for one sample: the chain when it is right, else the walk, continued on the chain
+ * where the walk cannot go on, else the chain finished by a walk from its end. Whether a
+ * chain or a walk reached the outermost frame is read from the binaries' rows (return
+ * address undefined) and ELF entry points; only frame-pointer-only mode, which has no
+ * copy to walk, tells a chain ending in libc's start-up code by its symbol. What the walks
+ * teach about each thread (where its stack ends, where its right chains end) is kept and
+ * handed to a hook, for the kernel. */
+#ifndef HPROF_UNWIND_HYBRID_H
+#define HPROF_UNWIND_HYBRID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sample.h"
+#include "unwind/walk.h"
+
+/* How a user stack was obtained. */
+enum stack_method {
+	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
+	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
+	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
+	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
+	METHOD_COUNT,
+};
+
+/* Truncation reasons beyond the walk's own (enum unwind_end). */
+#define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
+#define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
+#define TRUNCATED_COUNT (UNWIND_END_COUNT + 2)
+
+/* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
+ * start-up code; more than this is not a start-up path. */
+#define HYBRID_TAIL_MAX_FRAMES 64
+/* Most frames hybrid__user_stack writes: the chain, and after it (moved down once chosen)
+ * the walk's frames with a stitched chain and the walk from its end. */
+#define HYBRID_MAX_FRAMES \
+	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
+
+/* The sampled process, as the walk sees it (find_map: -ENOENT when no executable mapping
+ * holds pc), and its binaries' entry code. */
+struct hybrid_space {
+	struct unwind_space walk;
+	/* pc is in one of the process's executable mappings. */
+	bool (*is_mapped)(void *ctx, uint64_t pc);
+	/* pc (or the call before a return address) is in its binary's ELF entry code. */
+	bool (*is_entry_code)(void *ctx, uint64_t pc, bool caller);
+	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
+	 * only: there is no copy to walk from a chain's end). */
+	bool (*in_start_routine)(void *ctx, uint64_t pc);
+	uint32_t pid; /* for traces */
+};
+
+struct hybrid_stats {
+	uint64_t fp_complete;      /* user stacks whose FP chain reached the outermost frame */
+	uint64_t fp_tails;         /* FP chains finished by a DWARF walk from their end */
+	uint64_t fp_tails_learned; /* FP chains finished with the frames learned for the thread */
+};
+
+/* Called with what walks have taught about a thread: where its stack ends (0: not known)
+ * and the frame record its right FP chains end at (0: none), with the return address read
+ * there. */
+typedef void (*hybrid_thread_fn)(void *ctx, uint32_t tid, uint64_t base, uint64_t fp_tail,
+				 uint64_t fp_tail_ip);
+
+struct hybrid;
+
+/* dwarf: replay the DWARF walk where the FP chain is short (needs stack copies). */
+int hybrid__new(bool dwarf, struct hybrid **out);
+void hybrid__set_thread_hook(struct hybrid *h, hybrid_thread_fn fn, void *ctx);
+/* The user stack of a well-formed sample with user frames: at most HYBRID_MAX_FRAMES
+ * frames, innermost first, into out. Sets *method, and *reason (TRUNCATED_* or enum
+ * unwind_end) for METHOD_TRUNCATED. Learns from it for the sample's thread. */
+uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
+			    const struct hprof_sample *sample, struct unwind_frame *out,
+			    enum stack_method *method, unsigned *reason);
+/* The DWARF walk alone (HPROF_DEBUG=unwind traces it too). */
+void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
+		  const struct unwind_regs *regs, const struct stack_copy *copy,
+		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
+const char *hybrid__method_name(enum stack_method m);
+/* "[truncated: copy too short]" and the like. */
+const char *hybrid__truncated_root(unsigned reason);
+const struct hybrid_stats *hybrid__stats(const struct hybrid *h);
+void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats);
+void hybrid__free(struct hybrid *h);
+
+#endif
