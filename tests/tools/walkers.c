@@ -15,6 +15,7 @@
 
 #include "proc/procmaps.h"
 #include "binary/symbols.h"
+#include "util/grow.h"
 
 /* libunwind exports its .eh_frame_hdr binary search without declaring it (perf declares
  * it the same way). */
@@ -43,16 +44,9 @@ int capture_file__load(const char *path, struct capture_file **out, char *err, s
 		if (ret <= 0)
 			break;
 		capture__decode_info(r.type, r.payload, r.len, &f->info);
-		if (f->nr_recs == cap) {
-			struct capture_rec *more;
-
-			cap = cap ? cap * 2 : 1024;
-			more = realloc(f->recs, cap * sizeof(*more));
-			if (!more) {
-				ret = -ENOMEM;
-				goto cleanup;
-			}
-			f->recs = more;
+		if (grow_array((void **)&f->recs, &cap, f->nr_recs + 1, sizeof(*f->recs))) {
+			ret = -ENOMEM;
+			goto cleanup;
 		}
 		f->recs[f->nr_recs++] = r;
 	}

@@ -1,4 +1,5 @@
 #include "binary/symbols.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,15 +128,8 @@ static int read_symtab_section(struct elf_symbols *es, Elf *elf, Elf_Scn *scn,
 		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		if (es->nr_syms == cap) {
-			size_t new_cap = cap ? cap * 2 : 256;
-			struct symbol *bigger = realloc(es->syms, new_cap * sizeof(*bigger));
-
-			if (!bigger)
-				return -ENOMEM;
-			es->syms = bigger;
-			cap = new_cap;
-		}
+		if (grow_array((void **)&es->syms, &cap, es->nr_syms + 1, sizeof(*es->syms)))
+			return -ENOMEM;
 		s = &es->syms[es->nr_syms];
 		s->start = sym.st_value;
 		s->size = sym.st_size;
@@ -825,16 +819,9 @@ int ksyms__load(const char *path, struct ksyms **out)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (t->nr_syms == cap) {
-			size_t new_cap = cap ? cap * 2 : 65536;
-			struct symbol *bigger = realloc(t->syms, new_cap * sizeof(*bigger));
-
-			if (!bigger) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			t->syms = bigger;
-			cap = new_cap;
+		if (grow_array((void **)&t->syms, &cap, t->nr_syms + 1, sizeof(*t->syms))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		t->syms[t->nr_syms].start = addr;
 		t->syms[t->nr_syms].size = 0;

@@ -24,6 +24,7 @@
 #include "output/profile.h"
 #include "session.h"
 #include "unwind/walk.h"
+#include "util/grow.h"
 
 /* Stack bytes copied per thread, from sp up to the end of its mapping: the default
  * RLIMIT_STACK and pthread stack size, so a deeper stack ends "copy too short". */
@@ -181,15 +182,9 @@ static bool has_thread(const struct stack_cmd *cmd, pid_t tid)
 
 static struct thread *add_thread(struct stack_cmd *cmd, pid_t tid)
 {
-	if (cmd->nr_threads == cmd->cap_threads) {
-		size_t cap = cmd->cap_threads ? cmd->cap_threads * 2 : 16;
-		struct thread *bigger = realloc(cmd->threads, cap * sizeof(*bigger));
-
-		if (!bigger)
-			return NULL;
-		cmd->threads = bigger;
-		cmd->cap_threads = cap;
-	}
+	if (grow_array((void **)&cmd->threads, &cmd->cap_threads, cmd->nr_threads + 1,
+		       sizeof(*cmd->threads)))
+		return NULL;
 	cmd->threads[cmd->nr_threads] = (struct thread){ .tid = tid };
 	return &cmd->threads[cmd->nr_threads++];
 }
@@ -325,15 +320,9 @@ static int read_ranges(struct stack_cmd *cmd)
 		unsigned long long start, end;
 
 		if (sscanf(line, "%llx-%llx", &start, &end) == 2) {
-			if (cmd->nr_ranges == cap) {
-				struct range *bigger;
-
-				cap = cap ? cap * 2 : 64;
-				bigger = realloc(cmd->ranges, cap * sizeof(*bigger));
-				if (!bigger)
-					return -ENOMEM;
-				cmd->ranges = bigger;
-			}
+			if (grow_array((void **)&cmd->ranges, &cap, cmd->nr_ranges + 1,
+				       sizeof(*cmd->ranges)))
+				return -ENOMEM;
 			cmd->ranges[cmd->nr_ranges++] = (struct range){ start, end };
 		}
 		line = strchr(line, '\n');

@@ -9,6 +9,7 @@
 #include "flamegraph.h"
 #include "output/json.h"
 #include "output/stats.h"
+#include "util/grow.h"
 
 static double pct(uint64_t part, uint64_t whole)
 {
@@ -478,15 +479,9 @@ static int build_graph(const struct stack_set *set, const struct flamegraph_opts
 	for (size_t i = 0; !err && i < n; i++) {
 		uint32_t len = views[i].cut;
 
-		if (len > cap) {
-			const char **bigger = realloc(frames, len * sizeof(*frames));
-
-			if (!bigger) {
-				err = -ENOMEM;
-				break;
-			}
-			frames = bigger;
-			cap = len;
+		if (grow_array((void **)&frames, &cap, len, sizeof(*frames))) {
+			err = -ENOMEM;
+			break;
 		}
 		for (uint32_t f = 0; f < len; f++)
 			frames[f] = name_table__name(names, views[i].ids[f]);

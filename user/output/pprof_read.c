@@ -10,6 +10,7 @@
 #include "output/pprof.h"
 #include "output/stack_set.h"
 #include "profile.pb-c.h"
+#include "util/grow.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 
@@ -227,15 +228,8 @@ static int push_id(struct reader *r, size_t *n, uint32_t id)
 {
 	if (*n >= UINT32_MAX)
 		return bad(r, "sample deeper than %u frames", UINT32_MAX);
-	if (*n + 1 > r->ids_cap) {
-		size_t cap = r->ids_cap ? r->ids_cap * 2 : 256;
-		uint32_t *bigger = realloc(r->ids, cap * sizeof(*bigger));
-
-		if (!bigger)
-			return -ENOMEM;
-		r->ids = bigger;
-		r->ids_cap = cap;
-	}
+	if (grow_array((void **)&r->ids, &r->ids_cap, *n + 1, sizeof(*r->ids)))
+		return -ENOMEM;
 	r->ids[(*n)++] = id;
 	return 0;
 }

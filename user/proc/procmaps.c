@@ -1,4 +1,5 @@
 #include "proc/procmaps.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -138,16 +139,9 @@ int process_maps__parse(const char *text, size_t len, struct process_maps **out)
 		}
 		if (r == 0)
 			continue;
-		if (maps->nr == cap) {
-			size_t new_cap = cap ? cap * 2 : 32;
-			struct mapping *items = realloc(maps->items, new_cap * sizeof(*items));
-
-			if (!items) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			maps->items = items;
-			cap = new_cap;
+		if (grow_array((void **)&maps->items, &cap, maps->nr + 1, sizeof(*maps->items))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		m.path = path;
 		maps->items[maps->nr++] = m;

@@ -1,4 +1,5 @@
 #include "record/reorder.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -86,15 +87,8 @@ int reorder__push(struct reorder *q, uint64_t time_ns, enum reorder_kind kind, c
 {
 	struct held *h;
 
-	if (q->nr == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 256;
-		struct held **bigger = realloc(q->heap, cap * sizeof(*bigger));
-
-		if (!bigger)
-			return -ENOMEM;
-		q->heap = bigger;
-		q->cap = cap;
-	}
+	if (grow_array((void **)&q->heap, &q->cap, q->nr + 1, sizeof(*q->heap)))
+		return -ENOMEM;
 	h = malloc(sizeof(*h) + len);
 	if (!h)
 		return -ENOMEM;
