@@ -112,7 +112,8 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 # Tools for tests and benchmarks: tests/tools/walkers.c drives hprof's walk and libunwind
 # (remotely, as perf does) over the samples of a capture.
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
-              $(BUILD)/tools/livestack $(BUILD)/tools/capgrep
+              $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
+              $(BUILD)/tools/deltaproj
 all: $(TOOLS)
 
 # tests/tools/symbolize.c names addresses of a file as a profile would (tests/t_symbols.sh).
@@ -137,6 +138,11 @@ $(BUILD)/tools/livestack: $(BUILD)/obj/tests/tools/livestack.o $(BUILD)/obj/test
 
 # tests/tools/capgrep.c: which samples of a capture carry a string (tests/t_stackcopy.sh).
 $(BUILD)/tools/capgrep: $(BUILD)/obj/tests/tools/capgrep.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+# tests/tools/deltaproj.c: what a capture's copies would cost sent as deltas of chunks.
+$(BUILD)/tools/deltaproj: $(BUILD)/obj/tests/tools/deltaproj.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
 
