@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 #define PARCA_ROWS_PER_SEC 3e6  /* parca-agent's Go compiler: libpython3.10 in 17 ms */
 #define GOAL_ROWS_PER_SEC 20e6

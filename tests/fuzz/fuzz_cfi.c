@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 static void exercise(const struct unwind_table *t)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 #include "unwind/walk.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"

@@ -10,7 +10,7 @@
 #include "binary/mapped_files.h"
 #include "binary/perfmap.h"
 #include "binary/mapping.h"
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 #include "binary/symbols.h"
 
 /* Module ids below MODULE_FIRST_FILE are pseudo-modules. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 #include "unwind/threads.h"
 
 struct hybrid {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 /* Deepest walk; deeper stacks end truncated (UNWIND_END_DEPTH). */
 #define UNWIND_MAX_FRAMES 2048

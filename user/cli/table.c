@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 static void usage(FILE *f)
 {

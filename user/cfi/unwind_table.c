@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cfi_internal.h"
+#include "cfi/internal.h"
 
 struct unwind_table {
 	struct unwind_row *rows;

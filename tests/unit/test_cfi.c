@@ -1,4 +1,4 @@
-/* Unit tests for the CFI compiler (user/ehframe.h): hand-assembled CIEs and FDEs inside
+/* Unit tests for the CFI compiler (user/cfi/unwind_table.h): hand-assembled CIEs and FDEs inside
  * hand-built ELF images, one per opcode, encoding and augmentation, the row format's limits,
  * and corrupt or truncated input. The expected rules are worked out by hand from the DWARF
  * written here. Prints one "ok - NAME" / "not ok - NAME" line per check. */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 static int failures;
 

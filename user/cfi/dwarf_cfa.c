@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cfi_internal.h"
+#include "cfi/internal.h"
 
 /* DW_EH_PE pointer encodings (LSB 3.0, "DWARF Extensions"). */
 enum {

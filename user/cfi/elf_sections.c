@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "cfi_internal.h"
+#include "cfi/internal.h"
 
 /* Largest decompressed .debug_frame accepted; a hostile ch_size must not drive malloc. */
 #define CFI_MAX_DECOMPRESSED (1ull << 30)

@@ -1,6 +1,6 @@
-/* Internals shared by the CFI compiler's files: user/cfi_elf.c finds the sections,
- * user/dwarf_cfa.c parses CIEs and FDEs and runs CFA programs, user/ehframe.c builds and
- * searches the table. Not an API: user/ehframe.h is. */
+/* Internals shared by the CFI compiler's files: user/cfi/elf_sections.c finds the sections,
+ * user/cfi/dwarf_cfa.c parses CIEs and FDEs and runs CFA programs, user/cfi/unwind_table.c
+ * builds and searches the table. Not an API: user/cfi/unwind_table.h is. */
 #ifndef HPROF_CFI_INTERNAL_H
 #define HPROF_CFI_INTERNAL_H
 
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 
 /* Deepest DW_CFA_remember_state nesting accepted; compilers nest one or two deep. */
 #define CFI_MAX_REMEMBER 64
@@ -122,7 +122,7 @@ int cfi_next_entry(const struct cfi_section *sec, uint64_t *off, enum cfi_entry_
 int cfi_parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, uint64_t entry_off,
 		  uint64_t body, uint64_t body_end, struct cfi_fde *fde, struct cfi_err *e);
 
-/* The table under construction (user/ehframe.c): receives the states a CFA program goes
+/* The table under construction (user/cfi/unwind_table.c): receives the states a CFA program goes
  * through and keeps one row wherever the rules change. */
 struct cfi_sink {
 	struct unwind_row *rows;

@@ -4,8 +4,8 @@
  * Every input is treated as hostile: reads are bounds-checked, every loop is bounded by
  * the bytes it consumes, and a malformed entry fails the whole compile with a one-line
  * message naming the file, the section and the offset. */
-#ifndef HPROF_EHFRAME_H
-#define HPROF_EHFRAME_H
+#ifndef HPROF_CFI_UNWIND_TABLE_H
+#define HPROF_CFI_UNWIND_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
