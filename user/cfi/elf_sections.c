@@ -2,13 +2,15 @@
  * (decompressing SHF_COMPRESSED ones), or .eh_frame through PT_GNU_EH_FRAME and
  * .eh_frame_hdr when there are no section headers (the vDSO, stripped images). Every
  * header field is checked against the image's size before it is used. */
+#include "cfi/elf_sections.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "cfi/internal.h"
+#include "cfi/unwind_table.h"
 
 /* Largest decompressed .debug_frame accepted; a hostile ch_size must not drive malloc. */
 #define CFI_MAX_DECOMPRESSED (1ull << 30)

@@ -1,6 +1,6 @@
-/* Internals shared by the CFI compiler's files: user/cfi/elf_sections.c finds the sections,
- * user/cfi/dwarf_cfa.c parses CIEs and FDEs and runs CFA programs, user/cfi/unwind_table.c
- * builds and searches the table. Not an API: user/cfi/unwind_table.h is. */
+/* Internals shared by the CFI compiler's files: user/cfi/dwarf_cfa.c parses CIEs and FDEs
+ * and runs CFA programs, user/cfi/unwind_table.c builds and searches the table. Not an
+ * API: user/cfi/unwind_table.h is. */
 #ifndef HPROF_CFI_INTERNAL_H
 #define HPROF_CFI_INTERNAL_H
 
@@ -8,43 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfi/elf_sections.h"
+#include "cfi/reader.h"
 #include "cfi/unwind_table.h"
 
 /* Deepest DW_CFA_remember_state nesting accepted; compilers nest one or two deep. */
 #define CFI_MAX_REMEMBER 64
-
-/* One call-frame section, bytes in memory. */
-struct cfi_section {
-	const uint8_t *data;
-	size_t size;
-	uint64_t vaddr;        /* address of data[0]: the base of pc-relative pointers */
-	bool is_eh;            /* .eh_frame rules (CIE id 0, relative CIE pointers) */
-	bool stop_at_zero;     /* found through .eh_frame_hdr: a zero length ends it */
-	const char *name;      /* ".eh_frame" or ".debug_frame", for messages */
-};
-
-/* Where messages go. */
-struct cfi_err {
-	const char *file;
-	char *buf;
-	size_t len;
-};
-
-/* Formats "FILE: SECTION+0xOFF: message" into e (sec may be NULL) and returns -EINVAL. */
-int cfi_fail(struct cfi_err *e, const struct cfi_section *sec, uint64_t off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* The sections of one ELF image. Decompressed copies are owned and freed by release. */
-struct cfi_elf {
-	struct cfi_section sec[2];
-	int nr_sec;
-	void *owned[2];
-};
-
-/* Finds the requested sections. -ENOENT (with a message) when there are none. */
-int cfi_elf__locate(const uint8_t *image, size_t size, unsigned int sources, struct cfi_elf *out,
-		    struct cfi_err *e);
-void cfi_elf__release(struct cfi_elf *elf);
 
 /* A register rule as DWARF states it, before it is mapped onto the row's kinds. */
 enum cfi_reg_how {
@@ -101,12 +70,6 @@ struct cfi_fde {
 	uint32_t cie;          /* index into the CIE array */
 };
 
-/* Bounded little-endian reader over [p, end). */
-struct cfi_cur {
-	const uint8_t *p;
-	const uint8_t *end;
-};
-
 /* Parses the CIE at section offset off (its length field). */
 int cfi_parse_cie(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
 		  struct cfi_err *e);
@@ -160,10 +123,5 @@ int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,
 /* Maps a DWARF state onto the row's rule kinds. */
 void cfi_state__rules(const struct cfi_state *state, const struct cfi_cie *cie,
 		      struct unwind_rules *rules);
-
-/* Reads a DW_EH_PE-encoded pointer; field_vaddr is the address of the field (pc-relative
- * base), datarel_base the DW_EH_PE_datarel base. Indirect encodings are refused. */
-int cfi_read_encoded(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t field_vaddr,
-		     uint64_t datarel_base, uint64_t *out);
 
 #endif
