@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cfi/internal.h"
+#include "util/grow.h"
 
 struct unwind_table {
 	struct unwind_row *rows;
@@ -25,20 +26,6 @@ struct unwind_table {
 	struct unwind_stats stats;
 };
 
-static int grow(void **p, size_t *cap, size_t elem, size_t need)
-{
-	size_t n = *cap ? *cap : 1024;
-	void *q;
-
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 static bool fits16(int64_t v)
 {
@@ -62,13 +49,9 @@ static bool wide_equal(const struct unwind_row_wide *w, const struct unwind_rule
 
 static int push_row(struct cfi_sink *s, const struct unwind_row *row)
 {
-	int err;
-
-	if (s->nr_rows == s->cap_rows) {
-		err = grow((void **)&s->rows, &s->cap_rows, sizeof(*row), s->nr_rows + 1);
-		if (err)
-			return err;
-	}
+	if (s->nr_rows == s->cap_rows &&
+	    grow_array((void **)&s->rows, &s->cap_rows, s->nr_rows + 1, sizeof(*row)))
+		return -ENOMEM;
 	s->rows[s->nr_rows++] = *row;
 	return 0;
 }
@@ -83,7 +66,6 @@ static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules
 		.rbp_kind = r->rbp,
 		.ra_kind = r->ra,
 	};
-	int err;
 
 	*added = false;
 	if (fits16(r->cfa_offset) && fits16(r->rbp_offset) && r->ra_offset > UNWIND_ROW_WIDE &&
@@ -105,11 +87,9 @@ static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules
 		return 0;
 	if (s->nr_wide >= UINT32_MAX)
 		return -E2BIG;
-	if (s->nr_wide == s->cap_wide) {
-		err = grow((void **)&s->wide, &s->cap_wide, sizeof(*s->wide), s->nr_wide + 1);
-		if (err)
-			return err;
-	}
+	if (s->nr_wide == s->cap_wide &&
+	    grow_array((void **)&s->wide, &s->cap_wide, s->nr_wide + 1, sizeof(*s->wide)))
+		return -ENOMEM;
 	s->wide[s->nr_wide] = (struct unwind_row_wide){ r->cfa_offset, r->rbp_offset, r->ra_offset };
 	s->last_rules_valid = false;
 	row.ra_arg = UNWIND_ROW_WIDE;
@@ -212,16 +192,12 @@ static int cie_index(struct collect *co, uint8_t si, uint64_t off, uint32_t *out
 	}
 	if (co->nr_cies >= UINT32_MAX)
 		return -E2BIG;
-	if (co->nr_cies == co->cap_cies) {
-		err = grow((void **)&co->cies, &co->cap_cies, sizeof(*co->cies), co->nr_cies + 1);
-		if (err)
-			return err;
-	}
-	if (co->nr_cies == co->cap_order) {
-		err = grow((void **)&co->order, &co->cap_order, sizeof(*co->order), co->nr_cies + 1);
-		if (err)
-			return err;
-	}
+	if (co->nr_cies == co->cap_cies &&
+	    grow_array((void **)&co->cies, &co->cap_cies, co->nr_cies + 1, sizeof(*co->cies)))
+		return -ENOMEM;
+	if (co->nr_cies == co->cap_order &&
+	    grow_array((void **)&co->order, &co->cap_order, co->nr_cies + 1, sizeof(*co->order)))
+		return -ENOMEM;
 	err = cfi_parse_cie(&co->elf->sec[si], off, &co->cies[co->nr_cies], co->e);
 	if (err)
 		return err;
@@ -262,12 +238,10 @@ static int collect_section(struct collect *co, uint8_t si, uint64_t *used)
 			err = cie_index(co, si, cie_off, &ci);
 			if (err)
 				return err;
-			if (co->nr_fdes == co->cap_fdes) {
-				err = grow((void **)&co->fdes, &co->cap_fdes, sizeof(*co->fdes),
-					   co->nr_fdes + 1);
-				if (err)
-					return err;
-			}
+			if (co->nr_fdes == co->cap_fdes &&
+			    grow_array((void **)&co->fdes, &co->cap_fdes, co->nr_fdes + 1,
+				       sizeof(*co->fdes)))
+				return -ENOMEM;
 			err = cfi_parse_fde(sec, &co->cies[ci], off, body, body_end,
 					    &co->fdes[co->nr_fdes], co->e);
 			if (err)
