@@ -1,8 +1,10 @@
-/* DWARF call-frame information: CIE and FDE headers and the CFA program interpreter. Only the CFA, rbp and the return-address column are tracked; every
- * other register's rules are parsed (to stay in step) and dropped.
+/* The CFA program interpreter. Only the CFA, rbp and the return-address column are
+ * tracked; every other register's rules are parsed (to stay in step) and dropped.
  *
  * Every read goes through a bounded cursor; every loop consumes at least one byte of a
  * bounded buffer per iteration, so no input can make it spin. */
+#include "cfi/dwarf_cfa.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -57,214 +59,6 @@ enum {
 	DW_OP_breg16 = 0x80,
 };
 
-/* Bytes a value of this encoding's format takes, for pc_range (never pc-relative). */
-static int rd_encoded_value(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t *out)
-{
-	return cfi_read_encoded(c, enc & 0x0f, addr_size, 0, 0, out);
-}
-
-/* Skips an encoded pointer that hprof does not use (personality): indirect is fine here. */
-static int skip_encoded(struct cfi_cur *c, uint8_t enc, uint8_t addr_size, uint64_t vaddr)
-{
-	uint64_t v;
-
-	if (enc == DW_EH_PE_omit)
-		return 0;
-	return cfi_read_encoded(c, enc & 0x7f, addr_size, vaddr, 0, &v);
-}
-
-/* ---- entries ---- */
-
-int cfi_next_entry(const struct cfi_section *sec, uint64_t *off, enum cfi_entry_kind *kind,
-		   uint64_t *cie_off, uint64_t *body, uint64_t *body_end, struct cfi_err *e)
-{
-	struct cfi_cur c = { sec->data + *off, sec->data + sec->size };
-	uint64_t start = *off, len, id, id_pos;
-	bool dwarf64 = false;
-
-	if (rd_un(&c, 4, &len))
-		return cfi_fail(e, sec, start, "truncated entry length");
-	if (len == 0) {
-		*kind = CFI_ENTRY_ZERO;
-		*off = start + 4;
-		return 0;
-	}
-	if (len == 0xffffffff) {
-		dwarf64 = true;
-		if (rd_un(&c, 8, &len))
-			return cfi_fail(e, sec, start, "truncated 64-bit entry length");
-	}
-	if (len > (uint64_t)(c.end - c.p))
-		return cfi_fail(e, sec, start, "entry length 0x%llx runs past the end of the section",
-				(unsigned long long)len);
-	*body_end = cur_off(sec, &c) + len;
-	id_pos = cur_off(sec, &c);
-	if (rd_un(&c, dwarf64 ? 8 : 4, &id))
-		return cfi_fail(e, sec, start, "entry too short for its CIE pointer");
-	*body = cur_off(sec, &c);
-	*off = *body_end;
-	if (sec->is_eh ? id == 0 : id == (dwarf64 ? ~(uint64_t)0 : 0xffffffffu)) {
-		*kind = CFI_ENTRY_CIE;
-		*cie_off = start;
-		return 0;
-	}
-	*kind = CFI_ENTRY_FDE;
-	if (sec->is_eh) {
-		/* .eh_frame: the pointer counts back from its own position */
-		if (id > id_pos)
-			return cfi_fail(e, sec, start, "CIE pointer 0x%llx points before the section",
-					(unsigned long long)id);
-		*cie_off = id_pos - id;
-	} else {
-		*cie_off = id;
-	}
-	if (*cie_off >= sec->size)
-		return cfi_fail(e, sec, start, "CIE pointer 0x%llx is outside the section",
-				(unsigned long long)*cie_off);
-	return 0;
-}
-
-static int parse_cie_augmentation(const struct cfi_section *sec, struct cfi_cur *c,
-				  const char *aug, struct cfi_cie *cie, struct cfi_err *e)
-{
-	uint64_t aug_len;
-	struct cfi_cur a;
-
-	if (aug[0] != 'z') {
-		/* without 'z' nothing says how long unknown data is */
-		if (aug[0] && strcmp(aug, "eh") != 0)
-			return cfi_fail(e, sec, cie->off, "unknown CIE augmentation \"%s\"", aug);
-		return 0;
-	}
-	cie->has_z = true;
-	if (rd_uleb(c, &aug_len) || aug_len > (uint64_t)(c->end - c->p))
-		return cfi_fail(e, sec, cie->off, "CIE augmentation data runs past the CIE");
-	a.p = c->p;
-	a.end = c->p + aug_len;
-	c->p += aug_len;
-	for (const char *s = aug + 1; *s; s++) {
-		uint8_t enc;
-
-		switch (*s) {
-		case 'L':
-			if (rd_u8(&a, &enc))
-				return cfi_fail(e, sec, cie->off, "truncated 'L' augmentation");
-			break;
-		case 'R':
-			if (rd_u8(&a, &cie->fde_enc))
-				return cfi_fail(e, sec, cie->off, "truncated 'R' augmentation");
-			break;
-		case 'P':
-			if (rd_u8(&a, &enc) ||
-			    skip_encoded(&a, enc, cie->addr_size, sec->vaddr + (uint64_t)(a.p - sec->data)))
-				return cfi_fail(e, sec, cie->off, "bad 'P' (personality) augmentation");
-			break;
-		case 'S': /* signal frame: the pc is not after a call; nothing to read */
-		case 'B': /* AArch64 BTI, 'G' MTE: no data */
-		case 'G':
-			break;
-		default:
-			/* 'z' gave the length, so the rest can be skipped safely */
-			return 0;
-		}
-	}
-	return 0;
-}
-
-static int run_program(const struct cfi_section *sec, const struct cfi_cie *cie,
-		       struct cfi_state *st, uint64_t start, uint64_t end, uint64_t lo, uint64_t hi,
-		       struct cfi_sink *sink, struct cfi_err *e);
-
-int cfi_parse_cie(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
-		  struct cfi_err *e)
-{
-	uint64_t next = off, body, body_end, cie_off, ra;
-	enum cfi_entry_kind kind;
-	struct cfi_cur c;
-	const char *aug;
-	uint8_t version, b;
-	int err;
-
-	err = cfi_next_entry(sec, &next, &kind, &cie_off, &body, &body_end, e);
-	if (err)
-		return err;
-	if (kind != CFI_ENTRY_CIE)
-		return cfi_fail(e, sec, off, "CIE pointer leads to a%s, not a CIE",
-				kind == CFI_ENTRY_FDE ? "n FDE" : " zero terminator");
-	memset(cie, 0, sizeof(*cie));
-	cie->off = off;
-	cie->addr_size = 8;
-	cie->fde_enc = DW_EH_PE_absptr;
-	c.p = sec->data + body;
-	c.end = sec->data + body_end;
-	if (rd_u8(&c, &version))
-		return cfi_fail(e, sec, off, "truncated CIE");
-	if (version != 1 && version != 3 && version != 4)
-		return cfi_fail(e, sec, off, "unsupported CIE version %u", version);
-	aug = (const char *)c.p;
-	if (!memchr(c.p, 0, (size_t)(c.end - c.p)))
-		return cfi_fail(e, sec, off, "CIE augmentation string is not terminated");
-	c.p += strlen(aug) + 1;
-	if (strcmp(aug, "eh") == 0 && rd_un(&c, cie->addr_size, &cie_off))
-		return cfi_fail(e, sec, off, "truncated \"eh\" augmentation");
-	if (version >= 4) {
-		if (rd_u8(&c, &cie->addr_size) || rd_u8(&c, &b))
-			return cfi_fail(e, sec, off, "truncated CIE address size");
-		if (cie->addr_size != 4 && cie->addr_size != 8)
-			return cfi_fail(e, sec, off, "unsupported address size %u", cie->addr_size);
-		if (b != 0)
-			return cfi_fail(e, sec, off, "segment selectors are not supported");
-	}
-	if (rd_uleb(&c, &cie->code_align) || rd_sleb(&c, &cie->data_align))
-		return cfi_fail(e, sec, off, "truncated CIE alignment factors");
-	if (version == 1) {
-		if (rd_u8(&c, &b))
-			return cfi_fail(e, sec, off, "truncated CIE return-address column");
-		ra = b;
-	} else if (rd_uleb(&c, &ra)) {
-		return cfi_fail(e, sec, off, "truncated CIE return-address column");
-	}
-	cie->ra_reg = ra;
-	err = parse_cie_augmentation(sec, &c, aug, cie, e);
-	if (err)
-		return err;
-	cie->insn_off = cur_off(sec, &c);
-	cie->insn_end = body_end;
-	/* the initial rules: CFA unknown until the program says, registers unreferenced */
-	memset(&cie->init, 0, sizeof(cie->init));
-	return run_program(sec, cie, &cie->init, cie->insn_off, cie->insn_end, 0, 0, NULL, e);
-}
-
-int cfi_parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, uint64_t entry_off,
-		  uint64_t body, uint64_t body_end, struct cfi_fde *fde, struct cfi_err *e)
-{
-	struct cfi_cur c = { sec->data + body, sec->data + body_end };
-	uint64_t range, aug_len;
-
-	if (cfi_read_encoded(&c, cie->fde_enc, cie->addr_size, sec->vaddr + body, 0, &fde->lo))
-		return cfi_fail(e, sec, entry_off, "bad FDE pc_begin (encoding 0x%02x)", cie->fde_enc);
-	if (rd_encoded_value(&c, cie->fde_enc, cie->addr_size, &range))
-		return cfi_fail(e, sec, entry_off, "bad FDE pc_range");
-	if (cie->addr_size == 4) {
-		fde->lo &= 0xffffffffu;
-		range &= 0xffffffffu;
-	}
-	if (fde->lo + range < fde->lo)
-		return cfi_fail(e, sec, entry_off, "FDE pc range wraps around the address space");
-	fde->hi = fde->lo + range;
-	if (cie->has_z) {
-		if (rd_uleb(&c, &aug_len) || aug_len > (uint64_t)(c.end - c.p))
-			return cfi_fail(e, sec, entry_off, "FDE augmentation data runs past the FDE");
-		c.p += aug_len;
-	}
-	if ((uint64_t)(c.end - c.p) > UINT32_MAX)
-		return cfi_fail(e, sec, entry_off, "FDE program too long");
-	fde->off = entry_off;
-	fde->insn_off = cur_off(sec, &c);
-	fde->insn_len = (uint32_t)(c.end - c.p);
-	return 0;
-}
-
 /* ---- expressions ---- */
 
 /* CFA = rsp + 8 + ((rip & 15) >= N ? 8 : 0): the lazy-binding PLT's rule; N = 11 for the
@@ -312,6 +106,9 @@ static void classify_cfa_expr(const uint8_t *x, uint64_t len, struct cfi_cfa_rul
 }
 
 /* ---- the CFA program ---- */
+
+/* Deepest DW_CFA_remember_state nesting accepted; compilers nest one or two deep. */
+#define CFI_MAX_REMEMBER 64
 
 struct remember_stack {
 	struct cfi_state s[CFI_MAX_REMEMBER];
@@ -573,6 +370,13 @@ advance:
 	if (sink && loc < hi)
 		return cfi_sink__row(sink, loc, st, cie);
 	return 0;
+}
+
+int cfi_run_cie(const struct cfi_section *sec, struct cfi_cie *cie, struct cfi_err *e)
+{
+	/* the initial rules: CFA unknown until the program says, registers unreferenced */
+	memset(&cie->init, 0, sizeof(cie->init));
+	return run_program(sec, cie, &cie->init, cie->insn_off, cie->insn_end, 0, 0, NULL, e);
 }
 
 int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,

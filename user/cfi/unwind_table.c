@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cfi/fde.h"
 #include "cfi/internal.h"
 #include "util/grow.h"
 
@@ -144,204 +145,24 @@ static int end_marker(struct cfi_sink *s, uint64_t pc)
 	return push_row(s, &row);
 }
 
-/* ---- collecting FDEs ---- */
-
-struct collect {
-	struct cfi_cie *cies;     /* append-only: FDEs keep indices into it */
-	size_t nr_cies, cap_cies;
-	uint32_t *order;          /* CIE indices sorted by (section, offset) */
-	size_t cap_order;
-	uint32_t last_cie;        /* most FDEs use the CIE the previous one used */
-	struct cfi_fde *fdes;
-	size_t nr_fdes, cap_fdes;
-	const struct cfi_elf *elf;
-	struct cfi_err *e;
-};
-
-static bool cie_before(const struct cfi_cie *c, uint8_t si, uint64_t off)
-{
-	return c->sec < si || (c->sec == si && c->off < off);
-}
-
-/* Index of the CIE at off in section si, parsing it on first use. */
-static int cie_index(struct collect *co, uint8_t si, uint64_t off, uint32_t *out)
-{
-	size_t lo = 0, hi = co->nr_cies;
-	struct cfi_cie *c;
-	int err;
-
-	if (co->nr_cies && co->cies[co->last_cie].off == off && co->cies[co->last_cie].sec == si) {
-		*out = co->last_cie;
-		return 0;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cie_before(&co->cies[co->order[mid]], si, off))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < co->nr_cies) {
-		c = &co->cies[co->order[lo]];
-		if (c->sec == si && c->off == off) {
-			co->last_cie = co->order[lo];
-			*out = co->last_cie;
-			return 0;
-		}
-	}
-	if (co->nr_cies >= UINT32_MAX)
-		return -E2BIG;
-	if (co->nr_cies == co->cap_cies &&
-	    grow_array((void **)&co->cies, &co->cap_cies, co->nr_cies + 1, sizeof(*co->cies)))
-		return -ENOMEM;
-	if (co->nr_cies == co->cap_order &&
-	    grow_array((void **)&co->order, &co->cap_order, co->nr_cies + 1, sizeof(*co->order)))
-		return -ENOMEM;
-	err = cfi_parse_cie(&co->elf->sec[si], off, &co->cies[co->nr_cies], co->e);
-	if (err)
-		return err;
-	co->cies[co->nr_cies].sec = si;
-	/* CIEs usually come in section order, so this moves nothing */
-	memmove(&co->order[lo + 1], &co->order[lo], (co->nr_cies - lo) * sizeof(*co->order));
-	co->order[lo] = (uint32_t)co->nr_cies;
-	co->last_cie = (uint32_t)co->nr_cies++;
-	*out = co->last_cie;
-	return 0;
-}
-
-/* Collects the section's FDEs; *used is how far the entries went (for .eh_frame found
- * through .eh_frame_hdr, up to the zero terminator rather than the segment's end). */
-static int collect_section(struct collect *co, uint8_t si, uint64_t *used)
-{
-	const struct cfi_section *sec = &co->elf->sec[si];
-	uint64_t off = 0, next, cie_off, body, body_end;
-	enum cfi_entry_kind kind;
-	uint32_t ci;
-	int err;
-
-	/* each entry is at least 4 bytes long, so this ends */
-	while (off < sec->size) {
-		next = off;
-		err = cfi_next_entry(sec, &next, &kind, &cie_off, &body, &body_end, co->e);
-		if (err)
-			return err;
-		if (kind == CFI_ENTRY_ZERO && sec->stop_at_zero) {
-			*used = next;
-			return 0;
-		}
-		if (kind == CFI_ENTRY_CIE) {
-			err = cie_index(co, si, off, &ci);
-			if (err)
-				return err;
-		} else if (kind == CFI_ENTRY_FDE) {
-			err = cie_index(co, si, cie_off, &ci);
-			if (err)
-				return err;
-			if (co->nr_fdes == co->cap_fdes &&
-			    grow_array((void **)&co->fdes, &co->cap_fdes, co->nr_fdes + 1,
-				       sizeof(*co->fdes)))
-				return -ENOMEM;
-			err = cfi_parse_fde(sec, &co->cies[ci], off, body, body_end,
-					    &co->fdes[co->nr_fdes], co->e);
-			if (err)
-				return err;
-			co->fdes[co->nr_fdes].cie = ci;
-			co->nr_fdes++;
-		}
-		off = next;
-	}
-	*used = off;
-	return 0;
-}
-
-struct sort_key {
-	uint64_t lo;
-	uint32_t idx;
-};
-
-/* FDE indices ordered by start pc. A stable LSD radix sort: FDEs starting at the same pc
- * keep collection order (.debug_frame before .eh_frame, then section offset), so the later
- * one wins. Byte positions where every start agrees are skipped. */
-static int sort_fdes(const struct collect *co, uint32_t **order)
-{
-	size_t n = co->nr_fdes, cnt[256];
-	struct sort_key *a, *b, *t;
-	uint64_t all_or = 0, all_and = ~0ull;
-	bool sorted = true;
-	int err = 0;
-
-	*order = malloc((n ? n : 1) * sizeof(**order));
-	a = malloc((n ? n : 1) * sizeof(*a));
-	b = malloc((n ? n : 1) * sizeof(*b));
-	if (!*order || !a || !b) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < n; i++) {
-		a[i] = (struct sort_key){ co->fdes[i].lo, (uint32_t)i };
-		all_or |= a[i].lo;
-		all_and &= a[i].lo;
-		sorted &= i == 0 || a[i - 1].lo <= a[i].lo;
-	}
-	for (unsigned int shift = 0; shift < 64 && !sorted; shift += 8) {
-		size_t sum = 0;
-
-		if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
-			continue;
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < n; i++)
-			cnt[(a[i].lo >> shift) & 0xff]++;
-		for (int d = 0; d < 256; d++) {
-			size_t c = cnt[d];
-
-			cnt[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			b[cnt[(a[i].lo >> shift) & 0xff]++] = a[i];
-		t = a;
-		a = b;
-		b = t;
-	}
-	for (size_t i = 0; i < n; i++)
-		(*order)[i] = a[i].idx;
-cleanup:
-	free(a);
-	free(b);
-	if (err) {
-		free(*order);
-		*order = NULL;
-	}
-	return err;
-}
-
 static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi_err *e)
 {
-	struct collect co = { .elf = elf, .e = e };
+	struct cfi_fdes fdes;
 	struct cfi_sink sink = { .stats = &t->stats };
-	uint32_t *order = NULL;
 	size_t insn_bytes = 0;
 	int err;
 
-	for (int i = 0; i < elf->nr_sec; i++) {
-		uint64_t used = 0;
-
-		err = collect_section(&co, (uint8_t)i, &used);
-		if (err)
-			goto cleanup;
-		t->stats.cfi_bytes += used;
-	}
-	err = sort_fdes(&co, &order);
+	err = cfi_fdes__collect(elf, &fdes, e);
 	if (err)
 		goto cleanup;
+	t->stats.cfi_bytes = fdes.cfi_bytes;
 	/* rows are bounded by program bytes plus a first row and an end marker per FDE;
 	 * reserving that up front avoids copying on growth, and untouched pages cost nothing */
-	for (size_t i = 0; i < co.nr_fdes; i++)
-		insn_bytes += co.fdes[i].insn_len;
-	sink.cap_rows = insn_bytes + 2 * co.nr_fdes + 1;
+	for (size_t i = 0; i < fdes.nr_fdes; i++)
+		insn_bytes += fdes.fdes[i].insn_len;
+	sink.cap_rows = insn_bytes + 2 * fdes.nr_fdes + 1;
 	sink.rows = malloc(sink.cap_rows * sizeof(*sink.rows));
-	t->fde_starts = malloc((co.nr_fdes ? co.nr_fdes : 1) * sizeof(*t->fde_starts));
+	t->fde_starts = malloc((fdes.nr_fdes ? fdes.nr_fdes : 1) * sizeof(*t->fde_starts));
 	if (!t->fde_starts) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -352,16 +173,16 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 		/* large tables: fewer page faults while the rows are written */
 		madvise((void *)((uintptr_t)sink.rows & ~(uintptr_t)4095),
 			sink.cap_rows * sizeof(*sink.rows), MADV_HUGEPAGE);
-	for (size_t i = 0; i < co.nr_fdes; i++) {
-		const struct cfi_fde *f = &co.fdes[order[i]];
-		const struct cfi_cie *cie = &co.cies[f->cie];
+	for (size_t i = 0; i < fdes.nr_fdes; i++) {
+		const struct cfi_fde *f = &fdes.fdes[fdes.by_pc[i]];
+		const struct cfi_cie *cie = &fdes.cies[f->cie];
 		uint64_t hi = f->hi;
 		bool touches_next = false;
 
 		t->stats.fdes++;
-		if (i + 1 < co.nr_fdes && co.fdes[order[i + 1]].lo <= hi) {
+		if (i + 1 < fdes.nr_fdes && fdes.fdes[fdes.by_pc[i + 1]].lo <= hi) {
 			/* an overlapping FDE ends where the next begins */
-			hi = co.fdes[order[i + 1]].lo;
+			hi = fdes.fdes[fdes.by_pc[i + 1]].lo;
 			touches_next = true;
 		}
 		if (f->lo >= hi)
@@ -391,10 +212,7 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 cleanup:
 	free(sink.rows);
 	free(sink.wide);
-	free(order);
-	free(co.cies);
-	free(co.order);
-	free(co.fdes);
+	cfi_fdes__release(&fdes);
 	return err;
 }
 
