@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cfi/internal.h"
+#include "unwind_row.h"
 
 /* DW_CFA opcodes (DWARF 5, 6.4.2, plus the GNU extensions). */
 enum {
@@ -161,18 +161,43 @@ static inline int rd_block(struct cfi_cur *c, const uint8_t **x, uint64_t *len)
 	return 0;
 }
 
+/* What an FDE's program has handed its sink: only changes are handed, since most
+ * locations only change registers hprof does not track. */
+struct handover {
+	const struct cfi_sink *sink;
+	struct cfi_state last;
+	bool any;
+};
+
+static inline bool state_equal(const struct cfi_state *a, const struct cfi_state *b)
+{
+	return a->cfa.reg == b->cfa.reg && a->cfa.offset == b->cfa.offset &&
+	       a->cfa.expr == b->cfa.expr && a->cfa.expr_arg == b->cfa.expr_arg &&
+	       a->rbp.how == b->rbp.how && a->rbp.arg == b->rbp.arg &&
+	       a->ra.how == b->ra.how && a->ra.arg == b->ra.arg;
+}
+
+static inline int hand_over(struct handover *h, uint64_t pc, const struct cfi_state *st)
+{
+	if (h->any && state_equal(st, &h->last))
+		return 0;
+	h->last = *st;
+	h->any = true;
+	return h->sink->state_at(h->sink->ctx, pc, st);
+}
+
 #define TRUNC() cfi_fail(e, sec, op_off, "truncated operand of DW_CFA opcode 0x%02x", op)
 
-/* Runs [start, end). With a sink (an FDE), hands it the state at each location in [lo, hi)
+/* Runs [start, end). With a handover (an FDE), hands the state at each location in [lo, hi)
  * and stops at the first location at or past hi; without one (a CIE), ignores locations. */
 static int run_program(const struct cfi_section *sec, const struct cfi_cie *cie,
 		       struct cfi_state *st, uint64_t start, uint64_t end, uint64_t lo, uint64_t hi,
-		       struct cfi_sink *sink, struct cfi_err *e)
+		       struct handover *out, struct cfi_err *e)
 {
 	struct cfi_cur c = { sec->data + start, sec->data + end };
 	struct remember_stack rs; /* only its count is initialised: most programs never push */
 	uint64_t loc = lo, reg, u, delta;
-	bool in_cie = sink == NULL;
+	bool in_cie = out == NULL;
 	const uint8_t *x;
 	int64_t s;
 	int err;
@@ -358,8 +383,8 @@ advance:
 		/* the state so far covers [loc, loc + delta); a zero advance is overridden */
 		if (delta == 0)
 			continue;
-		if (loc < hi && !cfi_sink__unchanged(sink, st)) {
-			err = cfi_sink__row(sink, loc, st, cie);
+		if (loc < hi) {
+			err = hand_over(out, loc, st);
 			if (err)
 				return err;
 		}
@@ -367,8 +392,8 @@ advance:
 			return 0;
 		loc += delta;
 	}
-	if (sink && loc < hi)
-		return cfi_sink__row(sink, loc, st, cie);
+	if (out && loc < hi)
+		return hand_over(out, loc, st);
 	return 0;
 }
 
@@ -380,98 +405,12 @@ int cfi_run_cie(const struct cfi_section *sec, struct cfi_cie *cie, struct cfi_e
 }
 
 int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,
-		const struct cfi_fde *fde, uint64_t hi, struct cfi_sink *sink, struct cfi_err *e)
+		const struct cfi_fde *fde, uint64_t hi, const struct cfi_sink *sink,
+		struct cfi_err *e)
 {
 	struct cfi_state st = cie->init;
+	struct handover out = { .sink = sink };
 
 	return run_program(sec, cie, &st, fde->insn_off, fde->insn_off + fde->insn_len, fde->lo,
-			   hi, sink, e);
-}
-
-static void map_reg(const struct cfi_reg_rule *r, bool is_ra, int *kind, int64_t *arg,
-		    enum unwind_reason *reason)
-{
-	*arg = r->arg;
-	*reason = UNWIND_REASON_NONE;
-	switch (r->how) {
-	case CFI_REG_UNREFERENCED:
-		/* x86-64: the call pushed the return address just below the CFA */
-		*kind = is_ra ? UNWIND_RA_AT_CFA : UNWIND_RBP_UNCHANGED;
-		*arg = is_ra ? -8 : 0;
-		return;
-	case CFI_REG_SAME_VALUE:
-		if (!is_ra) {
-			*kind = UNWIND_RBP_UNCHANGED;
-			*arg = 0;
-			return;
-		}
-		*reason = UNWIND_REASON_SAME_VALUE;
-		break;
-	case CFI_REG_UNDEFINED:
-		*kind = is_ra ? UNWIND_RA_UNDEFINED : UNWIND_RBP_UNDEFINED;
-		*arg = 0;
-		return;
-	case CFI_REG_OFFSET:
-		*kind = is_ra ? UNWIND_RA_AT_CFA : UNWIND_RBP_AT_CFA;
-		return;
-	case CFI_REG_VAL_OFFSET:
-		if (!is_ra) {
-			*kind = UNWIND_RBP_VAL_CFA;
-			return;
-		}
-		*reason = UNWIND_REASON_VAL_OFFSET;
-		break;
-	case CFI_REG_EXPR_AT_SP:
-		*kind = is_ra ? UNWIND_RA_AT_SP : UNWIND_RBP_AT_SP;
-		return;
-	case CFI_REG_EXPR_AT_BP:
-		if (!is_ra) {
-			*kind = UNWIND_RBP_AT_BP;
-			return;
-		}
-		*reason = UNWIND_REASON_EXPRESSION;
-		break;
-	case CFI_REG_REGISTER:
-		*reason = UNWIND_REASON_REGISTER;
-		break;
-	case CFI_REG_EXPRESSION:
-		*reason = UNWIND_REASON_EXPRESSION;
-		break;
-	default:
-		*reason = UNWIND_REASON_VAL_EXPRESSION;
-		break;
-	}
-	*kind = is_ra ? UNWIND_RA_UNSUPPORTED : UNWIND_RBP_UNSUPPORTED;
-	*arg = *reason;
-}
-
-void cfi_state__rules(const struct cfi_state *st, const struct cfi_cie *cie,
-		      struct unwind_rules *r)
-{
-	int kind;
-
-	(void)cie;
-	r->cfa_reason = UNWIND_REASON_NONE;
-	if (st->cfa.expr) {
-		r->cfa = st->cfa.expr;
-		r->cfa_offset = st->cfa.expr_arg;
-		if (r->cfa == UNWIND_CFA_UNSUPPORTED) {
-			r->cfa_reason = UNWIND_REASON_EXPRESSION;
-			r->cfa_offset = UNWIND_REASON_EXPRESSION;
-		}
-	} else if (st->cfa.reg == UNWIND_DWARF_RSP) {
-		r->cfa = UNWIND_CFA_SP_OFFSET;
-		r->cfa_offset = st->cfa.offset;
-	} else if (st->cfa.reg == UNWIND_DWARF_RBP) {
-		r->cfa = UNWIND_CFA_BP_OFFSET;
-		r->cfa_offset = st->cfa.offset;
-	} else {
-		r->cfa = UNWIND_CFA_UNSUPPORTED;
-		r->cfa_reason = UNWIND_REASON_CFA_REGISTER;
-		r->cfa_offset = UNWIND_REASON_CFA_REGISTER;
-	}
-	map_reg(&st->rbp, false, &kind, &r->rbp_offset, &r->rbp_reason);
-	r->rbp = kind;
-	map_reg(&st->ra, true, &kind, &r->ra_offset, &r->ra_reason);
-	r->ra = kind;
+			   hi, &out, e);
 }

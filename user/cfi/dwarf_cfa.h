@@ -41,14 +41,6 @@ struct cfi_state {
 	struct cfi_reg_rule ra;
 };
 
-static inline bool cfi_state__equal(const struct cfi_state *a, const struct cfi_state *b)
-{
-	return a->cfa.reg == b->cfa.reg && a->cfa.offset == b->cfa.offset &&
-	       a->cfa.expr == b->cfa.expr && a->cfa.expr_arg == b->cfa.expr_arg &&
-	       a->rbp.how == b->rbp.how && a->rbp.arg == b->rbp.arg &&
-	       a->ra.how == b->ra.how && a->ra.arg == b->ra.arg;
-}
-
 /* A CIE: what every program of its FDEs is read and run with. */
 struct cfi_cie {
 	uint64_t off;          /* offset of the CIE in its section */
@@ -77,11 +69,18 @@ struct cfi_fde {
  * unreferenced registers). */
 int cfi_run_cie(const struct cfi_section *sec, struct cfi_cie *cie, struct cfi_err *e);
 
-struct cfi_sink;
+/* Where an FDE's program hands its states: state_at(ctx, pc, state) says that state holds
+ * from pc on. Called in ascending pc order, only when the tracked rules change; a non-zero
+ * return stops the program and is returned. */
+struct cfi_sink {
+	int (*state_at)(void *ctx, uint64_t pc, const struct cfi_state *state);
+	void *ctx;
+};
 
-/* Runs the FDE's program over its CIE's initial state, handing the sink one state per
+/* Runs the FDE's program over its CIE's initial state, handing the sink the state at each
  * location in [fde->lo, hi). */
 int cfi_run_fde(const struct cfi_section *sec, const struct cfi_cie *cie,
-		const struct cfi_fde *fde, uint64_t hi, struct cfi_sink *sink, struct cfi_err *e);
+		const struct cfi_fde *fde, uint64_t hi, const struct cfi_sink *sink,
+		struct cfi_err *e);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "cfi/unwind_table.h"
+#include "cfi/types.h"
 
 /* Largest decompressed .debug_frame accepted; a hostile ch_size must not drive malloc. */
 #define CFI_MAX_DECOMPRESSED (1ull << 30)

@@ -1,6 +1,8 @@
-/* The unwind table: collects every FDE of the chosen sections, orders them by pc, runs
- * their CFA programs into compact rows (merging runs of equal rules, marking where a
- * function ends before the next begins) and answers lookups by binary search. */
+/* The unwind table, the CFI compiler's public face: finds an image's call-frame sections
+ * (elf_sections.c), collects their FDEs in pc order (fde.c), runs each FDE's program
+ * (dwarf_cfa.c) into compact rows (rows.c), and answers lookups by binary search. */
+#include "cfi/unwind_table.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,9 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cfi/elf_sections.h"
 #include "cfi/fde.h"
-#include "cfi/internal.h"
-#include "util/grow.h"
+#include "cfi/reader.h"
+#include "cfi/rows.h"
 
 struct unwind_table {
 	struct unwind_row *rows;
@@ -27,128 +30,11 @@ struct unwind_table {
 	struct unwind_stats stats;
 };
 
-
-static bool fits16(int64_t v)
-{
-	return v >= INT16_MIN && v <= INT16_MAX;
-}
-
-/* A row's rules (the 8 bytes after pc) as one integer: equal rules, equal integers, as
- * long as neither row is wide. */
-static inline uint64_t row_rules(const struct unwind_row *row)
-{
-	uint64_t v;
-
-	memcpy(&v, &row->cfa_kind, sizeof(v));
-	return v;
-}
-
-static bool wide_equal(const struct unwind_row_wide *w, const struct unwind_rules *r)
-{
-	return w->cfa_arg == r->cfa_offset && w->rbp_arg == r->rbp_offset && w->ra_arg == r->ra_offset;
-}
-
-static int push_row(struct cfi_sink *s, const struct unwind_row *row)
-{
-	if (s->nr_rows == s->cap_rows &&
-	    grow_array((void **)&s->rows, &s->cap_rows, s->nr_rows + 1, sizeof(*row)))
-		return -ENOMEM;
-	s->rows[s->nr_rows++] = *row;
-	return 0;
-}
-
-/* Appends the row unless the previous row has the same rules; *added says which. */
-static int encode_row(struct cfi_sink *s, uint64_t pc, const struct unwind_rules *r, bool *added)
-{
-	const struct unwind_row *last = s->have_last ? &s->rows[s->nr_rows - 1] : NULL;
-	struct unwind_row row = {
-		.pc = pc,
-		.cfa_kind = r->cfa,
-		.rbp_kind = r->rbp,
-		.ra_kind = r->ra,
-	};
-
-	*added = false;
-	if (fits16(r->cfa_offset) && fits16(r->rbp_offset) && r->ra_offset > UNWIND_ROW_WIDE &&
-	    r->ra_offset <= INT8_MAX) {
-		row.cfa_arg = (__s16)r->cfa_offset;
-		row.rbp_arg = (__s16)r->rbp_offset;
-		row.ra_arg = (__s8)r->ra_offset;
-		/* compare with a copy kept in the sink, not the row just stored */
-		if (last && s->last_rules_valid && s->last_rules == row_rules(&row))
-			return 0;
-		*added = true;
-		s->last_rules = row_rules(&row);
-		s->last_rules_valid = true;
-		return push_row(s, &row);
-	}
-	if (last && last->ra_arg == UNWIND_ROW_WIDE && last->cfa_kind == row.cfa_kind &&
-	    last->rbp_kind == row.rbp_kind && last->ra_kind == row.ra_kind &&
-	    wide_equal(&s->wide[unwind_row_wide_index(last)], r))
-		return 0;
-	if (s->nr_wide >= UINT32_MAX)
-		return -E2BIG;
-	if (s->nr_wide == s->cap_wide &&
-	    grow_array((void **)&s->wide, &s->cap_wide, s->nr_wide + 1, sizeof(*s->wide)))
-		return -ENOMEM;
-	s->wide[s->nr_wide] = (struct unwind_row_wide){ r->cfa_offset, r->rbp_offset, r->ra_offset };
-	s->last_rules_valid = false;
-	row.ra_arg = UNWIND_ROW_WIDE;
-	row.cfa_arg = (__s16)(__u16)(s->nr_wide & 0xffff);
-	row.rbp_arg = (__s16)(__u16)(s->nr_wide >> 16);
-	s->nr_wide++;
-	s->stats->wide_rows++;
-	*added = true;
-	return push_row(s, &row);
-}
-
-static void count_row(struct unwind_stats *st, const struct unwind_rules *r)
-{
-	st->rows++;
-	st->cfa[r->cfa]++;
-	st->rbp[r->rbp]++;
-	st->ra[r->ra]++;
-	if (r->cfa == UNWIND_CFA_UNSUPPORTED)
-		st->cfa_reason[r->cfa_reason]++;
-	if (r->rbp == UNWIND_RBP_UNSUPPORTED)
-		st->rbp_reason[r->rbp_reason]++;
-	if (r->ra == UNWIND_RA_UNSUPPORTED)
-		st->ra_reason[r->ra_reason]++;
-}
-
-int cfi_sink__row(struct cfi_sink *s, uint64_t pc, const struct cfi_state *state,
-		  const struct cfi_cie *cie)
-{
-	struct unwind_rules r;
-	bool added;
-	int err;
-
-	if (cfi_sink__unchanged(s, state))
-		return 0;
-	cfi_state__rules(state, cie, &r);
-	err = encode_row(s, pc, &r, &added);
-	if (err)
-		return err;
-	if (added)
-		count_row(s->stats, &r);
-	s->last_state = *state;
-	s->have_last = true;
-	return 0;
-}
-
-static int end_marker(struct cfi_sink *s, uint64_t pc)
-{
-	struct unwind_row row = { .pc = pc, .cfa_kind = UNWIND_CFA_END };
-
-	s->have_last = false;
-	s->stats->end_markers++;
-	return push_row(s, &row);
-}
-
 static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi_err *e)
 {
 	struct cfi_fdes fdes;
-	struct cfi_sink sink = { .stats = &t->stats };
+	struct cfi_rows rows = { .stats = &t->stats };
+	struct cfi_sink sink = { cfi_rows__add_state, &rows };
 	size_t insn_bytes = 0;
 	int err;
 
@@ -160,19 +46,12 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 	 * reserving that up front avoids copying on growth, and untouched pages cost nothing */
 	for (size_t i = 0; i < fdes.nr_fdes; i++)
 		insn_bytes += fdes.fdes[i].insn_len;
-	sink.cap_rows = insn_bytes + 2 * fdes.nr_fdes + 1;
-	sink.rows = malloc(sink.cap_rows * sizeof(*sink.rows));
+	cfi_rows__reserve(&rows, insn_bytes + 2 * fdes.nr_fdes + 1);
 	t->fde_starts = malloc((fdes.nr_fdes ? fdes.nr_fdes : 1) * sizeof(*t->fde_starts));
 	if (!t->fde_starts) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (!sink.rows)
-		sink.cap_rows = 0;
-	else if (sink.cap_rows * sizeof(*sink.rows) >= 4u << 20)
-		/* large tables: fewer page faults while the rows are written */
-		madvise((void *)((uintptr_t)sink.rows & ~(uintptr_t)4095),
-			sink.cap_rows * sizeof(*sink.rows), MADV_HUGEPAGE);
 	for (size_t i = 0; i < fdes.nr_fdes; i++) {
 		const struct cfi_fde *f = &fdes.fdes[fdes.by_pc[i]];
 		const struct cfi_cie *cie = &fdes.cies[f->cie];
@@ -193,25 +72,14 @@ static int compile(const struct cfi_elf *elf, struct unwind_table *t, struct cfi
 		if (err)
 			goto cleanup;
 		if (!touches_next) {
-			err = end_marker(&sink, hi);
+			err = cfi_rows__end_function(&rows, hi);
 			if (err)
 				goto cleanup;
 		}
 	}
-	t->rows = sink.nr_rows ? realloc(sink.rows, sink.nr_rows * sizeof(*sink.rows)) : NULL;
-	if (sink.nr_rows && !t->rows)
-		t->rows = sink.rows;
-	else if (!sink.nr_rows)
-		free(sink.rows);
-	sink.rows = NULL;
-	t->nr_rows = sink.nr_rows;
-	t->wide = sink.wide;
-	t->nr_wide = sink.nr_wide;
-	sink.wide = NULL;
-	err = 0;
+	cfi_rows__take(&rows, &t->rows, &t->nr_rows, &t->wide, &t->nr_wide);
 cleanup:
-	free(sink.rows);
-	free(sink.wide);
+	cfi_rows__release(&rows);
 	cfi_fdes__release(&fdes);
 	return err;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfi/types.h" /* enum unwind_source, struct unwind_rules, struct unwind_stats */
 #include "unwind_row.h"
 
 struct unwind_table;
@@ -17,17 +18,6 @@ struct unwind_table;
 /* Larger files are not compiled: input is hostile, and the largest real binaries
  * (libLLVM, with its debug sections) are well under this. */
 #define UNWIND_FILE_MAX_BYTES (4ull << 30)
-
-/* Which call-frame sections to compile. With both, an .eh_frame FDE wins over a
- * .debug_frame FDE that starts at the same pc. */
-enum unwind_source {
-	UNWIND_SRC_EH_FRAME = 1 << 0,
-	UNWIND_SRC_DEBUG_FRAME = 1 << 1,
-	UNWIND_SRC_ALL = UNWIND_SRC_EH_FRAME | UNWIND_SRC_DEBUG_FRAME,
-	/* find .eh_frame through PT_GNU_EH_FRAME and .eh_frame_hdr even when a section header
-	 * names it (without section headers, as in a loaded image, that is the only way) */
-	UNWIND_SRC_VIA_HDR = 1 << 8,
-};
 
 /* Compiles the CFI of the ELF file at path. On failure returns -errno, *out is NULL and err
  * (if errlen > 0) holds a one-line message naming the file and offset. A file without any
@@ -57,37 +47,9 @@ int unwind_table__function_start(const struct unwind_table *table, uint64_t pc,
 /* All rows, end-of-function markers included, sorted by pc. */
 const struct unwind_row *unwind_table__rows(const struct unwind_table *table, size_t *nr_rows);
 
-/* A row's rules with their full-width arguments. */
-struct unwind_rules {
-	enum unwind_cfa_kind cfa;
-	enum unwind_rbp_kind rbp;
-	enum unwind_ra_kind ra;
-	int64_t cfa_offset;        /* meaning depends on cfa (see enum unwind_cfa_kind) */
-	int64_t rbp_offset;
-	int64_t ra_offset;
-	enum unwind_reason cfa_reason; /* set when cfa is UNWIND_CFA_UNSUPPORTED */
-	enum unwind_reason rbp_reason;
-	enum unwind_reason ra_reason;
-};
-
 /* Decodes row (which must come from table) into *rules, resolving side-table arguments. */
 void unwind_table__decode(const struct unwind_table *table, const struct unwind_row *row,
 			  struct unwind_rules *rules);
-
-struct unwind_stats {
-	uint64_t fdes;        /* FDEs compiled (those with an empty range included) */
-	uint64_t rows;        /* rows with rules, end markers excluded */
-	uint64_t end_markers;
-	uint64_t wide_rows;   /* rows whose arguments live in the side table */
-	uint64_t cfi_bytes;   /* bytes of .eh_frame and .debug_frame read */
-	uint64_t cfa[UNWIND_CFA_KIND_COUNT];
-	uint64_t rbp[UNWIND_RBP_KIND_COUNT];
-	uint64_t ra[UNWIND_RA_KIND_COUNT];
-	uint64_t cfa_reason[UNWIND_REASON_COUNT];
-	uint64_t rbp_reason[UNWIND_REASON_COUNT];
-	uint64_t ra_reason[UNWIND_REASON_COUNT];
-	uint64_t table_bytes; /* memory held by the table: rows, side table, FDE starts, header */
-};
 
 void unwind_table__stats(const struct unwind_table *table, struct unwind_stats *stats);
 
