@@ -53,7 +53,8 @@ void unwind_table__decode(const struct unwind_table *table, const struct unwind_
 
 void unwind_table__stats(const struct unwind_table *table, struct unwind_stats *stats);
 
-/* Short names for printing ("sp-offset", "plt", "cfa-register", ...). */
+/* Short names for printing ("sp-offset", "expr-plt", "cfa-register", ...), from
+ * user/cfi/row_names.c. */
 const char *unwind_cfa_kind__name(enum unwind_cfa_kind kind);
 const char *unwind_rbp_kind__name(enum unwind_rbp_kind kind);
 const char *unwind_ra_kind__name(enum unwind_ra_kind kind);
