@@ -184,6 +184,16 @@ bench: all
 cfi-sweep: $(HPROF) $(WORKLOADS)
 	$(Q)HPROF_FULL=1 bash tests/t_cfi_readelf.sh
 
+# Stage folders whose files depend on each other one way only: no include or call circle
+# between them, and outside files include only the folder's public header
+# (tests/check_deps.py; tests/t_deps.sh runs this under `make test`).
+DEPS_CHECKED := user/cfi
+DEPS_PUBLIC  := user/cfi/unwind_table.h
+
+.PHONY: check-deps
+check-deps: $(LIB_OBJS)
+	$(Q)python3 tests/check_deps.py $(addprefix --public ,$(DEPS_PUBLIC)) $(DEPS_CHECKED)
+
 # Fuzzing: one libFuzzer harness per parser of outside input (tests/fuzz/fuzz_*.c), linked
 # with the library built again by clang with ASan and UBSan. `make fuzz` runs each for
 # FUZZ_SECONDS (60) under nice; tests/t_fuzz_smoke.sh runs each over its corpus briefly.
