@@ -99,24 +99,53 @@ struct cie_spec {
 	bool dwarf64;
 };
 
+/* Starts an entry with a length field to patch (end_entry); returns the field's offset. */
+static size_t begin_entry(struct buf *b, bool dwarf64)
+{
+	size_t len_at;
+
+	if (dwarf64)
+		u32(b, 0xffffffff);
+	len_at = b->n;
+	if (dwarf64)
+		u64(b, 0);
+	else
+		u32(b, 0);
+	return len_at;
+}
+
+/* A field as wide as the entry's length (a CIE id or an FDE's CIE pointer). */
+static void entry_word(struct buf *b, bool dwarf64, uint64_t v)
+{
+	if (dwarf64)
+		u64(b, v);
+	else
+		u32(b, (uint32_t)v);
+}
+
+/* Pads the entry that starts at start to 8 bytes with DW_CFA_nop and patches its length. */
+static void end_entry(struct buf *b, size_t start, size_t len_at, bool dwarf64)
+{
+	while ((b->n - start) % 8)
+		u8(b, 0);
+	if (dwarf64) {
+		uint64_t l = b->n - len_at - 8;
+
+		memcpy(b->b + len_at, &l, 8);
+	} else {
+		patch32(b, len_at, (uint32_t)(b->n - len_at - 4));
+	}
+}
+
 /* The usual x86-64 CIE program: CFA = rsp + 8, return address at CFA - 8. */
 static const uint8_t x86_init[] = { 0x0c, 7, 8, 0x90, 1 };
 
 /* Appends a CIE; returns its offset. */
 static size_t cie(struct buf *b, const struct cie_spec *s)
 {
-	size_t start = b->n, len_at;
+	size_t start = b->n, len_at = begin_entry(b, s->dwarf64);
 
-	if (s->dwarf64) {
-		u32(b, 0xffffffff);
-		len_at = b->n;
-		u64(b, 0);
-		u64(b, s->debug_frame ? ~0ull : 0);
-	} else {
-		len_at = b->n;
-		u32(b, 0);
-		u32(b, s->debug_frame ? 0xffffffff : 0);
-	}
+	entry_word(b, s->dwarf64, s->debug_frame ? ~0ull : 0); /* the CIE id */
 	u8(b, s->version ? s->version : 1);
 	put(b, s->aug, strlen(s->aug) + 1);
 	if (s->version == 4) {
@@ -147,15 +176,7 @@ static size_t cie(struct buf *b, const struct cie_spec *s)
 		free(a.b);
 	}
 	put(b, s->init, s->init_len);
-	while ((b->n - start) % 8)
-		u8(b, 0); /* DW_CFA_nop padding */
-	if (s->dwarf64) {
-		uint64_t l = b->n - len_at - 8;
-
-		memcpy(b->b + len_at, &l, 8);
-	} else {
-		patch32(b, len_at, (uint32_t)(b->n - len_at - 4));
-	}
+	end_entry(b, start, len_at, s->dwarf64);
 	return start;
 }
 
@@ -194,20 +215,9 @@ static void encoded(struct buf *b, uint8_t enc, uint64_t v)
 
 static size_t fde(struct buf *b, const struct fde_spec *s)
 {
-	size_t start = b->n, len_at, id_at;
+	size_t start = b->n, len_at = begin_entry(b, s->dwarf64), id_at = b->n;
 
-	if (s->dwarf64) {
-		u32(b, 0xffffffff);
-		len_at = b->n;
-		u64(b, 0);
-		id_at = b->n;
-		u64(b, s->debug_frame ? s->cie_off : id_at - s->cie_off);
-	} else {
-		len_at = b->n;
-		u32(b, 0);
-		id_at = b->n;
-		u32(b, (uint32_t)(s->debug_frame ? s->cie_off : id_at - s->cie_off));
-	}
+	entry_word(b, s->dwarf64, s->debug_frame ? s->cie_off : id_at - s->cie_off);
 	encoded(b, s->enc, s->lo);
 	if ((s->enc & 0x70) == 0x50)
 		u64(b, s->range);
@@ -217,15 +227,7 @@ static size_t fde(struct buf *b, const struct fde_spec *s)
 		uleb(b, 0);
 	}
 	put(b, s->insn, s->insn_len);
-	while ((b->n - start) % 8)
-		u8(b, 0);
-	if (s->dwarf64) {
-		uint64_t l = b->n - len_at - 8;
-
-		memcpy(b->b + len_at, &l, 8);
-	} else {
-		patch32(b, len_at, (uint32_t)(b->n - len_at - 4));
-	}
+	end_entry(b, start, len_at, s->dwarf64);
 	return start;
 }
 
