@@ -184,15 +184,20 @@ bench: all
 cfi-sweep: $(HPROF) $(WORKLOADS)
 	$(Q)HPROF_FULL=1 bash tests/t_cfi_readelf.sh
 
-# Stage folders whose files depend on each other one way only: no include or call circle
-# between them, and outside files include only the folder's public header
-# (tests/check_deps.py; tests/t_deps.sh runs this under `make test`).
-DEPS_CHECKED := user/cfi
+# The tree's layering (tests/t_deps.sh runs this under `make test`):
+# - in each stage folder, files depend on each other one way only (no include or call
+#   circle), and outside files include only the public headers named for it
+#   (tests/check_deps.py);
+# - across user/, no include circle between files or between stage folders, flamegraph/
+#   includes nothing from user/, the sample record is decoded only in common/sample.h
+#   (tests/check_layers.py).
+DEPS_CHECKED := $(sort $(dir $(wildcard user/*/*.c)))
 DEPS_PUBLIC  := user/cfi/unwind_table.h
 
 .PHONY: check-deps
 check-deps: $(LIB_OBJS)
-	$(Q)python3 tests/check_deps.py $(addprefix --public ,$(DEPS_PUBLIC)) $(DEPS_CHECKED)
+	$(Q)python3 tests/check_deps.py $(addprefix --public ,$(DEPS_PUBLIC)) $(patsubst %/,%,$(DEPS_CHECKED))
+	$(Q)python3 tests/check_layers.py .
 
 # Fuzzing: one libFuzzer harness per parser of outside input (tests/fuzz/fuzz_*.c), linked
 # with the library built again by clang with ASan and UBSan. `make fuzz` runs each for

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the source tree's layering (tests/t_deps.sh). A module is a .c file and its .h;
+"""Checks the source tree's layering (run by `make check-deps`, tests/t_deps.sh). A module is a .c file and its .h;
 an include of another module's header is an edge. Prints one 'ok'/'not ok' line per check:
 - no include circle between modules;
 - no circle between the stage folders under user/ (a sample's path goes down the tree);
