@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 #include "sample.h"
 #include "unwind/walk.h"
 

@@ -243,6 +243,14 @@ static void test_leaf_without_fp(void)
 	      "fp, leaf: the thread's stack base (worker's CFA) is told, no chain end (the "
 	      "chain was wrong)");
 	hybrid__free(h);
+
+	/* Without a copy there is nothing to find c with: the chain, which lacks it, is not
+	 * taken as complete. */
+	h = new_hybrid(true);
+	sample_and_pick(h, b, &s, at(PC_LEAF_LOOP), 0, false, 0, 7, &r);
+	report(picked(&r, METHOD_TRUNCATED, chain, 3) && r.reason == TRUNCATED_NO_COPY, &r,
+	       "fp, leaf, no copy: the chain that skips c is truncated, no stack copy");
+	hybrid__free(h);
 }
 
 /* The walk runs out of copy in c; c owns the rbp the chain starts from, so the chain

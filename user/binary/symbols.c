@@ -90,13 +90,17 @@ static int add_name(struct elf_symbols *es, const char *name, uint32_t *at)
 
 /* Of aliases at one address prefer the sized, global, then weak symbol, and the shorter
  * name: __libc_start_main over __libc_start_main_alias_2. */
-static uint32_t symbol_rank(const GElf_Sym *sym, const char *name)
+static uint32_t alias_rank(bool sized, int bind, const char *name)
 {
-	int bind = GELF_ST_BIND(sym->st_info);
 	uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 	size_t len = strlen(name);
 
-	return (sym->st_size ? 0 : 4u << 24) | rank << 24 | (uint32_t)(len < 0xffffff ? len : 0xffffff);
+	return (sized ? 0 : 4u << 24) | rank << 24 | (uint32_t)(len < 0xffffff ? len : 0xffffff);
+}
+
+static uint32_t symbol_rank(const GElf_Sym *sym, const char *name)
+{
+	return alias_rank(sym->st_size != 0, GELF_ST_BIND(sym->st_info), name);
 }
 
 static bool is_function_symbol(const GElf_Sym *sym)
@@ -825,6 +829,10 @@ int ksyms__load(const char *path, struct ksyms **out)
 		}
 		t->syms[t->nr_syms].start = addr;
 		t->syms[t->nr_syms].size = 0;
+		/* kallsyms types: T global, W weak, t local */
+		t->syms[t->nr_syms].rank =
+			alias_rank(false, type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK,
+				   name);
 		err = add_name(t, name, &t->syms[t->nr_syms].name);
 		if (err)
 			goto cleanup;

@@ -427,8 +427,10 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 		*method = METHOD_FP;
 		return n;
 	}
+	/* Past here a chain that looks complete has a leaf whose CFI says it keeps no frame
+	 * pointer: the chain skipped the leaf's caller, so it is not taken as it is. */
 	if (!h->dwarf || sample->stack_len == 0) {
-		*method = fp_complete ? METHOD_FP : METHOD_TRUNCATED;
+		*method = METHOD_TRUNCATED;
 		*reason = h->dwarf ? TRUNCATED_NO_COPY : TRUNCATED_FP_ONLY;
 		return n;
 	}
@@ -441,11 +443,6 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 	if (leaf_fp && all_mapped && finish_fp_chain(j, out + n, &tail)) {
 		*method = METHOD_DWARF_FP;
 		return n + tail;
-	}
-	/* A complete-looking FP chain beats a truncated walk. */
-	if (fp_complete) {
-		*method = METHOD_FP;
-		return n;
 	}
 	memmove(out, out + n, walked * sizeof(*out));
 	return walked;
