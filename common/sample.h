@@ -30,6 +30,7 @@ _Static_assert(HPROF_MAX_FP_DEPTH >= 127, "FP chains must reach at least 127 fra
 _Static_assert(HPROF_MAX_STACK_COPY % HPROF_STACK_CHUNK == 0, "stack copy is whole chunks");
 _Static_assert((HPROF_MAX_STACK_CHUNKS - 1) * HPROF_STACK_CHUNK >= HPROF_MAX_STACK_COPY,
 	       "enough chunks for the largest copy, plus one for a partial first page");
+_Static_assert(HPROF_MAX_STACK_CHUNKS <= 32, "a copy's pages fit its 32-bit map of holes");
 
 /* Why the in-kernel frame-pointer walk stopped. */
 enum fp_end {
@@ -71,7 +72,11 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 24, "thread_stacks value is 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8 tail[tail_len] (user
  * memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it through the
- * hprof_sample__* accessors below, never by computing offsets. */
+ * hprof_sample__* accessors below, never by computing offsets.
+ *
+ * A map of holes marks the pages of a copy that could not be read (never touched, or
+ * swapped out) and were left zero-filled, so that the pages above them still are: bit i
+ * is the i-th page from the copy's first (the page holding its first byte). */
 struct hprof_sample {
 	__u64 timestamp_ns;
 	__u64 user_ip;
@@ -87,7 +92,7 @@ struct hprof_sample {
 	__u8 fp_end; /* enum fp_end */
 	__u8 pad;
 	__u16 tail_len;
-	__u32 pad2;
+	__u32 stack_holes; /* the stack copy's unreadable pages */
 	/* Address of the frame record the FP chain's last return address was read from
 	 * (user_ips[nr_user - 1] is at fp_tail_frame + 8); 0 when the chain has one frame. */
 	__u64 fp_tail_frame;
@@ -137,6 +142,30 @@ static inline const __u8 *hprof_sample__tail(const struct hprof_sample *s)
 {
 	return hprof_sample__stack(s) + s->stack_len;
 }
+
+/* A map of holes for the first len bytes of a copy from base: its pages past them go. */
+static inline __u32 hprof_sample__holes_within(__u32 holes, __u64 base, __u64 len)
+{
+	__u64 pages = len ? ((base + len - 1) / HPROF_STACK_CHUNK - base / HPROF_STACK_CHUNK) + 1 : 0;
+
+	return pages >= 32 ? holes : holes & ((1u << pages) - 1);
+}
+
+/* Cuts a well-formed record of *size bytes to the copy --stack-size limit would have
+ * given: at most limit bytes of stack. The window at the FP chain's end moves down. */
+static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size, __u32 limit)
+{
+	__u8 *stack = (__u8 *)hprof_sample__stack(s);
+	__u32 stack_len = s->stack_len < limit ? s->stack_len : limit;
+	__u64 cut = (__u64)s->stack_len - stack_len;
+
+	if (cut == 0)
+		return;
+	__builtin_memmove(stack + stack_len, hprof_sample__tail(s), s->tail_len);
+	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, stack_len);
+	s->stack_len = stack_len;
+	*size -= cut;
+}
 #endif
 
 /* Per-CPU counters kept by the BPF program, indexed by enum kernel_counter. */
@@ -157,6 +186,7 @@ enum kernel_counter {
 	KC_COPY_LEARNED,         /* stack copies up to the thread's learned base */
 	KC_COPY_DEFAULT,         /* stack copies to the end of the stack (thread not known yet) */
 	KC_COPY_FP,              /* only the leaf copied: the FP chain suffices */
+	KC_STACK_COPY_HOLES,     /* copies with unreadable pages inside, left as marked holes */
 	KC_NR,
 };
 

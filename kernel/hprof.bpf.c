@@ -176,39 +176,49 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
  * stack the start of argv's strings, so that neither they nor the environment after them
  * are ever copied. When the mapping cannot be found (its lock is busy), argv's start if it
  * lies above sp, else 0: unknown. */
-static __always_inline __u64 user_stack_end(struct hprof_sample *s)
+static __always_inline __u64 user_stack_end(__u64 sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct vma_end found = { 0 };
 	__u64 arg_start = BPF_CORE_READ(task, mm, arg_start);
 
-	if (bpf_find_vma(task, s->user_sp, vma_end_cb, &found, 0))
-		return arg_start > s->user_sp ? arg_start : 0;
-	if (arg_start > s->user_sp && arg_start < found.end)
+	if (bpf_find_vma(task, sp, vma_end_cb, &found, 0))
+		return arg_start > sp ? arg_start : 0;
+	if (arg_start > sp && arg_start < found.end)
 		return arg_start;
 	return found.end;
 }
 
-static __always_inline bool within_learned_base(const struct hprof_sample *s,
-						const struct hprof_thread_stack *known)
+/* The most a sample may copy: --stack-size, within what the record holds. */
+static __always_inline __u64 copy_ceiling(void)
 {
-	__u64 ceiling = stack_copy_size < HPROF_MAX_STACK_COPY ? stack_copy_size
-							       : HPROF_MAX_STACK_COPY;
+	return stack_copy_size < HPROF_MAX_STACK_COPY ? stack_copy_size : HPROF_MAX_STACK_COPY;
+}
 
-	return known && known->base > s->user_sp && known->base - s->user_sp <= ceiling;
+static __always_inline bool within_learned_base(__u64 sp, const struct hprof_thread_stack *known,
+						__u64 ceiling)
+{
+	return known && known->base > sp && known->base - sp <= ceiling;
+}
+
+/* Where the stack holding sp ends: below a learned base the stack runs at least that far,
+ * and the mapping need not be looked up (the lookup is most of a sample's cost). */
+static __always_inline __u64 stack_end_above(__u64 sp, const struct hprof_thread_stack *known,
+					     __u64 ceiling)
+{
+	return within_learned_base(sp, known, ceiling) ? known->base : user_stack_end(sp);
 }
 
 /* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
  * ceiling (a signal handler on another stack, a coroutine, does not), else as much as the
  * ceiling allows; never past the end of the stack. */
-static __always_inline __u64 copy_length(struct hprof_sample *s,
-					 const struct hprof_thread_stack *known, __u64 stack_end)
+static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 sp,
+					 const struct hprof_thread_stack *known, __u64 stack_end,
+					 __u64 ceiling)
 {
-	__u64 sp = s->user_sp, want = stack_copy_size;
+	__u64 want = ceiling;
 
-	if (want > HPROF_MAX_STACK_COPY)
-		want = HPROF_MAX_STACK_COPY;
-	if (within_learned_base(s, known)) {
+	if (within_learned_base(sp, known, ceiling)) {
 		want = known->base - sp;
 		s->flags |= SAMPLE_COPY_LEARNED;
 		count(KC_COPY_LEARNED);
@@ -246,25 +256,35 @@ static __always_inline void copy_leaf(struct hprof_sample *s, __u8 *dst)
 		s->stack_len = HPROF_LEAF_COPY / 2;
 }
 
-/* Copies the live stack from sp in one read, sized so that it does not run off the end
- * of the stack. Should the read still fail, retries a page at a time and keeps what could
- * be read. */
-static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
-					    const struct hprof_thread_stack *known, __u64 stack_end)
+/* Stores v in the record and reads it back. The verifier tracks no value read from a map:
+ * it neither follows the copy loop's many outcomes through it (which would keep it from
+ * pruning the loop's states, each page read or not) nor trusts it without the bounds
+ * checks that follow. */
+static __always_inline __u32 through_record(__u32 *field, __u32 v)
 {
-	__u64 sp = s->user_sp;
-	__u64 want = copy_length(s, known, stack_end);
-	__u64 copied = 0;
+	*(volatile __u32 *)field = v;
+	return *(volatile __u32 *)field;
+}
+
+/* Copies want bytes of user memory from `from` to dst in one read, sized so that it does
+ * not run off the end of the stack. Should the read fail (a page never touched, or swapped
+ * out, cannot be read without a fault), copies a page at a time: a page that fails is left
+ * zero-filled (the helper clears what it could not read) and marked in *holes, and the
+ * pages above it are still copied. Sets *len, both in the record, to the bytes copied up
+ * to the last page read, and returns it. */
+static __always_inline __u32 copy_region(__u8 *dst, __u64 from, __u64 want, __u32 *len_out,
+					 __u32 *holes_out)
+{
+	__u64 copied = 0, kept = 0;
+	__u32 holes = 0, pages_kept = 0;
 
 	barrier_var(want);
 	if (want == 0 || want > HPROF_MAX_STACK_COPY)
-		return;
-	if (bpf_probe_read_user(dst, want, (void *)sp) == 0) {
-		s->stack_len = want;
-		return;
-	}
+		return through_record(len_out, 0);
+	if (bpf_probe_read_user(dst, want, (void *)from) == 0)
+		return through_record(len_out, want);
 	for (int c = 0; c < HPROF_MAX_STACK_CHUNKS; c++) {
-		__u64 len = HPROF_STACK_CHUNK - ((sp + copied) & (HPROF_STACK_CHUNK - 1));
+		__u64 len = HPROF_STACK_CHUNK - ((from + copied) & (HPROF_STACK_CHUNK - 1));
 
 		if (copied >= want)
 			break;
@@ -278,16 +298,39 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 		barrier_var(copied);
 		if (copied > HPROF_MAX_STACK_COPY)
 			break;
-		if (bpf_probe_read_user(dst + copied, len, (void *)(sp + copied)))
-			break;
+		if (bpf_probe_read_user(dst + copied, len, (void *)(from + copied)) == 0) {
+			kept = copied + len;
+			pages_kept = c + 1;
+		} else {
+			holes |= 1u << c;
+		}
 		copied += len;
 	}
-	s->stack_len = copied;
+	/* unreadable pages past the last one read are no holes: the copy ends before them */
+	through_record(holes_out, holes & ((1u << pages_kept) - 1));
+	return through_record(len_out, kept);
+}
+
+/* Counts how a copy of want bytes went, and marks a short one in the sample. */
+static __always_inline void count_copy(struct hprof_sample *s, __u64 want, __u64 copied,
+				       const __u32 *holes)
+{
+	if (*(volatile const __u32 *)holes)
+		count(KC_STACK_COPY_HOLES);
+	if (copied >= want)
+		return;
 	s->flags |= SAMPLE_COPY_CLAMPED;
-	if (copied == 0)
-		count(KC_STACK_COPY_FAILED);
-	else
-		count(KC_STACK_COPY_CLAMPED);
+	count(copied ? KC_STACK_COPY_CLAMPED : KC_STACK_COPY_FAILED);
+}
+
+/* Copies the live stack from sp. */
+static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
+					    const struct hprof_thread_stack *known, __u64 stack_end)
+{
+	__u64 want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());
+
+	count_copy(s, want, copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes),
+		   &s->stack_holes);
 }
 
 /* Copies HPROF_FP_TAIL_WINDOW bytes from the FP chain's outermost frame record when the
@@ -393,9 +436,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		if (fp_chain_suffices(s, known)) {
 			copy_leaf(s, s->data + off);
 		} else {
-			/* Below a learned base the stack runs at least that far: no need to
-			 * look its mapping up (the lookup is most of a sample's cost). */
-			stack_end = within_learned_base(s, known) ? known->base : user_stack_end(s);
+			stack_end = stack_end_above(s->user_sp, known, copy_ceiling());
 			copy_user_stack(s, s->data + off, known, stack_end);
 		}
 	}

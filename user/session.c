@@ -260,7 +260,8 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
 	};
 	const struct stack_copy copy = { .bytes = hprof_sample__stack(sample),
-					 .base = sample->user_sp, .len = sample->stack_len };
+					 .base = sample->user_sp, .len = sample->stack_len,
+					 .holes = sample->stack_holes };
 	struct space_ctx c = { .s = s };
 	struct hybrid_space space;
 

@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!bytes || !cache)
 		goto cleanup;
 	memcpy(bytes, data + HEADER, size - HEADER);
-	copy = (struct stack_copy){ bytes, u64_at(data + 32), size - HEADER };
+	copy = (struct stack_copy){ .bytes = bytes, .base = u64_at(data + 32), .len = size - HEADER };
 	unwind__walk(&regs, &copy, &space, cache, frames, UNWIND_MAX_FRAMES, &result);
 	/* again, through the rules the cache now holds */
 	unwind__walk(&regs, &copy, &space, cache, frames, 16, &result);

@@ -58,25 +58,17 @@ static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
 	return 0;
 }
 
-/* A shorter copy is the same record with the end of its stack bytes cut out (the window
- * at the FP chain's end, which follows them, moves down). */
+/* A shorter copy is the same record with the end of its stack bytes cut out. */
 static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 {
 	struct hprof_sample *sample;
-	uint32_t cut;
+	__u64 size = len;
 
 	memcpy(r->scratch, payload, len);
 	sample = (struct hprof_sample *)r->scratch;
-	if (r->opts.stack_limit && sample->stack_len > r->opts.stack_limit &&
-	    hprof_sample__well_formed(sample, len)) {
-		uint8_t *tail = (uint8_t *)hprof_sample__tail(sample);
-
-		cut = sample->stack_len - r->opts.stack_limit;
-		memmove(tail - cut, tail, sample->tail_len);
-		sample->stack_len = r->opts.stack_limit;
-		len -= cut;
-	}
-	return session__handle_sample(r->session, sample, len);
+	if (r->opts.stack_limit && hprof_sample__well_formed(sample, size))
+		hprof_sample__limit_copy(sample, &size, r->opts.stack_limit);
+	return session__handle_sample(r->session, sample, size);
 }
 
 static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t len)

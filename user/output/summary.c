@@ -144,6 +144,8 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__uint(w, kc[KC_STACK_COPY_CLAMPED]);
 	json__key(w, "failed");
 	json__uint(w, kc[KC_STACK_COPY_FAILED]);
+	json__key(w, "with_holes");
+	json__uint(w, kc[KC_STACK_COPY_HOLES]);
 	json__key(w, "fp_end_windows_sent");
 	json__uint(w, st->tail_windows);
 	json__key(w, "fp_end_windows_unreadable");
@@ -320,9 +322,11 @@ void summary__print(const struct run_summary *r, FILE *out)
 	else
 		fprintf(out, " (stack copies: %" PRIu64 " to the thread's learned base, %" PRIu64
 				" to the end of the stack, %" PRIu64 " of the leaf only (the FP chain sufficed), %" PRIu64
-				" cut short by a failed read, %" PRIu64
-				" failed; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
+				" cut short by a failed read, %" PRIu64 " failed, %" PRIu64
+				" with unreadable pages left as holes"
+				"; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
 				" unreadable)\n",
 			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_COPY_FP], kc[KC_STACK_COPY_CLAMPED],
-			kc[KC_STACK_COPY_FAILED], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
+			kc[KC_STACK_COPY_FAILED], kc[KC_STACK_COPY_HOLES], st->tail_windows,
+			kc[KC_FP_TAIL_FAILED]);
 }

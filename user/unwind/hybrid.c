@@ -121,6 +121,8 @@ void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 	unwind__walk(regs, copy, &space->walk, h->cache, frames, max, result);
 }
 
+_Static_assert(STACK_COPY_PAGE == HPROF_STACK_CHUNK, "the kernel marks holes by its chunks");
+
 static bool job__read_u64(const struct job *j, uint64_t addr, uint64_t *value)
 {
 	return stack_copy__read_u64(&j->stack, addr, value) ||
@@ -214,7 +216,7 @@ static uint32_t stitch_point(const struct job *j, const struct unwind_regs *last
 /* Walk ends after which the FP chain may carry on. */
 static bool fp_may_continue(enum unwind_end end)
 {
-	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_NO_CFI ||
+	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_COPY_HOLE || end == UNWIND_END_NO_CFI ||
 	       end == UNWIND_END_UNSUPPORTED || end == UNWIND_END_UNMAPPED ||
 	       end == UNWIND_END_BAD_FRAME;
 }
@@ -498,7 +500,7 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 		.space = space,
 		.sample = sample,
 		.stack = { .bytes = hprof_sample__stack(sample), .base = sample->user_sp,
-			   .len = sample->stack_len },
+			   .len = sample->stack_len, .holes = sample->stack_holes },
 		.tail = { .bytes = hprof_sample__tail(sample), .base = sample->fp_tail_frame,
 			  .len = sample->tail_len },
 	};

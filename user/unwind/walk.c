@@ -13,6 +13,7 @@ static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_UNMAPPED] = "pc outside any known mapping",
 	[UNWIND_END_BAD_FRAME] = "CFA did not move up",
 	[UNWIND_END_DEPTH] = "too deep",
+	[UNWIND_END_COPY_HOLE] = "unreadable page in the copy",
 };
 
 const char *unwind_end__name(enum unwind_end end)
@@ -20,30 +21,92 @@ const char *unwind_end__name(enum unwind_end end)
 	return end < UNWIND_END_COUNT ? end_names[end] : "?";
 }
 
-/* The copy as the walk reads it: 8 bytes at addr are readable iff addr - base < limit
- * (limit = len - 7, or 0 when len < 8), one comparison per read. */
+/* The 8 bytes at addr lie on a page of the copy marked as a hole. */
+static bool in_hole(const struct stack_copy *copy, uint64_t addr)
+{
+	uint64_t first = copy->base / STACK_COPY_PAGE;
+	uint64_t lo = addr / STACK_COPY_PAGE - first, hi = (addr + 7) / STACK_COPY_PAGE - first;
+
+	return (lo < 32 && (copy->holes >> lo & 1)) || (hi < 32 && (copy->holes >> hi & 1));
+}
+
+/* A hole only if the copy holds all 8 bytes. */
+enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, uint64_t *value)
+{
+	/* addr - base wraps for addr < base, so one comparison covers both ends. */
+	uint64_t off = addr - copy->base;
+
+	if (off > copy->len || copy->len - off < 8)
+		return STACK_READ_OUTSIDE;
+	if (copy->holes && in_hole(copy, addr))
+		return STACK_READ_HOLE;
+	memcpy(value, copy->bytes + off, sizeof(*value));
+	return STACK_READ_OK;
+}
+
+uint64_t stack_copy__len_before_holes(const struct stack_copy *copy)
+{
+	uint64_t page_end;
+
+	if (!copy->holes)
+		return copy->len;
+	/* the first hole's page starts where the page before it ends */
+	page_end = (copy->base / STACK_COPY_PAGE + (uint64_t)__builtin_ctz(copy->holes)) *
+		   STACK_COPY_PAGE;
+	if (page_end <= copy->base)
+		return 0;
+	return page_end - copy->base < copy->len ? page_end - copy->base : copy->len;
+}
+
+/* The copy as the walk reads it: 8 bytes at addr are readable at once iff addr - base <
+ * limit (limit = the bytes before the first hole less 7, or 0), one comparison per read;
+ * the rest (holes) go through stack_copy__read. A read that meets a hole
+ * marks *hole, so that the walk can say why it stopped. */
 struct copy_view {
 	const uint8_t *bytes;
 	uint64_t base, limit;
+	const struct stack_copy *copy;
+	bool *hole;
 };
 
-static struct copy_view copy_view(const struct stack_copy *copy)
+static struct copy_view copy_view(const struct stack_copy *copy, bool *hole)
 {
+	uint64_t len = stack_copy__len_before_holes(copy);
+
+	*hole = false;
 	return (struct copy_view){
 		.bytes = copy->bytes,
 		.base = copy->base,
-		.limit = copy->len > 7 ? copy->len - 7 : 0,
+		.limit = len > 7 ? len - 7 : 0,
+		.copy = copy,
+		.hole = hole,
 	};
+}
+
+static __attribute__((noinline)) bool read_elsewhere(const struct copy_view *v, uint64_t addr,
+						     uint64_t *value)
+{
+	enum stack_read r = stack_copy__read(v->copy, addr, value);
+
+	if (r == STACK_READ_HOLE)
+		*v->hole = true;
+	return r == STACK_READ_OK;
 }
 
 static inline bool read_u64(const struct copy_view *v, uint64_t addr, uint64_t *value)
 {
 	uint64_t off = addr - v->base; /* wraps for addr < base: then off >= limit */
 
-	if (off >= v->limit)
-		return false;
+	if (__builtin_expect(off >= v->limit, 0))
+		return read_elsewhere(v, addr, value);
 	memcpy(value, v->bytes + off, sizeof(*value));
 	return true;
+}
+
+/* A walk that stopped for want of bytes stopped on a hole when its last read met one. */
+static enum unwind_end short_or_hole(enum unwind_end end, bool hole)
+{
+	return end == UNWIND_END_COPY_SHORT && hole ? UNWIND_END_COPY_HOLE : end;
 }
 
 /* The rules for one pc, decoded. cfa UNWIND_CFA_END: no rule covers it. One cache line
@@ -415,7 +478,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	w.miss = UNWIND_END_NO_CFI;
 	w.maps.nr = 0;
 	w.maps.next = 0;
-	const struct copy_view view = copy_view(copy);
+	bool hole;
+	const struct copy_view view = copy_view(copy, &hole);
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
@@ -477,7 +541,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	}
 out:
 	result->nr_frames = n;
-	result->end = end;
+	result->end = short_or_hole(end, hole);
 	result->last = (struct unwind_regs){ ip, sp, bp, bp_valid };
 }
 
@@ -496,14 +560,18 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 		.space = space, .cache = cache, .space_mix = space_mix(space->id),
 		.miss = UNWIND_END_NO_CFI,
 	};
-	const struct copy_view view = copy_view(copy);
+	bool hole;
+	const struct copy_view view = copy_view(copy, &hole);
 	struct unwind_regs cur = *regs, caller;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	bool exact = true;
 
 	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64
-		     ", copy [%#" PRIx64 ", %#" PRIx64 ")\n",
-		regs->ip, regs->sp, regs->bp, copy->base, copy->base + copy->len);
+		     ", copy [%#" PRIx64 ", %#" PRIx64 ")", regs->ip, regs->sp, regs->bp, copy->base,
+		copy->base + copy->len);
+	if (copy->holes)
+		fprintf(out, " (holes %#x)", copy->holes);
+	fputc('\n', out);
 	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {
 		/* caller frames: look up ra-1, the call instruction, not the one after it */
 		uint64_t lookup = exact ? cur.ip : cur.ip - 1;
@@ -532,5 +600,5 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 		if (cur.ip == 0)
 			break;
 	}
-	fprintf(out, "unwind: stopped: %s\n", unwind_end__name(end));
+	fprintf(out, "unwind: stopped: %s\n", unwind_end__name(short_or_hole(end, hole)));
 }

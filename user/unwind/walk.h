@@ -24,7 +24,12 @@ struct stack_copy {
 	const uint8_t *bytes;
 	uint64_t base;
 	uint64_t len;
+	/* Pages that could not be copied: bit i is the i-th page from base's, whose bytes in
+	 * the copy are zeros, not memory. */
+	uint32_t holes;
 };
+
+#define STACK_COPY_PAGE 4096
 
 /* Why a walk stopped. Everything but COMPLETE leaves the stack truncated. */
 enum unwind_end {
@@ -35,6 +40,7 @@ enum unwind_end {
 	UNWIND_END_UNMAPPED,      /* a pc lies outside any known mapping */
 	UNWIND_END_BAD_FRAME,     /* the CFA did not move up the stack */
 	UNWIND_END_DEPTH,         /* UNWIND_MAX_FRAMES reached */
+	UNWIND_END_COPY_HOLE,     /* needed a read from a page the kernel could not copy */
 	UNWIND_END_COUNT,
 };
 
@@ -99,18 +105,23 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
 		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out);
 
-/* Reads 8 bytes at addr from the copy; false when any of them lies outside it. Inline:
- * the walk does two or three of these per frame. */
+/* What a read from a copy found. */
+enum stack_read {
+	STACK_READ_OK = 0,
+	STACK_READ_OUTSIDE, /* some byte lies outside the copy */
+	STACK_READ_HOLE,    /* in the copy, but on a page it could not read */
+};
+
+/* Reads 8 bytes at addr from the copy. */
+enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, uint64_t *value);
+
 static inline bool stack_copy__read_u64(const struct stack_copy *copy, uint64_t addr,
 					uint64_t *value)
 {
-	/* addr - base wraps for addr < base, so one comparison covers both ends. */
-	uint64_t off = addr - copy->base;
-
-	if (off > copy->len || copy->len - off < 8)
-		return false;
-	__builtin_memcpy(value, copy->bytes + off, sizeof(*value));
-	return true;
+	return stack_copy__read(copy, addr, value) == STACK_READ_OK;
 }
+
+/* Bytes from base that hold memory, before the first hole (all len without one). */
+uint64_t stack_copy__len_before_holes(const struct stack_copy *copy);
 
 #endif

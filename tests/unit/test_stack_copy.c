@@ -1,0 +1,213 @@
+/* Unit tests for the memory a sample carries: reads from a stack copy with pages the kernel
+ * could not read (holes), the record's layout when a replay limits its copy, and the DWARF
+ * walk over it, on the CFI of build/workloads/nofp_bigframe (a function with a 16 KiB
+ * frame). Prints one "ok - NAME" / "not ok - NAME" line per check. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binary/symbols.h"
+#include "ehframe.h"
+#include "sample.h"
+#include "unwind/walk.h"
+
+#define BIGFRAME "build/workloads/nofp_bigframe"
+#define PAGE STACK_COPY_PAGE
+
+static int failures;
+
+static void check(bool ok, const char *name)
+{
+	printf("%s - %s\n", ok ? "ok" : "not ok", name);
+	if (!ok)
+		failures++;
+}
+
+static void put_u64(uint8_t *bytes, uint64_t off, uint64_t v)
+{
+	memcpy(bytes + off, &v, sizeof(v));
+}
+
+static enum stack_read read_at(const struct stack_copy *copy, uint64_t addr, uint64_t *v)
+{
+	*v = 0;
+	return stack_copy__read(copy, addr, v);
+}
+
+/* A copy from a handler's sp whose second page is a hole. */
+static void test_reads(void)
+{
+	static uint8_t low[3 * PAGE];
+	const uint64_t low_base = 0x10000 + 0x800;
+	struct stack_copy stack = { low, low_base, sizeof(low), 1u << 1 };
+	uint64_t v;
+
+	put_u64(low, 0, 11);
+	put_u64(low, 0x7f8, 12);     /* last word of the first page (0x10ff8) */
+	put_u64(low, 0x1900, 21);    /* 0x12100: above the hole */
+	check(read_at(&stack, low_base, &v) == STACK_READ_OK && v == 11, "read: the first word");
+	check(read_at(&stack, 0x10ff8, &v) == STACK_READ_OK && v == 12,
+	      "read: the last word before the hole");
+	check(read_at(&stack, 0x10ffc, &v) == STACK_READ_HOLE,
+	      "read: a word that runs into the hole is a hole");
+	check(read_at(&stack, 0x11800, &v) == STACK_READ_HOLE, "read: a word in the hole");
+	check(read_at(&stack, 0x12100, &v) == STACK_READ_OK && v == 21, "read: a word above the hole");
+	check(read_at(&stack, 0x137fc, &v) == STACK_READ_OUTSIDE, "read: past the copy");
+	check(read_at(&stack, low_base - 8, &v) == STACK_READ_OUTSIDE, "read: below the copy");
+	check(read_at(&stack, UINT64_MAX - 3, &v) == STACK_READ_OUTSIDE,
+	      "read: at the top of the address space");
+	check(stack_copy__len_before_holes(&stack) == 0x800,
+	      "the bytes before the first hole end with its page");
+	stack.holes = 1;
+	check(stack_copy__len_before_holes(&stack) == 0 && read_at(&stack, low_base, &v) ==
+								      STACK_READ_HOLE,
+	      "a hole on the first page leaves nothing before it");
+	stack.holes = 0;
+	check(stack_copy__len_before_holes(&stack) == sizeof(low), "no hole: the whole copy");
+}
+
+/* A record with a stack of 100 bytes and a tail of 16. */
+struct record {
+	struct hprof_sample s;
+	uint8_t data[200];
+};
+
+static void fill(struct record *r, __u64 *size)
+{
+	memset(r, 0, sizeof(*r));
+	r->s.user_sp = 0x1000 - 40; /* the stack's last 60 bytes are on the next page */
+	r->s.stack_len = 100;
+	r->s.stack_holes = 3;
+	r->s.tail_len = 16;
+	for (uint32_t i = 0; i < 116; i++)
+		r->data[i] = (uint8_t)(i < 100 ? 1 : 3);
+	*size = sizeof(r->s) + 116;
+}
+
+static void test_limit(void)
+{
+	struct record r;
+	__u64 size;
+
+	fill(&r, &size);
+	check(hprof_sample__well_formed(&r.s, size), "limit: the record is well formed");
+	hprof_sample__limit_copy(&r.s, &size, 30);
+	check(r.s.stack_len == 30 && r.s.stack_holes == 1 && size == sizeof(r.s) + 46 &&
+		      r.data[30] == 3 && hprof_sample__tail(&r.s) == r.data + 30 &&
+		      hprof_sample__well_formed(&r.s, size),
+	      "limit: the stack is cut, the tail moves down, holes past the cut go");
+	fill(&r, &size);
+	hprof_sample__limit_copy(&r.s, &size, 1000);
+	check(r.s.stack_len == 100 && r.s.stack_holes == 3 && size == sizeof(r.s) + 116,
+	      "limit: a copy within the limit stays");
+	check(hprof_sample__holes_within(0xffffffffu, 0xff8, 9) == 3 &&
+		      hprof_sample__holes_within(0xffffffffu, 0x1000, 0) == 0 &&
+		      hprof_sample__holes_within(0xffffffffu, 0x1000, 0x1000) == 1,
+	      "holes within: the pages the bytes touch");
+}
+
+/* The walk on nofp_bigframe's CFI, loaded at its link addresses. */
+struct space {
+	struct unwind_table *table;
+	uint64_t lo, hi;
+};
+
+static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
+{
+	const struct space *s = ctx;
+
+	if (pc < s->lo || pc >= s->hi)
+		return -ENOENT;
+	*map = (struct unwind_map){ s->lo, s->hi, 0, s->table };
+	return 0;
+}
+
+/* The row of with_buffer whose CFA is furthest above sp: past its 16 KiB buffer. */
+static const struct unwind_row *deepest_row(const struct unwind_table *table,
+					    const struct elf_symbols *syms, int64_t *cfa)
+{
+	const struct unwind_row *rows, *best = NULL;
+	struct unwind_rules rules;
+	uint64_t offset;
+	size_t n;
+
+	rows = unwind_table__rows(table, &n);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = elf_symbols__lookup(syms, rows[i].pc, &offset);
+
+		if (!name || strcmp(name, "with_buffer") != 0)
+			continue;
+		unwind_table__decode(table, &rows[i], &rules);
+		if (rules.cfa == UNWIND_CFA_SP_OFFSET && rules.ra == UNWIND_RA_AT_CFA &&
+		    (!best || rules.cfa_offset > *cfa)) {
+			best = &rows[i];
+			*cfa = rules.cfa_offset;
+		}
+	}
+	return best;
+}
+
+static void test_walk(void)
+{
+	static uint8_t low[8 * PAGE];
+	static struct unwind_frame frames[8];
+	struct elf_symbols *syms = NULL;
+	struct space ctx = { 0 };
+	struct unwind_space space = { find_map, &ctx, 1 };
+	struct unwind_cache *cache = unwind_cache__new();
+	struct unwind_result result;
+	const struct unwind_row *row, *rows;
+	const uint64_t sp = 0x7ff000000000ull - sizeof(low);
+	struct stack_copy copy = { low, sp, sizeof(low), 0 };
+	uint64_t ra_slot;
+	struct unwind_regs regs;
+	int64_t cfa = 0;
+	char err[256];
+	size_t n;
+
+	if (!cache || unwind_table__from_file(BIGFRAME, UNWIND_SRC_ALL, &ctx.table, err, sizeof(err)) ||
+	    elf_symbols__load(BIGFRAME, &syms, err, sizeof(err))) {
+		check(false, "walk: nofp_bigframe's CFI and symbols load");
+		printf("# %s\n", err);
+		goto cleanup;
+	}
+	rows = unwind_table__rows(ctx.table, &n);
+	ctx.lo = rows[0].pc;
+	ctx.hi = rows[n - 1].pc + 1;
+	row = deepest_row(ctx.table, syms, &cfa);
+	if (!row || cfa < 16384 || cfa > (int64_t)sizeof(low) - 16) {
+		check(false, "walk: with_buffer's frame holds its buffer");
+		goto cleanup;
+	}
+	/* with_buffer at that row, its return address cfa - 8 above sp, on a page the copy
+	 * could not read */
+	regs = (struct unwind_regs){ .ip = row->pc, .sp = sp, .bp = 0, .bp_valid = true };
+	ra_slot = (uint64_t)cfa - 8;
+	copy.holes = 1u << (ra_slot / PAGE);
+	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);
+	check(result.end == UNWIND_END_COPY_HOLE && result.nr_frames == 1,
+	      "walk: a return address on a hole ends the walk there, for that reason");
+	copy.holes = 0;
+	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);
+	check(result.end == UNWIND_END_COMPLETE && result.nr_frames == 1 && result.last.ip == 0,
+	      "walk: the same zeros, unmarked, would end the stack as if complete");
+	copy.holes = 0;
+	copy.len = ra_slot;
+	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);
+	check(result.end == UNWIND_END_COPY_SHORT, "walk: past the copy's end is still short");
+cleanup:
+	unwind_cache__free(cache);
+	unwind_table__free(ctx.table);
+	elf_symbols__free(syms);
+}
+
+int main(void)
+{
+	test_reads();
+	test_limit();
+	test_walk();
+	return failures ? 1 : 0;
+}
