@@ -26,11 +26,17 @@
  * which keeps no frame pointers. */
 #define HPROF_FP_TAIL_WINDOW 512
 
+/* Bytes below the top of a signal's alternate stack searched for the signal frame the
+ * kernel wrote on entering it: the frame lies below the saved FPU state, which is up to
+ * about 11 KiB with AMX, 2.7 KiB with AVX-512. */
+#define HPROF_SIGFRAME_SEARCH 16384
+
 _Static_assert(HPROF_MAX_FP_DEPTH >= 127, "FP chains must reach at least 127 frames");
 _Static_assert(HPROF_MAX_STACK_COPY % HPROF_STACK_CHUNK == 0, "stack copy is whole chunks");
 _Static_assert((HPROF_MAX_STACK_CHUNKS - 1) * HPROF_STACK_CHUNK >= HPROF_MAX_STACK_COPY,
 	       "enough chunks for the largest copy, plus one for a partial first page");
 _Static_assert(HPROF_MAX_STACK_CHUNKS <= 32, "a copy's pages fit its 32-bit map of holes");
+_Static_assert(HPROF_SIGFRAME_SEARCH <= HPROF_MAX_STACK_COPY, "the search stays in the copy");
 
 /* Why the in-kernel frame-pointer walk stopped. */
 enum fp_end {
@@ -50,6 +56,8 @@ enum fp_end {
 					   * describe an address space that is gone */
 #define SAMPLE_COPY_FP      (1u << 4) /* the FP chain ended where the thread's always do: only
 				       * HPROF_LEAF_COPY bytes were copied, for the leaf */
+#define SAMPLE_COPY_ALTSTACK (1u << 6) /* sp was on the thread's signal stack (sigaltstack): the
+					 * copy ends at its top, the interrupted stack follows */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -70,9 +78,10 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 24, "thread_stacks value is 
 #define HPROF_MAX_THREADS 65536
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
- * __u8 stack[stack_len] (user memory from user_sp upwards); __u8 tail[tail_len] (user
- * memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it through the
- * hprof_sample__* accessors below, never by computing offsets.
+ * __u8 stack[stack_len] (user memory from user_sp upwards); __u8
+ * interrupted[interrupted_len] (user memory from interrupted_sp upwards); __u8
+ * tail[tail_len] (user memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it
+ * through the hprof_sample__* accessors below, never by computing offsets.
  *
  * A map of holes marks the pages of a copy that could not be read (never touched, or
  * swapped out) and were left zero-filled, so that the pages above them still are: bit i
@@ -97,9 +106,15 @@ struct hprof_sample {
 	 * (user_ips[nr_user - 1] is at fp_tail_frame + 8); 0 when the chain has one frame. */
 	__u64 fp_tail_frame;
 	char comm[HPROF_COMM_LEN];
+	/* On a signal's alternate stack (SAMPLE_COPY_ALTSTACK), the stack the signal
+	 * interrupted, copied from the sp saved in the kernel's signal frame; 0 and 0 when
+	 * there is none. stack_len + interrupted_len stay within the copy's ceiling. */
+	__u64 interrupted_sp;
+	__u32 interrupted_len;
+	__u32 interrupted_holes; /* the interrupted copy's unreadable pages */
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 88, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 104, "hprof_sample layout is shared with BPF");
 
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
@@ -113,10 +128,11 @@ static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 
 {
 	if (size < sizeof(*s) || s->nr_user > HPROF_MAX_FP_DEPTH ||
 	    s->nr_kernel > HPROF_MAX_KERNEL_DEPTH || s->stack_len > HPROF_MAX_STACK_COPY ||
+	    s->interrupted_len > HPROF_MAX_STACK_COPY - s->stack_len ||
 	    s->tail_len > HPROF_FP_TAIL_WINDOW)
 		return 0;
 	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
-			       s->tail_len;
+			       s->interrupted_len + s->tail_len;
 }
 
 /* Frame addresses may be unaligned in the ring buffer: copy them out. */
@@ -138,9 +154,21 @@ static inline const __u8 *hprof_sample__stack(const struct hprof_sample *s)
 	return s->data + (__u64)(s->nr_user + s->nr_kernel) * 8;
 }
 
-static inline const __u8 *hprof_sample__tail(const struct hprof_sample *s)
+static inline const __u8 *hprof_sample__interrupted(const struct hprof_sample *s)
 {
 	return hprof_sample__stack(s) + s->stack_len;
+}
+
+static inline const __u8 *hprof_sample__tail(const struct hprof_sample *s)
+{
+	return hprof_sample__interrupted(s) + s->interrupted_len;
+}
+
+/* All the user memory the record carries, from hprof_sample__stack on: the stack, the
+ * interrupted stack and the window at the FP chain's end, one after the other. */
+static inline __u64 hprof_sample__user_memory_len(const struct hprof_sample *s)
+{
+	return (__u64)s->stack_len + s->interrupted_len + s->tail_len;
 }
 
 /* A map of holes for the first len bytes of a copy from base: its pages past them go. */
@@ -152,18 +180,27 @@ static inline __u32 hprof_sample__holes_within(__u32 holes, __u64 base, __u64 le
 }
 
 /* Cuts a well-formed record of *size bytes to the copy --stack-size limit would have
- * given: at most limit bytes of stack. The window at the FP chain's end moves down. */
+ * given: at most limit bytes of stack, then of the interrupted stack. The window at the
+ * FP chain's end moves down with what follows it. */
 static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size, __u32 limit)
 {
 	__u8 *stack = (__u8 *)hprof_sample__stack(s);
 	__u32 stack_len = s->stack_len < limit ? s->stack_len : limit;
-	__u64 cut = (__u64)s->stack_len - stack_len;
+	__u32 room = limit - stack_len;
+	__u32 interrupted_len = s->interrupted_len < room ? s->interrupted_len : room;
+	__u64 cut = (__u64)s->stack_len + s->interrupted_len - stack_len - interrupted_len;
 
 	if (cut == 0)
 		return;
-	__builtin_memmove(stack + stack_len, hprof_sample__tail(s), s->tail_len);
+	__builtin_memmove(stack + stack_len, hprof_sample__interrupted(s), interrupted_len);
+	__builtin_memmove(stack + stack_len + interrupted_len, hprof_sample__tail(s), s->tail_len);
 	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, stack_len);
+	s->interrupted_holes =
+		hprof_sample__holes_within(s->interrupted_holes, s->interrupted_sp, interrupted_len);
 	s->stack_len = stack_len;
+	s->interrupted_len = interrupted_len;
+	if (interrupted_len == 0)
+		s->interrupted_sp = 0;
 	*size -= cut;
 }
 #endif
@@ -187,6 +224,9 @@ enum kernel_counter {
 	KC_COPY_DEFAULT,         /* stack copies to the end of the stack (thread not known yet) */
 	KC_COPY_FP,              /* only the leaf copied: the FP chain suffices */
 	KC_STACK_COPY_HOLES,     /* copies with unreadable pages inside, left as marked holes */
+	KC_COPY_ALTSTACK,        /* copies from a signal's alternate stack, with the interrupted stack */
+	KC_SIGFRAME_NOT_FOUND,   /* on an alternate stack, its signal frame not found: the
+				  * interrupted stack not copied */
 	KC_NR,
 };
 

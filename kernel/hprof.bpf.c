@@ -18,8 +18,10 @@ const volatile __u32 stack_copy_size = 0;  /* bytes of user stack to copy; 0 = F
 const volatile __u64 ringbuf_wakeup_bytes = 4 << 20; /* waiting data that wakes the reader */
 
 /* Room for the largest record plus one chunk of slack, so that the verifier's bound on
- * (offset of the stack copy) + (chunk length) stays inside the buffer. */
-#define SCRATCH_SIZE (HPROF_SAMPLE_MAX_SIZE + HPROF_STACK_CHUNK)
+ * (offset of the stack copy) + (chunk length) stays inside the buffer; and a second copy's
+ * worth, for the interrupted stack: the verifier bounds its offset (after the first copy)
+ * and its length each on their own, not their sum. */
+#define SCRATCH_SIZE (HPROF_SAMPLE_MAX_SIZE + HPROF_MAX_STACK_COPY + HPROF_STACK_CHUNK)
 _Static_assert(HPROF_FP_TAIL_WINDOW <= HPROF_STACK_CHUNK, "the tail fits in the slack");
 
 struct scratch {
@@ -333,6 +335,146 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 		   &s->stack_holes);
 }
 
+/* The thread's signal stack (sigaltstack), when sp lies on it: [bottom, top). A handler
+ * running there has its interrupted code's stack elsewhere. */
+struct alt_stack {
+	__u64 bottom, top;
+};
+
+static __always_inline bool on_alt_stack(const struct hprof_sample *s, struct alt_stack *alt)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 bottom = task->sas_ss_sp, size = task->sas_ss_size;
+
+	if (size == 0 || s->user_sp < bottom || s->user_sp - bottom >= size)
+		return false;
+	alt->bottom = bottom;
+	alt->top = bottom + size;
+	return true;
+}
+
+/* The search for the signal frame: the copy of the alternate stack from sp (in the
+ * scratch buffer), and what the frame's ucontext must hold. */
+struct sigframe_search {
+	const __u8 *copy;
+	__u64 sp, len; /* the copy is [sp, sp + len), ending at alt.top */
+	struct alt_stack alt;
+	__u64 depth;          /* of the ucontext found below alt.top; 0: none yet */
+	__u64 interrupted_sp; /* the sp saved in it */
+};
+
+/* Where the last search found the ucontext, below the top: the same for every signal of a
+ * process (the saved FPU state above it has one size), so mostly found at the first try. A
+ * hint only, checked like any other place, shared by all CPUs. */
+__u64 sigframe_depth_hint = 0;
+
+#define UC_STACK_OFF __builtin_offsetof(struct ucontext, uc_stack)
+#define UC_SP_OFF (__builtin_offsetof(struct ucontext, uc_mcontext) + \
+		   __builtin_offsetof(struct sigcontext_64, sp))
+#define UC_FPSTATE_OFF (__builtin_offsetof(struct ucontext, uc_mcontext) + \
+			__builtin_offsetof(struct sigcontext_64, fpstate))
+
+static __always_inline __u64 copy_word(const __u8 *copy, __u64 off)
+{
+	__u64 v;
+
+	__builtin_memcpy(&v, copy + off, sizeof(v));
+	return v;
+}
+
+/* The kernel's ucontext lies depth bytes below the alternate stack's top: its uc_stack
+ * describes that very stack, and its saved FPU state lies above it, below the top (the
+ * kernel puts the state at the top and the frame right under it). Sets the interrupted sp
+ * when it does. */
+static __always_inline bool sigframe_at(struct sigframe_search *f, __u64 depth)
+{
+	__u64 uc = f->alt.top - depth, off = uc - f->sp, fpstate;
+	const __u8 *copy = f->copy;
+
+	if (depth < sizeof(struct ucontext) || depth > f->len || (uc & 15))
+		return false;
+	/* The verifier must see the bound on the register that indexes the copy. */
+	barrier_var(off);
+	if (off > HPROF_MAX_STACK_COPY - sizeof(struct ucontext))
+		return false;
+	if (copy_word(copy, off + UC_STACK_OFF) != f->alt.bottom ||
+	    copy_word(copy, off + UC_STACK_OFF + 16) != f->alt.top - f->alt.bottom)
+		return false;
+	fpstate = copy_word(copy, off + UC_FPSTATE_OFF);
+	if (fpstate <= uc || fpstate > f->alt.top)
+		return false;
+	f->depth = depth;
+	f->interrupted_sp = copy_word(copy, off + UC_SP_OFF);
+	return true;
+}
+
+/* One place of the search, from the top down (bpf_loop callback): the outermost signal
+ * frame, the one that entered the stack, is the highest. */
+static long search_sigframe_step(__u64 i, void *ctx)
+{
+	struct sigframe_search *f = ctx;
+	/* ucontexts are 16-byte aligned; the frame holds at least a ucontext below the top */
+	__u64 highest = (sizeof(struct ucontext) + 15) & ~15ull;
+
+	return sigframe_at(f, highest + i * 16 + (f->alt.top & 15)) ? 1 : 0;
+}
+
+/* The sp the signal interrupted, from the signal frame in the copy of the alternate stack
+ * (which must reach its top); 0 when no frame is found there. */
+static __always_inline __u64 find_interrupted_sp(const __u8 *copy, __u64 sp, __u64 len,
+						 const struct alt_stack *alt)
+{
+	struct sigframe_search f = { .copy = copy, .sp = sp, .len = len, .alt = *alt };
+
+	if (sp + len != alt->top)
+		return 0;
+	if (!sigframe_at(&f, sigframe_depth_hint)) {
+		bpf_loop(HPROF_SIGFRAME_SEARCH / 16, search_sigframe_step, &f, 0);
+		if (f.depth)
+			sigframe_depth_hint = f.depth;
+	}
+	return f.interrupted_sp;
+}
+
+/* A signal handler on the thread's alternate stack: copies that stack from sp to its top,
+ * which holds the signal frame, then the interrupted code's stack from the sp saved in the
+ * frame, as any stack is copied, within what is left of the ceiling. */
+static __always_inline void copy_alt_stack(struct hprof_sample *s, __u8 *dst,
+					   const struct hprof_thread_stack *known,
+					   const struct alt_stack *alt)
+{
+	__u64 ceiling = copy_ceiling(), want = (alt->top - s->user_sp) & ~7ull;
+	__u64 rsp, end, want2, len;
+
+	s->flags |= SAMPLE_COPY_ALTSTACK;
+	count(KC_COPY_ALTSTACK);
+	if (want > ceiling)
+		want = ceiling & ~7ull;
+	len = copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes);
+	count_copy(s, want, len, &s->stack_holes);
+	/* The verifier must see the bound on the register that offsets the second copy. */
+	barrier_var(len);
+	if (len > HPROF_MAX_STACK_COPY)
+		return;
+	rsp = find_interrupted_sp(dst, s->user_sp, len, alt);
+	if (rsp == 0) {
+		count(KC_SIGFRAME_NOT_FOUND);
+		return;
+	}
+	/* nested on the alternate stack: the copy holds it already */
+	if (rsp >= alt->bottom && rsp < alt->top)
+		return;
+	ceiling = ceiling > len ? ceiling - len : 0;
+	end = stack_end_above(rsp, known, ceiling);
+	want2 = copy_length(s, rsp, known, end, ceiling);
+	if (want2 == 0)
+		return;
+	count_copy(s, want2,
+		   copy_region(dst + len, rsp, want2, &s->interrupted_len, &s->interrupted_holes),
+		   &s->interrupted_holes);
+	s->interrupted_sp = s->interrupted_len ? rsp : 0;
+}
+
 /* Copies HPROF_FP_TAIL_WINDOW bytes from the FP chain's outermost frame record when the
  * stack copy does not already hold them, so that userspace can go on from the chain's
  * end with the DWARF walk (libc's start-up code keeps no frame pointers). */
@@ -382,6 +524,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u64 size; /* 64 bits: a 32-bit one is re-extended after its check, unbounded */
 	__u64 stack_end = 0;
 	struct hprof_thread_stack *known;
+	struct alt_stack alt;
 	__u64 wakeup;
 	long kbytes;
 
@@ -435,12 +578,15 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		known = bpf_map_lookup_elem(&thread_stacks, &s->tid);
 		if (fp_chain_suffices(s, known)) {
 			copy_leaf(s, s->data + off);
+		} else if (on_alt_stack(s, &alt)) {
+			stack_end = alt.top;
+			copy_alt_stack(s, s->data + off, known, &alt);
 		} else {
 			stack_end = stack_end_above(s->user_sp, known, copy_ceiling());
 			copy_user_stack(s, s->data + off, known, stack_end);
 		}
 	}
-	off += s->stack_len;
+	off += s->stack_len + s->interrupted_len;
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_COPY)
 		return 0;
 	if ((s->flags & SAMPLE_USER_REGS) && !(s->flags & SAMPLE_COPY_FP))

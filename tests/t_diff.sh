@@ -108,7 +108,7 @@ bad_input() {
 : >"$TMP/empty.folded"
 printf 'p;a 3\np;b 4\nthis is no stack\np;c 1\n' >"$TMP/garbage.folded"
 head -c 3000 /dev/urandom | tr -d '\n' >"$TMP/binary.folded"
-printf 'HPROFCAP\002\0\0\0\0\0\0\0\003\0\0\0\0\020\0\0' >"$TMP/short.raw"
+printf 'HPROFCAP\003\0\0\0\0\0\0\0\003\0\0\0\0\020\0\0' >"$TMP/short.raw"
 printf '\037\213\010\0\0\0\0\0\0\003garbage' >"$TMP/bad.pb.gz"
 mkdir "$TMP/adir"
 bad_input "missing file" "$TMP/nofile: No such file or directory" "$TMP/nofile" "$TMP/new.folded"

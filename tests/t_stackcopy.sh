@@ -4,11 +4,10 @@
 # mapping (for the main thread, the start of argv's strings), within the --stack-size
 # ceiling (64 KiB); only the leaf's 256 bytes when a thread's FP chains proved right.
 # Stacks must stay complete however deep they get within the ceiling, on whichever stack
-# the sample ran (a coroutine's, a signal handler's alternate stack), and past pages the
-# kernel cannot read (never touched); argv's and the environment's strings are never
-# copied; the bytes per sample stay far below the old fixed 16 KiB copy. Checks that known
-# bugs break run through known_bug and do not count; HPROF_KNOWN_BUGS=1 bash
-# tests/t_stackcopy.sh makes them count (reproducers).
+# the sample ran (a coroutine's, a signal handler's alternate stack, from which the copy
+# goes on to the interrupted stack), and past pages the kernel cannot read (never touched);
+# argv's and the environment's strings are never copied; the bytes per sample stay far
+# below the old fixed 16 KiB copy.
 source "$(dirname "$0")/lib.sh"
 require_bpf "stackcopy"
 
@@ -17,19 +16,6 @@ KERNEL='(;[^;]*_\[k\])*'
 HOST='(;[^;]+)*'
 # Below workload_now, libc's and the vDSO's frames, named as the host names them.
 CLOCK='(;workload_now(;[^;]*(clock|vdso)[^;]*)*)?'
-
-# known_bug NAME CMD...: a check that fails until a known bug is fixed: ok when it passes,
-# else a "# known bug" line that counts as a failure only with HPROF_KNOWN_BUGS=1.
-known_bug() {
-	local name=$1; shift
-	if "$@"; then
-		ok "$name"
-	elif [ "${HPROF_KNOWN_BUGS:-}" = 1 ]; then
-		fail "$name (known bug)"
-	else
-		echo "# known bug, not counted: $name"
-	fi
-}
 
 # share_among FILE COMM WITHIN RE: "matched/total" over COMM's samples whose stack matches
 # the extended regex WITHIN, matched when it also matches RE.
@@ -46,7 +32,7 @@ either() { echo "($1)|($2)"; }
 
 # copies FILE KIND: the summary's count of stack copies of KIND ("to the thread's learned
 # base", "to the end of the stack", "of the leaf only", "with unreadable pages left as
-# holes").
+# holes", "from a signal's alternate stack", "of them without the interrupted stack").
 copies() { sed -n "s/.*[ (]\([0-9]*\) $2.*/\1/p" "$1"; }
 
 # record NAME ARGS...: profiles build/workloads/NAME ARGS at 499 Hz, default copy settings,
@@ -134,9 +120,20 @@ if record nofp_altstack 3; then
 		"stacks are exact, or cut at the signal frame under a named root with the handler's frames exact" \
 		"$(either "$exact" "$cut")"
 	share=$(share_matching "$TMP/nofp_altstack.folded" nofp_altstack "$exact")
-	echo "# nofp_altstack: exact and complete: $share"
-	known_bug "nofp_altstack: >= 99% of samples complete with the exact chain through the signal frame ($share)" \
+	check "nofp_altstack: >= 99% of samples complete with the exact chain through the signal frame ($share)" \
 		at_least 99 "$share"
+	alt=$(copies "$TMP/nofp_altstack.err" "from a signal's alternate stack")
+	lost=$(copies "$TMP/nofp_altstack.err" "of them without the interrupted stack")
+	check "nofp_altstack: the handler's samples copy the alternate stack, then the interrupted one (${alt:-?} copies for ${in_handler%/*} samples in the handler, ${lost:-?} without a signal frame)" \
+		eval '[ "${alt:-0}" -ge "${in_handler%/*}" ] && [ "${lost:-1}" -le $((${alt:-0} / 100)) ]'
+	same_report nofp_altstack "it carries the interrupted stacks"
+	# Replayed as if copies had been 1 KiB, less than the signal frame and the FPU state
+	# saved above it (at least 1 KiB with SSE alone): none reaches the interrupted stack.
+	"$HPROF" report "$TMP/nofp_altstack.raw" --stack-size 1024 --folded "$TMP/altstack_1k.folded" \
+		2>"$TMP/altstack_1k.err"
+	short=$(share_among "$TMP/altstack_1k.folded" nofp_altstack "$handler" "$exact")
+	check "nofp_altstack: replayed with a 1 KiB copy, no stack in the handler is complete ($short)" \
+		[ "${short%/*}" -eq 0 -a "${short#*/}" -ge 200 ]
 fi
 
 # --- A makecontext/swapcontext coroutine. Its stack is complete when it reaches the

@@ -259,9 +259,7 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 	const struct unwind_regs regs = {
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
 	};
-	const struct stack_copy copy = { .bytes = hprof_sample__stack(sample),
-					 .base = sample->user_sp, .len = sample->stack_len,
-					 .holes = sample->stack_holes };
+	struct stack_copy copy, interrupted;
 	struct space_ctx c = { .s = s };
 	struct hybrid_space space;
 
@@ -271,6 +269,7 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 	if (!c.proc)
 		return -ENOMEM;
 	space = space_of(&c);
+	hybrid__sample_copy(sample, &copy, &interrupted);
 	hybrid__walk(s->hybrid, &space, &regs, &copy, frames, max, result);
 	return 0;
 }

@@ -10,8 +10,8 @@
 import struct
 import sys
 
-SAMPLE_HDR = struct.Struct("<QQQQIIIIHHIBBHIQ16s")  # struct hprof_sample (88 bytes)
-assert SAMPLE_HDR.size == 88
+SAMPLE_HDR = struct.Struct("<QQQQIIIIHHIBBHIQ16sQII")  # struct hprof_sample (104 bytes)
+assert SAMPLE_HDR.size == 104
 
 
 def records(data):
@@ -76,7 +76,7 @@ def unwind(path, outdir):
         base = bases.get(pid)
         if base is None or not stack_len:
             continue
-        off = 88 + (nr_user + nr_kernel) * 8
+        off = SAMPLE_HDR.size + (nr_user + nr_kernel) * 8
         stack = payload[off:off + stack_len]
         for k in range(0, len(stack) - 8, 8):
             ra = struct.unpack_from("<Q", stack, k)[0]

@@ -47,8 +47,7 @@ int main(int argc, char **argv)
 		    (user_only && (s->flags & SAMPLE_IN_KERNEL)))
 			continue;
 		samples++;
-		/* The stack copy and the tail window are contiguous in the record. */
-		if (!memmem(hprof_sample__stack(s), (size_t)s->stack_len + s->tail_len, argv[2],
+		if (!memmem(hprof_sample__stack(s), hprof_sample__user_memory_len(s), argv[2],
 			    needle_len))
 			continue;
 		matched++;

@@ -94,7 +94,7 @@ static int measure(struct livestack *l, const struct capture_rec *r)
 	live = base - s->user_sp;
 	l->live++;
 	l->record_bytes += r->len;
-	l->copy_bytes += s->stack_len + s->tail_len;
+	l->copy_bytes += hprof_sample__user_memory_len(s);
 	l->live_bytes += live;
 	if (live > l->max_live)
 		l->max_live = live;

@@ -1,7 +1,8 @@
-/* Unit tests for the memory a sample carries: reads from a stack copy with pages the kernel
- * could not read (holes), the record's layout when a replay limits its copy, and the DWARF
- * walk over it, on the CFI of build/workloads/nofp_bigframe (a function with a 16 KiB
- * frame). Prints one "ok - NAME" / "not ok - NAME" line per check. */
+/* Unit tests for the memory a sample carries: reads from a stack copy and the memory copied
+ * with it (the stack a signal interrupted), pages the kernel could not read (holes), the
+ * record's layout when a replay limits its copy, and the DWARF walk over all of it, on the
+ * CFI of build/workloads/nofp_bigframe (a function with a 16 KiB frame). Prints one
+ * "ok - NAME" / "not ok - NAME" line per check. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,7 +11,7 @@
 #include <string.h>
 
 #include "binary/symbols.h"
-#include "ehframe.h"
+#include "cfi/unwind_table.h"
 #include "sample.h"
 #include "unwind/walk.h"
 
@@ -37,26 +38,34 @@ static enum stack_read read_at(const struct stack_copy *copy, uint64_t addr, uin
 	return stack_copy__read(copy, addr, v);
 }
 
-/* A copy from a handler's sp whose second page is a hole. */
+/* Two copies: the stack from a handler's sp, its second page a hole, and the interrupted
+ * stack above, which also holds the first copy's last page. */
 static void test_reads(void)
 {
-	static uint8_t low[3 * PAGE];
-	const uint64_t low_base = 0x10000 + 0x800;
-	struct stack_copy stack = { low, low_base, sizeof(low), 1u << 1 };
+	static uint8_t low[3 * PAGE], high[2 * PAGE];
+	const uint64_t low_base = 0x10000 + 0x800, high_base = 0x12000;
+	struct stack_copy interrupted = { high, high_base, sizeof(high), 0, NULL };
+	struct stack_copy stack = { low, low_base, sizeof(low), 1u << 1, &interrupted };
 	uint64_t v;
 
 	put_u64(low, 0, 11);
 	put_u64(low, 0x7f8, 12);     /* last word of the first page (0x10ff8) */
-	put_u64(low, 0x1900, 21);    /* 0x12100: above the hole */
+	put_u64(low, 0x1000, 0);     /* in the hole (0x11800) */
+	put_u64(high, 0x100, 21);    /* 0x12100: in both copies, the first one's third page */
+	put_u64(low, 0x1900, 21);
+	put_u64(high, 0x1ff8, 22);   /* the interrupted copy's last word */
 	check(read_at(&stack, low_base, &v) == STACK_READ_OK && v == 11, "read: the first word");
 	check(read_at(&stack, 0x10ff8, &v) == STACK_READ_OK && v == 12,
 	      "read: the last word before the hole");
 	check(read_at(&stack, 0x10ffc, &v) == STACK_READ_HOLE,
 	      "read: a word that runs into the hole is a hole");
 	check(read_at(&stack, 0x11800, &v) == STACK_READ_HOLE, "read: a word in the hole");
-	check(read_at(&stack, 0x12100, &v) == STACK_READ_OK && v == 21, "read: a word above the hole");
-	check(read_at(&stack, 0x137fc, &v) == STACK_READ_OUTSIDE, "read: past the copy");
-	check(read_at(&stack, low_base - 8, &v) == STACK_READ_OUTSIDE, "read: below the copy");
+	check(read_at(&stack, 0x12100, &v) == STACK_READ_OK && v == 21,
+	      "read: a word above the hole, held by both copies");
+	check(read_at(&stack, 0x13ff8, &v) == STACK_READ_OK && v == 22,
+	      "read: the interrupted copy's last word");
+	check(read_at(&stack, 0x13ffc, &v) == STACK_READ_OUTSIDE, "read: past both copies");
+	check(read_at(&stack, low_base - 8, &v) == STACK_READ_OUTSIDE, "read: below both copies");
 	check(read_at(&stack, UINT64_MAX - 3, &v) == STACK_READ_OUTSIDE,
 	      "read: at the top of the address space");
 	check(stack_copy__len_before_holes(&stack) == 0x800,
@@ -69,7 +78,7 @@ static void test_reads(void)
 	check(stack_copy__len_before_holes(&stack) == sizeof(low), "no hole: the whole copy");
 }
 
-/* A record with a stack of 100 bytes and a tail of 16. */
+/* A record with a stack of 100 bytes, an interrupted stack of 50 and a tail of 16. */
 struct record {
 	struct hprof_sample s;
 	uint8_t data[200];
@@ -81,10 +90,13 @@ static void fill(struct record *r, __u64 *size)
 	r->s.user_sp = 0x1000 - 40; /* the stack's last 60 bytes are on the next page */
 	r->s.stack_len = 100;
 	r->s.stack_holes = 3;
+	r->s.interrupted_sp = 0x5000;
+	r->s.interrupted_len = 50;
+	r->s.interrupted_holes = 1;
 	r->s.tail_len = 16;
-	for (uint32_t i = 0; i < 116; i++)
-		r->data[i] = (uint8_t)(i < 100 ? 1 : 3);
-	*size = sizeof(r->s) + 116;
+	for (uint32_t i = 0; i < 166; i++)
+		r->data[i] = (uint8_t)(i < 100 ? 1 : i < 150 ? 2 : 3);
+	*size = sizeof(r->s) + 166;
 }
 
 static void test_limit(void)
@@ -94,15 +106,25 @@ static void test_limit(void)
 
 	fill(&r, &size);
 	check(hprof_sample__well_formed(&r.s, size), "limit: the record is well formed");
+	hprof_sample__limit_copy(&r.s, &size, 120);
+	check(r.s.stack_len == 100 && r.s.interrupted_len == 20 && size == sizeof(r.s) + 136 &&
+		      r.data[99] == 1 && r.data[100] == 2 && r.data[119] == 2 && r.data[120] == 3 &&
+		      r.data[135] == 3 && hprof_sample__tail(&r.s) == r.data + 120,
+	      "limit: the interrupted stack is cut, the tail moves down");
+	fill(&r, &size);
 	hprof_sample__limit_copy(&r.s, &size, 30);
-	check(r.s.stack_len == 30 && r.s.stack_holes == 1 && size == sizeof(r.s) + 46 &&
-		      r.data[30] == 3 && hprof_sample__tail(&r.s) == r.data + 30 &&
+	check(r.s.stack_len == 30 && r.s.interrupted_len == 0 && r.s.interrupted_sp == 0 &&
+		      r.s.stack_holes == 1 && r.s.interrupted_holes == 0 &&
+		      size == sizeof(r.s) + 46 && r.data[30] == 3 &&
 		      hprof_sample__well_formed(&r.s, size),
-	      "limit: the stack is cut, the tail moves down, holes past the cut go");
+	      "limit: the stack is cut, the interrupted stack goes, holes past the cut go");
 	fill(&r, &size);
 	hprof_sample__limit_copy(&r.s, &size, 1000);
-	check(r.s.stack_len == 100 && r.s.stack_holes == 3 && size == sizeof(r.s) + 116,
+	check(r.s.stack_len == 100 && r.s.interrupted_len == 50 && size == sizeof(r.s) + 166,
 	      "limit: a copy within the limit stays");
+	r.s.interrupted_len = HPROF_MAX_STACK_COPY;
+	check(!hprof_sample__well_formed(&r.s, 1u << 20),
+	      "well formed: both copies within the ceiling");
 	check(hprof_sample__holes_within(0xffffffffu, 0xff8, 9) == 3 &&
 		      hprof_sample__holes_within(0xffffffffu, 0x1000, 0) == 0 &&
 		      hprof_sample__holes_within(0xffffffffu, 0x1000, 0x1000) == 1,
@@ -152,7 +174,7 @@ static const struct unwind_row *deepest_row(const struct unwind_table *table,
 
 static void test_walk(void)
 {
-	static uint8_t low[8 * PAGE];
+	static uint8_t low[8 * PAGE], high[PAGE];
 	static struct unwind_frame frames[8];
 	struct elf_symbols *syms = NULL;
 	struct space ctx = { 0 };
@@ -161,8 +183,9 @@ static void test_walk(void)
 	struct unwind_result result;
 	const struct unwind_row *row, *rows;
 	const uint64_t sp = 0x7ff000000000ull - sizeof(low);
-	struct stack_copy copy = { low, sp, sizeof(low), 0 };
-	uint64_t ra_slot;
+	struct stack_copy interrupted = { high, 0, sizeof(high), 0, NULL };
+	struct stack_copy copy = { low, sp, sizeof(low), 0, NULL };
+	uint64_t ra_slot, main_ra = 0xdead0000;
 	struct unwind_regs regs;
 	int64_t cfa = 0;
 	char err[256];
@@ -182,8 +205,8 @@ static void test_walk(void)
 		check(false, "walk: with_buffer's frame holds its buffer");
 		goto cleanup;
 	}
-	/* with_buffer at that row, its return address cfa - 8 above sp, on a page the copy
-	 * could not read */
+	/* with_buffer at that row, its return address (outside any mapping) cfa - 8
+	 * above sp, on a page the copy could not read */
 	regs = (struct unwind_regs){ .ip = row->pc, .sp = sp, .bp = 0, .bp_valid = true };
 	ra_slot = (uint64_t)cfa - 8;
 	copy.holes = 1u << (ra_slot / PAGE);
@@ -194,6 +217,15 @@ static void test_walk(void)
 	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);
 	check(result.end == UNWIND_END_COMPLETE && result.nr_frames == 1 && result.last.ip == 0,
 	      "walk: the same zeros, unmarked, would end the stack as if complete");
+	put_u64(low, ra_slot, main_ra);
+	copy.holes = 1u << (ra_slot / PAGE);
+	interrupted.base = sp + (ra_slot & ~(uint64_t)(PAGE - 1));
+	put_u64(high, ra_slot % PAGE, main_ra);
+	copy.more = &interrupted;
+	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);
+	check(result.nr_frames == 2 && frames[1].pc == main_ra && result.end == UNWIND_END_UNMAPPED,
+	      "walk: a word in a hole of one copy is read from another that holds it");
+	copy.more = NULL;
 	copy.holes = 0;
 	copy.len = ra_slot;
 	unwind__walk(&regs, &copy, &space, cache, frames, 8, &result);

@@ -328,7 +328,8 @@ static void test_trace(void)
 	model_init(&p, chain_tables[0], NULL);
 	sim_main_path_to_leaf(&s, &CHAIN_NOFP, NULL);
 	const struct unwind_regs regs = { at(PC_LEAF_LOOP), s.sp, s.bp, true };
-	const struct stack_copy copy = { s.bytes + (s.sp - sim_base()), s.sp, to_top(&s) };
+	const struct stack_copy copy = { .bytes = s.bytes + (s.sp - sim_base()), .base = s.sp,
+					 .len = to_top(&s) };
 	const struct unwind_space space = { model_find_map, &p, 1 };
 
 	unwind__trace(&regs, &copy, &space, cache, out);

@@ -16,7 +16,9 @@
 #include "sample.h"
 
 #define CAPTURE_MAGIC "HPROFCAP"
-#define CAPTURE_VERSION 2 /* 2: samples carry the window at the FP chain's end; map events */
+/* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
+ * stack a signal interrupted, and their copies' holes. */
+#define CAPTURE_VERSION 3
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 

@@ -27,13 +27,15 @@ struct hybrid {
 };
 
 /* What hybrid__user_stack works on: the sample, its process, and its copied memory (the
- * stack copied from sp, and the window copied from the FP chain's outermost frame record
- * when the copy did not reach it). */
+ * stack copied from sp, followed by the stack a signal interrupted when sp was on an
+ * alternate stack, and the window copied from the FP chain's outermost frame record when
+ * the copy did not reach it). */
 struct job {
 	struct hybrid *h;
 	const struct hybrid_space *space;
 	const struct hprof_sample *sample;
-	struct stack_copy stack;
+	struct stack_copy stack; /* more: interrupted, when there is one */
+	struct stack_copy interrupted;
 	struct stack_copy tail;
 };
 
@@ -495,16 +497,16 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 			    const struct hprof_sample *sample, struct unwind_frame *out,
 			    enum stack_method *method, unsigned *reason)
 {
-	const struct job j = {
+	struct job j = {
 		.h = h,
 		.space = space,
 		.sample = sample,
-		.stack = { .bytes = hprof_sample__stack(sample), .base = sample->user_sp,
-			   .len = sample->stack_len, .holes = sample->stack_holes },
 		.tail = { .bytes = hprof_sample__tail(sample), .base = sample->fp_tail_frame,
 			  .len = sample->tail_len },
 	};
 	uint32_t n;
+
+	hybrid__sample_copy(sample, &j.stack, &j.interrupted);
 
 	h->walk_base = 0;
 	h->tail_learned = false;
@@ -512,6 +514,20 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 	n = pick_user_stack(&j, out, method, reason);
 	learn_thread(h, sample, *method, *reason);
 	return n;
+}
+
+void hybrid__sample_copy(const struct hprof_sample *sample, struct stack_copy *stack,
+			 struct stack_copy *interrupted)
+{
+	*interrupted = (struct stack_copy){
+		.bytes = hprof_sample__interrupted(sample), .base = sample->interrupted_sp,
+		.len = sample->interrupted_len, .holes = sample->interrupted_holes,
+	};
+	*stack = (struct stack_copy){
+		.bytes = hprof_sample__stack(sample), .base = sample->user_sp,
+		.len = sample->stack_len, .holes = sample->stack_holes,
+		.more = sample->interrupted_len ? interrupted : NULL,
+	};
 }
 
 const struct hybrid_stats *hybrid__stats(const struct hybrid *h)

@@ -79,6 +79,11 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 		  const struct unwind_regs *regs, const struct stack_copy *copy,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
+/* The stack a sample copied, as the walk reads it: from sp, then (stack->more) the stack a
+ * signal interrupted, when sp was on an alternate stack. stack points at interrupted:
+ * keep both where they are. */
+void hybrid__sample_copy(const struct hprof_sample *sample, struct stack_copy *stack,
+			 struct stack_copy *interrupted);
 const char *hybrid__method_name(enum stack_method m);
 /* "[truncated: copy too short]" and the like. */
 const char *hybrid__truncated_root(unsigned reason);

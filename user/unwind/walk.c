@@ -30,8 +30,8 @@ static bool in_hole(const struct stack_copy *copy, uint64_t addr)
 	return (lo < 32 && (copy->holes >> lo & 1)) || (hi < 32 && (copy->holes >> hi & 1));
 }
 
-/* A hole only if the copy holds all 8 bytes. */
-enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, uint64_t *value)
+/* One copy alone; a hole only if the copy holds all 8 bytes. */
+static enum stack_read read_one(const struct stack_copy *copy, uint64_t addr, uint64_t *value)
 {
 	/* addr - base wraps for addr < base, so one comparison covers both ends. */
 	uint64_t off = addr - copy->base;
@@ -42,6 +42,24 @@ enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, u
 		return STACK_READ_HOLE;
 	memcpy(value, copy->bytes + off, sizeof(*value));
 	return STACK_READ_OK;
+}
+
+/* Copies are few (two, for a handler on an alternate stack): a bounded list. */
+#define MAX_COPIES 4
+
+enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, uint64_t *value)
+{
+	enum stack_read found = STACK_READ_OUTSIDE;
+
+	for (uint32_t i = 0; copy && i < MAX_COPIES; copy = copy->more, i++) {
+		enum stack_read r = read_one(copy, addr, value);
+
+		if (r == STACK_READ_OK)
+			return r;
+		if (r == STACK_READ_HOLE)
+			found = r;
+	}
+	return found;
 }
 
 uint64_t stack_copy__len_before_holes(const struct stack_copy *copy)
@@ -60,7 +78,7 @@ uint64_t stack_copy__len_before_holes(const struct stack_copy *copy)
 
 /* The copy as the walk reads it: 8 bytes at addr are readable at once iff addr - base <
  * limit (limit = the bytes before the first hole less 7, or 0), one comparison per read;
- * the rest (holes) go through stack_copy__read. A read that meets a hole
+ * the rest (holes, further copies) go through stack_copy__read. A read that meets a hole
  * marks *hole, so that the walk can say why it stopped. */
 struct copy_view {
 	const uint8_t *bytes;
@@ -566,11 +584,14 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 	enum unwind_end end = UNWIND_END_DEPTH;
 	bool exact = true;
 
-	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64
-		     ", copy [%#" PRIx64 ", %#" PRIx64 ")", regs->ip, regs->sp, regs->bp, copy->base,
-		copy->base + copy->len);
-	if (copy->holes)
-		fprintf(out, " (holes %#x)", copy->holes);
+	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64, regs->ip, regs->sp,
+		regs->bp);
+	for (const struct stack_copy *c = copy; c; c = c->more) {
+		fprintf(out, "%s [%#" PRIx64 ", %#" PRIx64 ")", c == copy ? ", copy" : " and",
+			c->base, c->base + c->len);
+		if (c->holes)
+			fprintf(out, " (holes %#x)", c->holes);
+	}
 	fputc('\n', out);
 	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {
 		/* caller frames: look up ra-1, the call instruction, not the one after it */

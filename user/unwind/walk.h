@@ -19,7 +19,9 @@ struct unwind_regs {
 	bool bp_valid; /* false once rbp's value is lost (an undefined or unsupported rule) */
 };
 
-/* User memory from base to base + len, copied at sample time. */
+/* User memory from base to base + len, copied at sample time, and more memory copied
+ * with it, the walk may go on to (the stack a signal handler's interrupted, when the
+ * handler ran on an alternate stack), or NULL. */
 struct stack_copy {
 	const uint8_t *bytes;
 	uint64_t base;
@@ -27,6 +29,7 @@ struct stack_copy {
 	/* Pages that could not be copied: bit i is the i-th page from base's, whose bytes in
 	 * the copy are zeros, not memory. */
 	uint32_t holes;
+	const struct stack_copy *more;
 };
 
 #define STACK_COPY_PAGE 4096
@@ -108,11 +111,11 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 /* What a read from a copy found. */
 enum stack_read {
 	STACK_READ_OK = 0,
-	STACK_READ_OUTSIDE, /* some byte lies outside the copy */
-	STACK_READ_HOLE,    /* in the copy, but on a page it could not read */
+	STACK_READ_OUTSIDE, /* some byte lies outside every copy */
+	STACK_READ_HOLE,    /* in a copy, but on a page it could not read */
 };
 
-/* Reads 8 bytes at addr from the copy. */
+/* Reads 8 bytes at addr from the copy or the memory copied with it. */
 enum stack_read stack_copy__read(const struct stack_copy *copy, uint64_t addr, uint64_t *value);
 
 static inline bool stack_copy__read_u64(const struct stack_copy *copy, uint64_t addr,
