@@ -58,6 +58,11 @@ enum fp_end {
 				       * HPROF_LEAF_COPY bytes were copied, for the leaf */
 #define SAMPLE_COPY_ALTSTACK (1u << 6) /* sp was on the thread's signal stack (sigaltstack): the
 					 * copy ends at its top, the interrupted stack follows */
+#define SAMPLE_STACK_DELTA  (1u << 7) /* on the wire only: the stack region is a struct
+				       * hprof_stack_delta encoding, rebuilt whole by userspace
+				       * before anything else reads the record */
+#define SAMPLE_DELTA_BASE_MISSING (1u << 8) /* the copy was a delta against one userspace no
+					     * longer held: its stack is lost (stack_len 0) */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -121,13 +126,98 @@ _Static_assert(sizeof(struct hprof_sample) == 104, "hprof_sample layout is share
 	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW)
 _Static_assert(HPROF_FP_TAIL_WINDOW < 65536, "tail_len is 16 bits");
 
+/* Delta copies. A copy to the thread's learned base is cut into HPROF_DELTA_CHUNK-byte
+ * chunks counted down from the copy's end (chunk 0 ends there; the one holding sp may be
+ * shorter). The kernel keeps a 64-bit hash of each of the first HPROF_DELTA_MAX_CHUNKS
+ * chunks of a thread's last copy the ring buffer accepted, and sends only those that
+ * changed since, with one bit per chunk; the bytes below the tracked chunks (a stack
+ * deeper than they reach) are always sent. With SAMPLE_STACK_DELTA the stack region of a
+ * record, stack_len bytes, holds:
+ *   struct hprof_stack_delta;
+ *   __u64 sent[hprof_delta__map_words(nr_chunks)]   only when base_seq != 0 (a delta);
+ *                                                   bit i: chunk i is in the payload
+ *   __u8 payload[]   the untracked bytes, then the chunks sent, in address order;
+ *                    a full copy (base_seq 0) sends every chunk
+ *   __u8 image[full_len]   only with HPROF_DELTA_VERIFY: the whole copy, to check against
+ * Chunks a delta leaves out are those of the copy numbered base_seq of the same thread. */
+#define HPROF_DELTA_CHUNK 64
+#define HPROF_DELTA_MAX_CHUNKS 256 /* tracked: the 16 KiB next to the base */
+#define HPROF_DELTA_MAP_WORDS (HPROF_DELTA_MAX_CHUNKS / 64)
+/* Every this many copies of a thread, one is sent whole whatever changed. */
+#define HPROF_DELTA_FULL_EVERY 64
+/* Slots of the kernel's chunk hashes (BPF array delta_states), one thread each: tid's is
+ * hprof_delta__slot(tid). Two live threads on the same slot take turns: each one's copy
+ * after the other's is whole. */
+#define HPROF_DELTA_SLOTS 4096
+#define HPROF_DELTA_VERIFY 1 /* hprof_stack_delta.flags: the whole copy follows (a check) */
+
+_Static_assert(HPROF_DELTA_MAX_CHUNKS % 64 == 0, "the map of chunks sent is whole words");
+_Static_assert(HPROF_DELTA_MAX_CHUNKS * HPROF_DELTA_CHUNK <= HPROF_MAX_STACK_COPY,
+	       "tracked chunks lie within the largest copy");
+_Static_assert(HPROF_DELTA_MAX_CHUNKS < 65536, "nr_chunks is 16 bits");
+_Static_assert((HPROF_DELTA_SLOTS & (HPROF_DELTA_SLOTS - 1)) == 0, "slots by the tid's low bits");
+
+struct hprof_stack_delta {
+	__u64 seq;      /* this copy's number among its thread's copies */
+	__u64 base_seq; /* the copy this one leaves chunks out of; 0: none, all is here */
+	__u32 full_len; /* bytes of stack the copy stands for, from user_sp */
+	__u16 nr_chunks; /* tracked chunks: hprof_delta__nr_chunks(full_len) */
+	__u16 flags;    /* HPROF_DELTA_VERIFY */
+};
+_Static_assert(sizeof(struct hprof_stack_delta) == 24, "hprof_stack_delta is shared with BPF");
+
+/* Largest stack region a record sends: a delta's header and map, a payload as long as the
+ * copy, and with HPROF_DELTA_VERIFY the copy again. */
+#define HPROF_MAX_STACK_WIRE                                                               \
+	(sizeof(struct hprof_stack_delta) + HPROF_DELTA_MAP_WORDS * 8 + 2 * HPROF_MAX_STACK_COPY)
+#define HPROF_SAMPLE_MAX_WIRE_SIZE                                                         \
+	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
+	 HPROF_MAX_STACK_WIRE + HPROF_FP_TAIL_WINDOW)
+
+/* Chunks tracked in a copy of full_len bytes. */
+static inline __u32 hprof_delta__nr_chunks(__u64 full_len)
+{
+	__u64 n = (full_len + HPROF_DELTA_CHUNK - 1) / HPROF_DELTA_CHUNK;
+
+	return n < HPROF_DELTA_MAX_CHUNKS ? n : HPROF_DELTA_MAX_CHUNKS;
+}
+
+/* Bytes from sp below the tracked chunks: always sent. */
+static inline __u64 hprof_delta__untracked(__u64 full_len)
+{
+	__u64 tracked = (__u64)HPROF_DELTA_MAX_CHUNKS * HPROF_DELTA_CHUNK;
+
+	return full_len > tracked ? full_len - tracked : 0;
+}
+
+/* Chunk i of a copy of full_len bytes: [*lo, hi) as offsets from sp. */
+static inline __u64 hprof_delta__chunk(__u64 full_len, __u32 i, __u64 *lo)
+{
+	__u64 hi = full_len - (__u64)i * HPROF_DELTA_CHUNK;
+
+	*lo = hi > HPROF_DELTA_CHUNK ? hi - HPROF_DELTA_CHUNK : 0;
+	return hi;
+}
+
+static inline __u32 hprof_delta__map_words(__u32 nr_chunks)
+{
+	return (nr_chunks + 63) / 64;
+}
+
+static inline __u32 hprof_delta__slot(__u32 tid)
+{
+	return tid & (HPROF_DELTA_SLOTS - 1);
+}
+
 #ifndef __bpf__
 /* A record of size bytes is well formed when its counts are within their limits and its
  * data holds everything they describe. Every other accessor assumes this. */
 static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 size)
 {
-	if (size < sizeof(*s) || s->nr_user > HPROF_MAX_FP_DEPTH ||
-	    s->nr_kernel > HPROF_MAX_KERNEL_DEPTH || s->stack_len > HPROF_MAX_STACK_COPY ||
+	/* a delta is not a stack until userspace rebuilt it */
+	if (size < sizeof(*s) || (s->flags & SAMPLE_STACK_DELTA) ||
+	    s->nr_user > HPROF_MAX_FP_DEPTH || s->nr_kernel > HPROF_MAX_KERNEL_DEPTH ||
+	    s->stack_len > HPROF_MAX_STACK_COPY ||
 	    s->interrupted_len > HPROF_MAX_STACK_COPY - s->stack_len ||
 	    s->tail_len > HPROF_FP_TAIL_WINDOW)
 		return 0;
@@ -202,6 +292,69 @@ static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size,
 	if (interrupted_len == 0)
 		s->interrupted_sp = 0;
 	*size -= cut;
+}
+
+/* Bytes before the stack region: the header and the frames. */
+static inline __u64 hprof_sample__head_len(const struct hprof_sample *s)
+{
+	return hprof_sample__stack(s) - (const __u8 *)s;
+}
+
+/* For building a record: where its stack region goes once nr_user and nr_kernel are set. */
+static inline __u8 *hprof_sample__stack_to_fill(struct hprof_sample *s)
+{
+	return s->data + (__u64)(s->nr_user + s->nr_kernel) * 8;
+}
+
+/* A delta record as the ring buffer delivers it, of size bytes: well formed as a rebuilt
+ * one would be, except that its stack region may be as long as HPROF_MAX_STACK_WIRE. A
+ * delta is a copy to the thread's learned base, never one from a signal's alternate
+ * stack: it has no interrupted stack. */
+static inline int hprof_sample__wire_well_formed(const struct hprof_sample *s, __u64 size)
+{
+	if (size < sizeof(*s) || !(s->flags & SAMPLE_STACK_DELTA) ||
+	    s->nr_user > HPROF_MAX_FP_DEPTH || s->nr_kernel > HPROF_MAX_KERNEL_DEPTH ||
+	    s->stack_len > HPROF_MAX_STACK_WIRE || s->interrupted_len != 0 ||
+	    s->tail_len > HPROF_FP_TAIL_WINDOW)
+		return 0;
+	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
+			       s->interrupted_len + s->tail_len;
+}
+
+/* The parts of a delta's stack region (see struct hprof_stack_delta). */
+struct hprof_delta_parts {
+	struct hprof_stack_delta hdr;
+	const __u8 *map;     /* hprof_delta__map_words(hdr.nr_chunks) words; NULL: a full copy */
+	const __u8 *payload;
+	__u64 payload_len;
+	const __u8 *image;   /* with HPROF_DELTA_VERIFY, hdr.full_len bytes; else NULL */
+};
+
+/* Splits the stack region of a wire-well-formed delta record into its parts. Returns 0
+ * when the region is too short for what its header says, or the header is out of its
+ * limits; what the payload must hold is for the caller to check against the map. */
+static inline int hprof_sample__delta_parts(const struct hprof_sample *s,
+					    struct hprof_delta_parts *p)
+{
+	const __u8 *region = hprof_sample__stack(s);
+	__u64 len = s->stack_len, at = sizeof(p->hdr), map_len, image_len;
+
+	if (len < at)
+		return 0;
+	__builtin_memcpy(&p->hdr, region, sizeof(p->hdr));
+	if (p->hdr.full_len > HPROF_MAX_STACK_COPY ||
+	    p->hdr.nr_chunks != hprof_delta__nr_chunks(p->hdr.full_len) || p->hdr.seq == 0 ||
+	    (p->hdr.flags & ~HPROF_DELTA_VERIFY))
+		return 0;
+	map_len = p->hdr.base_seq ? hprof_delta__map_words(p->hdr.nr_chunks) * 8ull : 0;
+	image_len = (p->hdr.flags & HPROF_DELTA_VERIFY) ? p->hdr.full_len : 0;
+	if (len - at < map_len + image_len)
+		return 0;
+	p->map = map_len ? region + at : NULL;
+	p->payload = region + at + map_len;
+	p->payload_len = len - at - map_len - image_len;
+	p->image = image_len ? p->payload + p->payload_len : NULL;
+	return 1;
 }
 #endif
 

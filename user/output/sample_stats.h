@@ -21,4 +21,16 @@ struct sample_stats {
 	uint64_t processes;         /* distinct processes seen */
 };
 
+/* What a recording's delta copies came to (user/record/stack_delta.h). */
+struct stack_delta_stats {
+	uint64_t full;            /* whole copies received that start or refresh deltas */
+	uint64_t deltas;          /* deltas rebuilt */
+	uint64_t base_missing;    /* deltas against a copy not held: their stack lost */
+	uint64_t malformed;       /* delta records that do not add up: handed on as malformed */
+	uint64_t verified;        /* rebuilt copies compared with the whole copy sent along */
+	uint64_t verify_mismatch; /* ... that differed from it */
+	uint64_t evicted;         /* images dropped to stay within the caps */
+	uint64_t dropped;         /* images dropped by stack_delta__set_drop_every */
+};
+
 #endif
