@@ -98,6 +98,14 @@ def main():
                                  "signal_frame_not_found", "fp_end_windows_sent",
                                  "fp_end_windows_unreadable"]):
             check(f"stack copies {key}", int(m[i + 1]), sc[key])
+    m = re.search(r"^hprof: stack deltas: (\d+) rebuilt, (\d+) whole copies, (\d+) lost for a "
+                  r"missing base, (\d+) malformed", text, re.M)
+    if m or "stack_deltas" in data:
+        if not m:
+            line(r"^hprof: stack deltas: ")  # reports the missing line and exits
+        sd = data["stack_deltas"]
+        for i, key in enumerate(["deltas", "whole_copies", "base_missing", "malformed"]):
+            check(f"stack deltas {key}", int(m[i + 1]), sd[key])
     sys.exit(1 if failed else 0)
 
 

@@ -7,7 +7,9 @@
 # the sample ran (a coroutine's, a signal handler's alternate stack, from which the copy
 # goes on to the interrupted stack), and past pages the kernel cannot read (never touched);
 # argv's and the environment's strings are never copied; the bytes per sample stay far
-# below the old fixed 16 KiB copy.
+# below the old fixed 16 KiB copy. Copies to a learned base go as deltas: only the chunks
+# that changed since the thread's previous copy, rebuilt whole by hprof before anything
+# reads them.
 source "$(dirname "$0")/lib.sh"
 require_bpf "stackcopy"
 
@@ -215,8 +217,86 @@ else
 	fail "environment: hprof failed: $(tail -1 "$TMP/env.err")"
 fi
 
-# --- Bytes per sample: four threads whose stacks are a few hundred bytes deep.
+# --- Delta copies. With HPROF_DEBUG=delta-verify the kernel sends each copy whole along
+# with its delta: every copy hprof rebuilt must equal it, on a deep recursion, on threads
+# and in a real program. The exact chains stay complete, and the deltas carry fewer bytes
+# than whole copies of the same workload.
+# deltas_field ERR N: the Nth number of the summary's "stack deltas:" line (1 rebuilt, 2
+# whole copies, 3 lost for a missing base, 4 malformed, then the HPROF_DEBUG figures).
+deltas_field() {
+	sed -n 's/^hprof: stack deltas: //p' "$1" | grep -o '[0-9]\+' | sed -n "${2}p"
+}
+verified() { sed -n 's/.*checked against the whole copy: \([0-9]*\), \([0-9]*\) differed.*/\1 \2/p' "$1"; }
+text_lines 100000 >"$TMP/text"
+for name in nofp_recurse nofp_threads xz; do
+	case $name in
+	nofp_recurse) cmd=("$WL/nofp_recurse" 3 30) ;;
+	nofp_threads) cmd=("$WL/nofp_threads" 3) ;;
+	xz)           cmd=(xz -9 -T1 -c "$TMP/text") ;;
+	esac
+	if ! HPROF_DEBUG=delta-verify "$HPROF" -F 499 --folded "$TMP/$name.verify.folded" -- "${cmd[@]}" \
+		>/dev/null 2>"$TMP/$name.verify.err"; then
+		fail "$name (delta-verify): hprof failed: $(tail -1 "$TMP/$name.verify.err")"
+		continue
+	fi
+	read -r checked differed < <(verified "$TMP/$name.verify.err")
+	rebuilt=$(deltas_field "$TMP/$name.verify.err" 1)
+	lost=$(deltas_field "$TMP/$name.verify.err" 3)
+	check "$name: rebuilt copies equal the whole copies sent along (${checked:-?} checked, ${differed:-?} differed)" \
+		[ "${checked:-0}" -ge 200 -a "${differed:-1}" -eq 0 ]
+	check "$name: most copies to the learned base were deltas (${rebuilt:-?} of ${checked:-?})" \
+		[ "${rebuilt:-0}" -ge $((${checked:-0} * 9 / 10)) ]
+	check "$name: no delta lost its base (${lost:-?})" [ "${lost:-1}" -eq 0 ]
+done
+cp "$TMP/nofp_recurse.verify.folded" "$TMP/recurse_delta.folded"
+re="^nofp_recurse;$START$(printf ';recurse%.0s' $(seq 30))(;leaf|$CLOCK)$KERNEL\$"
+expect recurse_delta "$(share_matching "$TMP/recurse_delta.folded" nofp_recurse "$re")" \
+	">= 99% of samples complete with the exact chain, copies rebuilt from deltas" "$re"
+cp "$TMP/nofp_threads.verify.folded" "$TMP/threads_delta.folded"
+re="^nofp_threads;clone3;start_thread;thread_main;worker_[0-3](;stage_[0-3](;spin)?|$CLOCK)$KERNEL\$"
+expect threads_delta "$(share_matching "$TMP/threads_delta.folded" nofp_threads "$re")" \
+	">= 99% of samples complete with the exact chain, copies rebuilt from deltas" "$re"
+crossed=$(awk '{ if (match($0, /worker_[0-3];stage_[0-3]/)) { p = substr($0, RSTART, RLENGTH);
+	if (substr(p, 8, 1) != substr(p, 16, 1)) n += $NF } } END { print n + 0 }' "$TMP/threads_delta.folded")
+check "nofp_threads: no thread's stack rebuilt with another's frames ($crossed samples)" [ "$crossed" -eq 0 ]
+
 bytes() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }
+"$HPROF" -F 499 --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_on.err"
+"$HPROF" -F 499 --no-stack-delta --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_off.err"
+on=$(bytes "$TMP/delta_on.err") off=$(bytes "$TMP/delta_off.err")
+check "nofp_recurse: deltas receive less than half the bytes of whole copies (${on:-?} < ${off:-?} / 2)" \
+	[ "${on:-99999}" -lt $((${off:-0} / 2)) ]
+check "nofp_recurse: --no-stack-delta sends no delta" \
+	eval '! grep -q "^hprof: stack deltas:" "$TMP/delta_off.err"'
+
+# A delta against a copy hprof no longer holds cannot be rebuilt: HPROF_DEBUG=delta-drop:N
+# drops every Nth copy hprof keeps, unknown to the kernel. The deltas after it lose their
+# stacks under a named root, counted in the summary; hprof has the kernel send the
+# thread's next copy whole, and its later samples are exact again.
+if HPROF_DEBUG=delta-drop:40 "$HPROF" -F 499 --folded "$TMP/drop.folded" -- "$WL/nofp_recurse" 3 30 \
+	>/dev/null 2>"$TMP/drop.err"; then
+	dropped=$(sed -n 's/.*; \([0-9]*\) images dropped.*/\1/p' "$TMP/drop.err")
+	lost=$(deltas_field "$TMP/drop.err" 3)
+	whole=$(deltas_field "$TMP/drop.err" 2)
+	named=$(awk '/\[truncated: delta base missing\]/ { n += $NF } END { print n + 0 }' "$TMP/drop.folded")
+	summary=$(sed -n 's/.*\[truncated: delta base missing\] \([0-9]*\);.*/\1/p' "$TMP/drop.err")
+	check "delta-drop: images were dropped (${dropped:-0})" [ "${dropped:-0}" -ge 3 ]
+	check "delta-drop: deltas after a dropped image are counted lost (${lost:-?} >= ${dropped:-?})" \
+		[ "${lost:-0}" -ge "${dropped:-1}" ]
+	check "delta-drop: their samples are named [truncated: delta base missing] (${named} in the folded stacks, ${summary:-?} in the summary, ${lost:-?} lost)" \
+		[ "$named" -eq "${lost:-0}" -a "${summary:-0}" -eq "${lost:-0}" ]
+	check "delta-drop: each loss had the thread start again with a whole copy (${whole:-?} whole copies)" \
+		[ "${whole:-0}" -ge "${dropped:-1}" ]
+	re="^nofp_recurse;$START$(printf ';recurse%.0s' $(seq 30))(;leaf|$CLOCK)$KERNEL\$"
+	exact=$(share_matching "$TMP/drop.folded" nofp_recurse "$re")
+	total=${exact#*/}
+	check "delta-drop: every other sample is exact ($exact, $named lost)" \
+		[ $((${exact%/*} + named)) -ge $((total * 99 / 100)) ]
+else
+	fail "delta-drop: hprof failed: $(tail -1 "$TMP/drop.err")"
+fi
+
+# --- Bytes per sample: four threads whose stacks are a few hundred bytes deep.
 "$HPROF" -F 499 --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes.err"
 "$HPROF" -F 499 --no-dwarf --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes_fp.err"
 b=$(bytes "$TMP/bytes.err") bfp=$(bytes "$TMP/bytes_fp.err")

@@ -30,6 +30,7 @@ struct record_opts {
 	pid_t *pids;
 	size_t nr_pids;
 	bool no_dwarf;
+	bool no_stack_delta; /* --no-stack-delta: every copy sent whole */
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
@@ -66,6 +67,8 @@ static void usage(FILE *out)
 		"  --no-dwarf            frame pointers only: copy no user stack\n"
 		"  --stack-size BYTES    user stack bytes copied per sample (default %d,\n"
 		"                        at most %d)\n"
+		"  --no-stack-delta      send every stack copy whole, not only the parts\n"
+		"                        that changed since the thread's previous one\n"
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
@@ -106,7 +109,7 @@ static long long max_sample_rate(void)
 }
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
-       OPT_JSON, OPT_RING_SIZE };
+       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -161,6 +164,9 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_NO_DWARF:
 		o->no_dwarf = true;
 		return 0;
+	case OPT_NO_STACK_DELTA:
+		o->no_stack_delta = true;
+		return 0;
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
@@ -191,6 +197,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
+		{ "no-stack-delta", no_argument, NULL, OPT_NO_STACK_DELTA },
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
@@ -259,6 +266,26 @@ static int validate(const struct record_opts *o)
 	return capabilities__check_for_profiling();
 }
 
+/* HPROF_DEBUG=delta-verify: every delta carries the whole copy too, and the summary says
+ * whether each rebuilt copy equals it. */
+static bool debug_delta_verify(void)
+{
+	const char *debug = getenv("HPROF_DEBUG");
+
+	return debug && strstr(debug, "delta-verify");
+}
+
+/* HPROF_DEBUG=delta-drop:N: every Nth image of a thread's last copy is dropped, to check
+ * that the deltas against it are counted lost and the thread's copies start again. */
+static unsigned debug_delta_drop_every(void)
+{
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+
+	if (!debug || !(opt = strstr(debug, "delta-drop:")))
+		return 0;
+	return (unsigned)strtoul(opt + strlen("delta-drop:"), NULL, 10);
+}
+
 static void install_signal_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -304,6 +331,8 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 	char subtitle[128];
 	int err;
 
+	summary.received_bytes = recorder__received_bytes(rec);
+	summary.deltas = recorder__delta_stats(rec);
 	set_subtitle(o, session, duration_s, subtitle, sizeof(subtitle));
 	o->out.frequency = o->frequency;
 	o->out.duration_ns = (uint64_t)(duration_s * 1e9);
@@ -376,11 +405,14 @@ int cmd_record(int argc, char **argv)
 					     .ring_size = o.ring_size,
 					     .filter_pids = o.nr_pids > 0 || o.command,
 					     .follow_forks = o.command != NULL,
+					     .stack_deltas = !o.no_stack_delta,
+					     .delta_verify = debug_delta_verify(),
 				     },
 				     .time_ms = o.time_ms,
 				     .pids = o.pids,
 				     .nr_pids = o.nr_pids,
 				     .child = o.command ? &child : NULL,
+				     .delta_drop_every = debug_delta_drop_every(),
 			     },
 			     session, raw, &rec);
 	if (!err)

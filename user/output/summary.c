@@ -93,6 +93,29 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__end_object(w);
 }
 
+static void write_deltas(struct json_writer *w, const struct stack_delta_stats *d)
+{
+	json__key(w, "stack_deltas");
+	json__begin_object(w);
+	json__key(w, "deltas");
+	json__uint(w, d->deltas);
+	json__key(w, "whole_copies");
+	json__uint(w, d->full);
+	json__key(w, "base_missing");
+	json__uint(w, d->base_missing);
+	json__key(w, "malformed");
+	json__uint(w, d->malformed);
+	json__key(w, "verified");
+	json__uint(w, d->verified);
+	json__key(w, "verify_mismatches");
+	json__uint(w, d->verify_mismatch);
+	json__key(w, "images_evicted");
+	json__uint(w, d->evicted);
+	json__key(w, "images_dropped");
+	json__uint(w, d->dropped);
+	json__end_object(w);
+}
+
 static void write_transport(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
 {
 	const struct sample_stats *st = r->stats;
@@ -129,7 +152,7 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__uint(w, pm.cut_short);
 	json__end_object(w);
 	json__key(w, "bytes_per_sample");
-	json__double(w, st->samples ? (double)st->bytes / (double)st->samples : 0.0);
+	json__double(w, summary__bytes_per_sample(r));
 	json__key(w, "frame_pointers_only");
 	json__bool(w, r->no_dwarf);
 	json__key(w, "stack_copies");
@@ -155,6 +178,8 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__key(w, "fp_end_windows_unreadable");
 	json__uint(w, kc[KC_FP_TAIL_FAILED]);
 	json__end_object(w);
+	if (r->deltas)
+		write_deltas(w, r->deltas);
 }
 
 struct ranked {
@@ -271,6 +296,22 @@ static void print_perf_map_summary(struct module_registry *modules, FILE *out)
 	fprintf(out, "\n");
 }
 
+/* Only for a recording with deltas; the check against whole copies only when asked for. */
+static void print_deltas(const struct stack_delta_stats *d, FILE *out)
+{
+	fprintf(out, "hprof: stack deltas: %" PRIu64 " rebuilt, %" PRIu64 " whole copies, %" PRIu64
+			" lost for a missing base, %" PRIu64 " malformed",
+		d->deltas, d->full, d->base_missing, d->malformed);
+	if (d->evicted)
+		fprintf(out, "; %" PRIu64 " images evicted", d->evicted);
+	if (d->dropped)
+		fprintf(out, "; %" PRIu64 " images dropped (HPROF_DEBUG)", d->dropped);
+	if (d->verified)
+		fprintf(out, "; checked against the whole copy: %" PRIu64 ", %" PRIu64 " differed",
+			d->verified, d->verify_mismatch);
+	fprintf(out, "\n");
+}
+
 void summary__print(const struct run_summary *r, FILE *out)
 {
 	static const uint64_t no_counters[KC_NR];
@@ -320,7 +361,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
 		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, r->sideband_lost);
 	print_perf_map_summary(r->modules, out);
-	fprintf(out, "hprof: %.0f bytes received per sample", st->samples ? (double)st->bytes / st->samples : 0.0);
+	fprintf(out, "hprof: %.0f bytes received per sample", summary__bytes_per_sample(r));
 	if (r->no_dwarf)
 		fprintf(out, " (frame pointers only, no stack copies)\n");
 	else
@@ -335,4 +376,6 @@ void summary__print(const struct run_summary *r, FILE *out)
 			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_COPY_FP], kc[KC_STACK_COPY_CLAMPED],
 			kc[KC_STACK_COPY_FAILED], kc[KC_STACK_COPY_HOLES], kc[KC_COPY_ALTSTACK],
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
+	if (r->deltas)
+		print_deltas(r->deltas, out);
 }

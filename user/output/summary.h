@@ -28,7 +28,18 @@ struct run_summary {
 	bool no_dwarf;
 	const uint64_t *kernel_counters; /* NULL: none (a report) */
 	uint64_t sideband_lost;
+	/* A recording's: bytes of sample records as received (deltas as sent; 0: the
+	 * session's count, a report's records), and its deltas (NULL: none). */
+	uint64_t received_bytes;
+	const struct stack_delta_stats *deltas;
 };
+
+static inline double summary__bytes_per_sample(const struct run_summary *r)
+{
+	uint64_t bytes = r->received_bytes ? r->received_bytes : r->stats->bytes;
+
+	return r->stats->samples ? (double)bytes / (double)r->stats->samples : 0.0;
+}
 
 /* Figures the text and the JSON summary derive alike. */
 static inline uint64_t summary__user_samples(const struct sample_stats *st)

@@ -9,6 +9,8 @@
 #include "record/capabilities.h"
 #include "record/reorder.h"
 #include "record/sideband.h"
+#include "record/stack_delta.h"
+#include "util/grow.h"
 
 #define POLL_TIMEOUT_MS 100
 /* A record is written a little after its timestamp is taken (the BPF program stamps the
@@ -23,6 +25,12 @@ struct recorder {
 	struct sampler *sampler;
 	struct sideband *sideband;
 	struct reorder *queue;
+	struct stack_delta *deltas;
+	/* Threads whose exit was read in the last drain: their images go after the next read
+	 * of the ring buffer, which holds their last samples. */
+	uint32_t *exited, *exiting;
+	size_t nr_exited, nr_exiting, exited_cap, exiting_cap;
+	uint64_t received_bytes; /* of sample records, as the ring buffer delivered them */
 	double duration_s;
 	uint64_t kernel_counters[KC_NR];
 };
@@ -35,15 +43,60 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* Ring buffer callback: samples wait in the queue for the mapping events before them. */
+/* Ring buffer callback: samples wait in the queue for the mapping events before them, as
+ * the kernel would have sent them without deltas. The ring buffer delivers each thread's
+ * records in the order they were taken, the order deltas are made in. */
 static int queue_sample(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
 	const struct hprof_sample *sample = data;
-	/* A record too short to hold its time is counted as malformed when it is handled. */
-	uint64_t time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
+	const void *rec = data;
+	size_t len = size;
+	uint64_t time;
+	int err;
 
-	return reorder__push(r->queue, time, REORDER_SAMPLE, data, size);
+	r->received_bytes += size;
+	if (r->deltas) {
+		err = stack_delta__rebuild(r->deltas, data, size, &rec, &len);
+		if (err)
+			return err;
+	}
+	/* A record too short to hold its time is counted as malformed when it is handled. */
+	time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
+	return reorder__push(r->queue, time, REORDER_SAMPLE, rec, len);
+}
+
+/* Side-band hook: a thread exited. */
+static void note_thread_exit(void *ctx, uint32_t tid)
+{
+	struct recorder *r = ctx;
+
+	if (r->deltas && grow_array((void **)&r->exiting, &r->exiting_cap, r->nr_exiting + 1,
+				    sizeof(*r->exiting)) == 0)
+		r->exiting[r->nr_exiting++] = tid;
+}
+
+/* The images of threads whose exit the drain before last read: the ring buffer read since
+ * holds every sample they took. */
+static void forget_exited_threads(struct recorder *r)
+{
+	uint32_t *swap = r->exited;
+	size_t cap = r->exited_cap;
+
+	for (size_t i = 0; i < r->nr_exited; i++)
+		stack_delta__forget(r->deltas, r->exited[i]);
+	r->exited = r->exiting;
+	r->exited_cap = r->exiting_cap;
+	r->nr_exited = r->nr_exiting;
+	r->exiting = swap;
+	r->exiting_cap = cap;
+	r->nr_exiting = 0;
+}
+
+/* A delta against a copy userspace does not hold: the kernel sends the next one whole. */
+static void request_full_copy(void *ctx, uint32_t tid)
+{
+	sampler__forget_stack_delta(ctx, tid);
 }
 
 /* Side-band callback: the event and its path, as one queued record. */
@@ -89,6 +142,8 @@ static int drain_and_handle(struct recorder *r, bool final)
 	int err;
 
 	err = sampler__consume(r->sampler);
+	if (r->deltas)
+		forget_exited_threads(r);
 	if (err >= 0)
 		err = sideband__drain(r->sideband, queue_map_event, r);
 	if (err < 0)
@@ -117,6 +172,8 @@ static int open_sideband(struct recorder *r)
 	err = sideband__open(&r->sideband, msg, sizeof(msg));
 	if (err)
 		fprintf(stderr, "hprof: %s\n", msg);
+	else
+		sideband__set_thread_exit_hook(r->sideband, note_thread_exit, r);
 	return err;
 }
 
@@ -134,6 +191,13 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 	err = sampler__open(&o->sampler, queue_sample, r, &r->sampler);
 	if (err)
 		goto fail;
+	if (o->sampler.stack_deltas && o->sampler.stack_size) {
+		err = stack_delta__new(STACK_DELTA_MAX_IMAGES, STACK_DELTA_MAX_BYTES, &r->deltas);
+		if (err)
+			goto fail;
+		stack_delta__set_resend_hook(r->deltas, request_full_copy, r->sampler);
+		stack_delta__set_drop_every(r->deltas, o->delta_drop_every);
+	}
 	if (o->sampler.stack_size)
 		session__set_stack_base_hook(session, learn_stack_base, r->sampler);
 	for (size_t i = 0; !err && i < o->nr_pids; i++)
@@ -226,6 +290,16 @@ uint64_t recorder__sideband_lost(const struct recorder *r)
 	return sideband__lost(r->sideband);
 }
 
+uint64_t recorder__received_bytes(const struct recorder *r)
+{
+	return r->received_bytes;
+}
+
+const struct stack_delta_stats *recorder__delta_stats(const struct recorder *r)
+{
+	return r->deltas ? stack_delta__stats(r->deltas) : NULL;
+}
+
 void recorder__free(struct recorder *r)
 {
 	if (!r)
@@ -233,5 +307,8 @@ void recorder__free(struct recorder *r)
 	sampler__free(r->sampler);
 	sideband__free(r->sideband);
 	reorder__free(r->queue);
+	stack_delta__free(r->deltas);
+	free(r->exited);
+	free(r->exiting);
 	free(r);
 }

@@ -11,6 +11,7 @@
 #include "capture/writer.h"
 #include "record/child.h"
 #include "record/sampler.h"
+#include "record/stack_delta.h"
 #include "session.h"
 
 struct recorder_opts {
@@ -19,6 +20,7 @@ struct recorder_opts {
 	const pid_t *pids;    /* --pid: recording ends when all are gone */
 	size_t nr_pids;
 	struct child *child;  /* NULL, or the command: recording ends when it exits */
+	unsigned delta_drop_every; /* HPROF_DEBUG=delta-drop:N (stack_delta__set_drop_every) */
 };
 
 struct recorder;
@@ -36,6 +38,10 @@ double recorder__duration_s(const struct recorder *r);
 /* The kernel's counters (enum kernel_counter) once recording is over. */
 const uint64_t *recorder__kernel_counters(struct recorder *r);
 uint64_t recorder__sideband_lost(const struct recorder *r);
+/* Bytes of sample records the ring buffer delivered (deltas as sent, not rebuilt). */
+uint64_t recorder__received_bytes(const struct recorder *r);
+/* NULL when copies are not sent as deltas. */
+const struct stack_delta_stats *recorder__delta_stats(const struct recorder *r);
 void recorder__free(struct recorder *r);
 
 #endif

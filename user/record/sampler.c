@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,6 +53,26 @@ static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *
 	return link;
 }
 
+/* Deltas hash chunks with a secret of this run's: a stack crafted to collide with another's
+ * chunks would have to know it. */
+static int set_delta_copies(struct sampler *s, const struct sampler_opts *o)
+{
+	uint64_t secret;
+
+	if (!o->stack_deltas || !o->stack_size)
+		return 0;
+	if (getrandom(&secret, sizeof(secret), 0) != sizeof(secret)) {
+		int err = errno ? -errno : -EIO;
+
+		fprintf(stderr, "hprof: cannot get random bytes: %s\n", strerror(-err));
+		return err;
+	}
+	s->skel->rodata->delta_copies = true;
+	s->skel->rodata->delta_verify = o->delta_verify;
+	s->skel->rodata->delta_secret = secret;
+	return 0;
+}
+
 static int load(struct sampler *s, const struct sampler_opts *o)
 {
 	int err;
@@ -66,7 +87,11 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	s->skel->rodata->filter_pids = o->filter_pids;
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->stack_copy_size = o->stack_size;
+	err = set_delta_copies(s, o);
+	if (err)
+		return err;
 	bpf_map__set_max_entries(s->skel->maps.scratch_buffers, libbpf_num_possible_cpus());
+	bpf_map__set_max_entries(s->skel->maps.delta_work, libbpf_num_possible_cpus());
 	if (o->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.samples, o->ring_size);
 	/* A quarter full wakes the reader; below that it drains every poll timeout. */
@@ -193,6 +218,19 @@ void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, u
 				     sizeof(value), BPF_ANY);
 	else
 		bpf_map__delete_elem(s->skel->maps.thread_stacks, &tid, sizeof(tid), 0);
+}
+
+/* Zeroes the thread's slot: whichever thread holds it now sends its next copy whole. */
+void sampler__forget_stack_delta(struct sampler *s, uint32_t tid)
+{
+	struct bpf_map *slots = s->skel->maps.delta_states;
+	uint32_t index = hprof_delta__slot(tid);
+	void *zero = calloc(1, bpf_map__value_size(slots));
+
+	if (zero)
+		bpf_map__update_elem(slots, &index, sizeof(index), zero, bpf_map__value_size(slots),
+				     BPF_ANY);
+	free(zero);
 }
 
 void sampler__read_counters(struct sampler *s, uint64_t *counters)

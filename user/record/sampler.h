@@ -18,6 +18,8 @@ struct sampler_opts {
 	unsigned ring_size;  /* bytes of the ring buffer; 0: the BPF program's default */
 	bool filter_pids;    /* record only the pids added with sampler__add_pid */
 	bool follow_forks;   /* children of filtered pids join the filter */
+	bool stack_deltas;   /* copies to a learned base sent as deltas (user/record/stack_delta.h) */
+	bool delta_verify;   /* deltas carry the whole copy too, to check the rebuild against */
 };
 
 /* Called with each ring buffer record (a struct hprof_sample of size bytes, not yet
@@ -46,6 +48,8 @@ int sampler__pid_filter_fd(const struct sampler *s);
 /* What walks taught about a thread (see struct hprof_thread_stack); all zero forgets it. */
 void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
 			       uint64_t fp_tail_ip);
+/* Forgets the chunk hashes kept for a thread's deltas: its next copy is sent whole. */
+void sampler__forget_stack_delta(struct sampler *s, uint32_t tid);
 /* The kernel's counters summed over CPUs, into counters[KC_NR]. */
 void sampler__read_counters(struct sampler *s, uint64_t *counters);
 void sampler__free(struct sampler *s);

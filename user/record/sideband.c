@@ -26,6 +26,8 @@ struct sideband {
 	int nr;
 	uint64_t lost;
 	uint8_t *record; /* one record, reassembled when it wraps around the buffer */
+	sideband_thread_exit_fn thread_exit;
+	void *thread_exit_ctx;
 };
 
 /* The fields perf appends to every record when sample_id_all is set, for the sample_type
@@ -98,6 +100,12 @@ cleanup:
 		snprintf(err, errlen, "out of memory");
 	sideband__free(sb);
 	return ret;
+}
+
+void sideband__set_thread_exit_hook(struct sideband *sb, sideband_thread_exit_fn fn, void *ctx)
+{
+	sb->thread_exit = fn;
+	sb->thread_exit_ctx = ctx;
 }
 
 void sideband__free(struct sideband *sb)
@@ -189,9 +197,10 @@ static int decode_comm(const uint8_t *rec, size_t size, uint16_t misc, sideband_
 }
 
 /* PERF_RECORD_FORK and PERF_RECORD_EXIT: pid, ppid, tid, ptid, time. Threads are left
- * out: they share their process's mappings. */
-static int decode_task(const uint8_t *rec, size_t size, uint32_t type, sideband_event_fn fn,
-		       void *ctx)
+ * out of the mapping events (they share their process's mappings); their exits go to the
+ * thread exit hook. */
+static int decode_task(struct sideband *sb, const uint8_t *rec, size_t size, uint32_t type,
+		       sideband_event_fn fn, void *ctx)
 {
 	struct {
 		uint32_t pid, ppid, tid, ptid;
@@ -203,6 +212,8 @@ static int decode_task(const uint8_t *rec, size_t size, uint32_t type, sideband_
 	if (size < at + sizeof(body))
 		return 0;
 	memcpy(&body, rec + at, sizeof(body));
+	if (type == PERF_RECORD_EXIT && sb->thread_exit)
+		sb->thread_exit(sb->thread_exit_ctx, body.tid);
 	if (body.pid != body.tid)
 		return 0;
 	if (type == PERF_RECORD_FORK && body.pid == body.ppid)
@@ -228,7 +239,7 @@ static int decode(struct sideband *sb, const uint8_t *rec, size_t size, sideband
 		return decode_comm(rec, size, h.misc, fn, ctx);
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
-		return decode_task(rec, size, h.type, fn, ctx);
+		return decode_task(sb, rec, size, h.type, fn, ctx);
 	case PERF_RECORD_LOST:
 		if (size >= sizeof(h) + sizeof(lost)) {
 			memcpy(lost, rec + sizeof(h), sizeof(lost));

@@ -54,6 +54,8 @@ static const char *truncated_reason(unsigned reason)
 		return "frame-pointer chain broken";
 	if (reason == TRUNCATED_NO_COPY)
 		return "no stack copy";
+	if (reason == TRUNCATED_DELTA_BASE_MISSING)
+		return "delta base missing";
 	return unwind_end__name(reason);
 }
 
@@ -435,7 +437,9 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 	 * pointer: the chain skipped the leaf's caller, so it is not taken as it is. */
 	if (!h->dwarf || sample->stack_len == 0) {
 		*method = METHOD_TRUNCATED;
-		*reason = h->dwarf ? TRUNCATED_NO_COPY : TRUNCATED_FP_ONLY;
+		*reason = !h->dwarf ? TRUNCATED_FP_ONLY
+		        : (sample->flags & SAMPLE_DELTA_BASE_MISSING) ? TRUNCATED_DELTA_BASE_MISSING
+							       : TRUNCATED_NO_COPY;
 		return n;
 	}
 	walked = walk_dwarf(j, out + n, method, reason);

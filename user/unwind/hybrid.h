@@ -28,7 +28,9 @@ enum stack_method {
 /* Truncation reasons beyond the walk's own (enum unwind_end). */
 #define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
 #define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
-#define TRUNCATED_COUNT (UNWIND_END_COUNT + 2)
+/* FP chain broken, and the copy was a delta against one userspace did not hold */
+#define TRUNCATED_DELTA_BASE_MISSING (UNWIND_END_COUNT + 2)
+#define TRUNCATED_COUNT (UNWIND_END_COUNT + 3)
 
 /* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
  * start-up code; more than this is not a start-up path. */
