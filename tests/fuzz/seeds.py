@@ -6,6 +6,8 @@
   seeds.py unwind CAPTURE OUTDIR   fuzz_unwind inputs: from the first return address into
                                    libc on each sample's stack (a libc frame, as the walk
                                    meets it), libc's base, ip, sp, bp, copy base, the bytes
+  seeds.py stackdelta - OUTDIR     fuzz_stackdelta inputs: runs of delta records made as the
+                                   BPF program makes them (common/sample.h)
 """
 import struct
 import sys
@@ -91,5 +93,62 @@ def unwind(path, outdir):
             break
 
 
+SAMPLE_STACK_DELTA = 1 << 7
+DELTA_HDR = struct.Struct("<QQIHH")  # struct hprof_stack_delta (24 bytes)
+CHUNK, MAX_CHUNKS = 64, 256
+
+
+def nr_chunks(full_len):
+    return min((full_len + CHUNK - 1) // CHUNK, MAX_CHUNKS)
+
+
+def chunk(full_len, i):
+    hi = full_len - i * CHUNK
+    return (hi - CHUNK if hi > CHUNK else 0), hi
+
+
+def delta_record(tid, seq, base_seq, now, prev):
+    """A ring buffer record: now's stack as a delta against prev (None: every chunk sent),
+    with two user frames and no tail."""
+    n = nr_chunks(len(now))
+    untracked = max(len(now) - MAX_CHUNKS * CHUNK, 0)
+    sent, payload = 0, now[:untracked]
+    for i in reversed(range(n)):
+        lo, hi = chunk(len(now), i)
+        if prev is not None and i < nr_chunks(len(prev)):
+            plo, phi = chunk(len(prev), i)
+            if phi - plo == hi - lo and prev[plo:phi] == now[lo:hi]:
+                continue
+        sent |= 1 << i
+        payload += now[lo:hi]
+    words = (n + 63) // 64 if base_seq else 0
+    region = DELTA_HDR.pack(seq, base_seq, len(now), n, 0)
+    region += b"".join(struct.pack("<Q", (sent >> (64 * w)) & (2**64 - 1)) for w in range(words))
+    region += payload
+    hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 100, tid, 0, SAMPLE_STACK_DELTA | 10,
+                          2, 0, len(region), 0, 0, 0, 0, 0, b"seed", 0, 0, 0)
+    return hdr + struct.pack("<QQ", 0x401000, 0x401100) + region
+
+
+def stackdelta(_, outdir):
+    a = bytes(range(256)) * 2 + bytes(40)
+    b = bytearray(a)
+    b[3] ^= 1
+    b = bytes(b)
+    runs = {
+        "sequence": [delta_record(1, 10, 0, a, None), delta_record(1, 11, 10, b, a),
+                     delta_record(1, 12, 11, b, b)],
+        "gap": [delta_record(1, 10, 0, a, None), delta_record(1, 13, 12, b, a)],
+        "threads": [delta_record(t, 5, 0, a, None) for t in range(1, 6)] +
+                   [delta_record(1, 6, 5, b, a)],
+        "deep": [delta_record(2, 7, 0, bytes(20000), None),
+                 delta_record(2, 8, 7, bytes(19992), bytes(20000))],
+    }
+    for name, recs in runs.items():
+        with open(f"{outdir}/{name}", "wb") as f:
+            for r in recs:
+                f.write(struct.pack("<H", len(r) & 0xffff) + r)
+
+
 if __name__ == "__main__":
-    {"capture": shrink, "unwind": unwind}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta}[sys.argv[1]](sys.argv[2], sys.argv[3])
