@@ -325,6 +325,16 @@ struct run_summary session__summary(struct session *s, double duration_s, unsign
 	};
 }
 
+void session__memory(const struct session *s, struct memory_stats *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->processes = process_table__count(s->processes);
+	m->threads = hybrid__thread_count(s->hybrid);
+	module_registry__memory(s->modules, &m->modules);
+	m->stacks = profile__nr_stacks(s->profile);
+	m->profile_bytes = profile__bytes(s->profile);
+}
+
 void session__free(struct session *s)
 {
 	if (!s)

@@ -71,6 +71,8 @@ const struct sample_stats *session__stats(const struct session *s);
 struct run_summary session__summary(struct session *s, double duration_s, unsigned frequency,
 				    bool no_dwarf, const uint64_t *kernel_counters,
 				    uint64_t sideband_lost);
+/* What the session holds now (HPROF_DEBUG=memory). */
+void session__memory(const struct session *s, struct memory_stats *m);
 void session__free(struct session *s);
 
 #endif

@@ -343,6 +343,38 @@ uint32_t module_registry__count(const struct module_registry *reg)
 	return reg->nr;
 }
 
+static uint64_t table_bytes(const struct unwind_table *table)
+{
+	struct unwind_stats stats;
+
+	unwind_table__stats(table, &stats);
+	return table ? stats.table_bytes : 0;
+}
+
+void module_registry__memory(const struct module_registry *reg, struct module_memory *m)
+{
+	const struct perf_map_entry *p;
+	const struct table_entry *t;
+
+	memset(m, 0, sizeof(*m));
+	for (uint32_t i = 0; i < reg->nr; i++) {
+		const struct module *mod = &reg->by_id[i]->mod;
+
+		if (mod->anon_code)
+			m->anon_code++;
+		else
+			m->files++;
+		m->symbol_bytes += elf_symbols__bytes(mod->syms);
+		if (!mod->table_shared)
+			m->table_bytes += table_bytes(mod->table);
+	}
+	for (t = reg->tables; t; t = t->hh.next)
+		m->table_bytes += table_bytes(t->table);
+	for (p = reg->perf_maps; p; p = p->hh.next)
+		m->perf_maps++;
+	m->pinned_files = mapped_files__count(reg->files);
+}
+
 void module_registry__free(struct module_registry *reg)
 {
 	struct perf_map_entry *p, *ptmp;

@@ -77,6 +77,17 @@ const struct unwind_table *module_registry__unwind_table(struct module_registry 
 /* The load bias (process address - ELF vaddr) of mapping m of mod. Returns 0 or -ENOENT. */
 int module__bias(const struct module *mod, const struct mapping *m, int64_t *bias);
 uint32_t module_registry__count(const struct module_registry *reg);
+
+/* What the registry holds (HPROF_DEBUG=memory). */
+struct module_memory {
+	uint64_t files;        /* modules of files (and the vDSO) */
+	uint64_t anon_code;    /* modules of processes' anonymous code */
+	uint64_t perf_maps;
+	uint64_t pinned_files;
+	uint64_t symbol_bytes;
+	uint64_t table_bytes;  /* compiled CFI, shared tables once */
+};
+void module_registry__memory(const struct module_registry *reg, struct module_memory *m);
 void module_registry__free(struct module_registry *reg);
 
 #endif

@@ -782,6 +782,14 @@ size_t elf_symbols__count(const struct elf_symbols *es)
 	return es ? es->nr_syms : 0;
 }
 
+size_t elf_symbols__bytes(const struct elf_symbols *es)
+{
+	if (!es)
+		return 0;
+	return sizeof(*es) + es->nr_syms * sizeof(*es->syms) + es->names_cap +
+	       es->nr_segments * sizeof(*es->segments) + es->image_size;
+}
+
 void elf_symbols__free(struct elf_symbols *es)
 {
 	if (!es)

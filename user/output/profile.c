@@ -49,6 +49,7 @@ struct profile {
 	struct root_entry *roots;
 	uint64_t nr_samples;
 	uint64_t nr_stacks;
+	uint64_t bytes;
 	/* Scratch key for lookups, grown as needed. */
 	struct stack_entry *probe;
 	size_t probe_cap;
@@ -126,6 +127,7 @@ int profile__add(struct profile *p, const char *comm, const char *root,
 		e->key_len = key_len;
 		HASH_ADD(hh, p->stacks, key, key_len, e);
 		p->nr_stacks++;
+		p->bytes += sizeof(*e) + frames_bytes;
 	}
 	e->count++;
 	p->nr_samples++;
@@ -140,6 +142,11 @@ uint64_t profile__nr_stacks(const struct profile *p)
 uint64_t profile__nr_samples(const struct profile *p)
 {
 	return p->nr_samples;
+}
+
+uint64_t profile__bytes(const struct profile *p)
+{
+	return p->bytes + (p->stacks ? p->stacks->hh.tbl->num_buckets * sizeof(UT_hash_bucket) : 0);
 }
 
 /* From libstdc++ (the C++ ABI's demangler, the one perf and gdb agree with). */

@@ -19,6 +19,8 @@ int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n);
 uint64_t profile__nr_stacks(const struct profile *p);
 uint64_t profile__nr_samples(const struct profile *p);
+/* Memory the distinct stacks hold (names made for the outputs not counted). */
+uint64_t profile__bytes(const struct profile *p);
 /* Writes "comm;root;outer;...;inner COUNT" lines, sorted, identical names merged.
  * Returns 0 or -errno. */
 int profile__write_folded(struct profile *p, FILE *out);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,6 +311,38 @@ static void print_deltas(const struct stack_delta_stats *d, FILE *out)
 		fprintf(out, "; checked against the whole copy: %" PRIu64 ", %" PRIu64 " differed",
 			d->verified, d->verify_mismatch);
 	fprintf(out, "\n");
+}
+
+/* VmRSS of this process in KiB, 0 when /proc cannot say. */
+static uint64_t rss_kib(void)
+{
+	char line[128];
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
+			break;
+	}
+	fclose(f);
+	return kib;
+}
+
+void summary__print_memory(const struct memory_stats *m, FILE *out)
+{
+	struct mallinfo2 heap = mallinfo2();
+	const double mib = 1024.0 * 1024.0;
+
+	fprintf(out, "hprof: memory: rss %" PRIu64 " KiB, heap in use %.1f MiB; %" PRIu64
+			" processes, %" PRIu64 " threads; %" PRIu64 " distinct stacks in %.1f MiB; %" PRIu64
+			" binaries (symbols %.1f MiB, unwind tables %.1f MiB, %" PRIu64
+			" files pinned), %" PRIu64 " anonymous code modules, %" PRIu64 " perf maps\n",
+		rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes, m->threads,
+		m->stacks, (double)m->profile_bytes / mib, m->modules.files,
+		(double)m->modules.symbol_bytes / mib, (double)m->modules.table_bytes / mib,
+		m->modules.pinned_files, m->modules.anon_code, m->modules.perf_maps);
 }
 
 void summary__print(const struct run_summary *r, FILE *out)

@@ -52,6 +52,18 @@ static inline uint64_t summary__lost_samples(const struct sample_stats *st, cons
 	return kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
 }
 
+/* What hprof holds while it runs: the structures that grow with processes, threads,
+ * binaries and distinct stacks (HPROF_DEBUG=memory). */
+struct memory_stats {
+	uint64_t processes;    /* held now */
+	uint64_t threads;      /* held now */
+	struct module_memory modules;
+	uint64_t stacks;       /* distinct stacks */
+	uint64_t profile_bytes;
+};
+
+/* One line "hprof: memory: ..." with stats, the heap in use and VmRSS. */
+void summary__print_memory(const struct memory_stats *m, FILE *out);
 /* The summary as text (hprof prints it on stderr at the end of a recording or a report). */
 void summary__print(const struct run_summary *r, FILE *out);
 /* Writes the summary as one JSON object. Returns 0 or -errno. */

@@ -11,6 +11,7 @@ struct process_table {
 	struct process *by_pid;
 	struct process *last; /* samples come in runs from one process: skip the hash */
 	uint64_t last_space_id;
+	size_t nr;
 	bool replay;
 	process_maps_hook_fn maps_hook;
 	void *maps_hook_ctx;
@@ -68,6 +69,7 @@ static void free_process(struct process *proc)
 static void remove_process(struct process_table *t, struct process *proc)
 {
 	HASH_DEL(t->by_pid, proc);
+	t->nr--;
 	if (t->last == proc)
 		t->last = NULL;
 	free_process(proc);
@@ -87,6 +89,7 @@ static struct process *create(struct process_table *t, uint32_t pid)
 	proc->pid = pid;
 	mappings_changed(t, proc);
 	HASH_ADD(hh, t->by_pid, pid, sizeof(proc->pid), proc);
+	t->nr++;
 	t->last = proc;
 	return proc;
 }
@@ -229,6 +232,11 @@ int process_table__apply(struct process_table *t, const struct map_event *e, con
 		return 0;
 	}
 	return 0;
+}
+
+size_t process_table__count(const struct process_table *t)
+{
+	return t->nr;
 }
 
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr)

@@ -17,6 +17,8 @@
  * sample before it copies the stack): records are put in order only once they are older
  * than the last drain of every buffer by this much. */
 #define REORDER_SLACK_NS (10 * 1000 * 1000ull)
+/* HPROF_DEBUG=memory: what hprof holds, this often while it runs and once at the end. */
+#define MEMORY_REPORT_S 10.0
 
 struct recorder {
 	struct recorder_opts opts;
@@ -33,6 +35,7 @@ struct recorder {
 	uint64_t received_bytes; /* of sample records, as the ring buffer delivered them */
 	double duration_s;
 	uint64_t kernel_counters[KC_NR];
+	bool report_memory;
 };
 
 static uint64_t now_ns(void)
@@ -41,6 +44,21 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static bool memory_debug(void)
+{
+	const char *debug = getenv("HPROF_DEBUG");
+
+	return debug && strstr(debug, "memory");
+}
+
+static void report_memory(const struct recorder *r)
+{
+	struct memory_stats m;
+
+	session__memory(r->session, &m);
+	summary__print_memory(&m, stderr);
 }
 
 /* Ring buffer callback: samples wait in the queue for the mapping events before them, as
@@ -187,6 +205,7 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 		return -ENOMEM;
 	r->opts = *o;
 	r->session = session;
+	r->report_memory = memory_debug();
 	r->raw = raw;
 	err = sampler__open(&o->sampler, queue_sample, r, &r->sampler);
 	if (err)
@@ -248,6 +267,7 @@ static bool done(struct recorder *r, double deadline)
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 {
 	double start = now_s(), deadline = start + r->opts.time_ms / 1000.0;
+	double next_report = start + MEMORY_REPORT_S;
 	int err = 0;
 
 	while (!*stop) {
@@ -263,6 +283,10 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 			break;
 		}
 		err = 0;
+		if (r->report_memory && now_s() >= next_report) {
+			report_memory(r);
+			next_report += MEMORY_REPORT_S;
+		}
 		if (done(r, deadline))
 			break;
 	}
@@ -272,6 +296,8 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 		err = -EIO;
 	r->duration_s = now_s() - start;
 	sampler__read_counters(r->sampler, r->kernel_counters);
+	if (r->report_memory)
+		report_memory(r);
 	return err;
 }
 

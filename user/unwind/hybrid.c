@@ -544,6 +544,11 @@ void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stat
 	unwind_cache__stats(h->cache, stats);
 }
 
+size_t hybrid__thread_count(const struct hybrid *h)
+{
+	return thread_table__count(h->threads);
+}
+
 void hybrid__free(struct hybrid *h)
 {
 	if (!h)
