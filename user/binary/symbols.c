@@ -747,8 +747,8 @@ const char *elf_symbols_source__name(enum elf_symbols_source source)
 
 size_t elf_symbols__build_id(const struct elf_symbols *es, const uint8_t **id)
 {
-	*id = es->build_id;
-	return es->build_id_len;
+	*id = es ? es->build_id : NULL;
+	return es ? es->build_id_len : 0;
 }
 
 uint64_t elf_symbols__entry(const struct elf_symbols *es)
