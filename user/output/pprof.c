@@ -40,11 +40,12 @@ struct function_entry {
 	UT_hash_handle hh;
 };
 
-/* A stack as profile__for_each_stack handed it over (pointers into the profile). */
+/* A stack as profile__for_each_stack handed it over: its frames are copied to the
+ * builder's all_frames from first on (comm and root point into the profile). */
 struct stack_copy {
 	const char *comm;
 	const char *root;
-	const struct frame *frames;
+	size_t first;
 	uint32_t nr_frames;
 	uint64_t count;
 };
@@ -57,6 +58,8 @@ struct builder {
 	size_t nstrings, strings_cap;
 	struct stack_copy *stacks;
 	size_t nstacks, stacks_cap;
+	struct frame *all_frames; /* every stack's frames, one after the other */
+	size_t nall_frames, all_frames_cap;
 	struct frame *frames; /* distinct frames, sorted: location i + 1 */
 	size_t nframes;
 	const char **roots;   /* distinct roots, sorted: location nframes + i + 1 */
@@ -102,10 +105,14 @@ static int collect_stack(void *ctx, const struct profile_stack *s)
 {
 	struct builder *b = ctx;
 
-	if (grow_array((void **)&b->stacks, &b->stacks_cap, b->nstacks + 1, sizeof(*b->stacks)))
+	if (grow_array((void **)&b->stacks, &b->stacks_cap, b->nstacks + 1, sizeof(*b->stacks)) ||
+	    grow_array((void **)&b->all_frames, &b->all_frames_cap, b->nall_frames + s->nr_frames,
+		       sizeof(*b->all_frames)))
 		return -ENOMEM;
-	b->stacks[b->nstacks++] = (struct stack_copy){ s->comm, s->root, s->frames, s->nr_frames,
-						      s->count };
+	memcpy(b->all_frames + b->nall_frames, s->frames, s->nr_frames * sizeof(*s->frames));
+	b->stacks[b->nstacks++] = (struct stack_copy){ s->comm, s->root, b->nall_frames,
+						      s->nr_frames, s->count };
+	b->nall_frames += s->nr_frames;
 	return 0;
 }
 
@@ -146,7 +153,7 @@ static int collect_locations(struct builder *b)
 	if (!b->frames || !b->roots)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nstacks; i++) {
-		memcpy(b->frames + b->nframes, b->stacks[i].frames,
+		memcpy(b->frames + b->nframes, b->all_frames + b->stacks[i].first,
 		       b->stacks[i].nr_frames * sizeof(*b->frames));
 		b->nframes += b->stacks[i].nr_frames;
 		if (b->stacks[i].root)
@@ -393,6 +400,7 @@ static void builder__free(struct builder *b)
 	free(b->owned);
 	free(b->string_table);
 	free(b->stacks);
+	free(b->all_frames);
 	free(b->frames);
 	free(b->roots);
 	free(b->locations);
@@ -440,7 +448,7 @@ static int build_samples(struct builder *b, const struct pprof_opts *o, struct s
 		perftools__profiles__label__init(l);
 		s->location_id = a->ids + pos;
 		for (uint32_t f = 0; f < st->nr_frames; f++)
-			a->ids[pos++] = frame_location(b, &st->frames[f]);
+			a->ids[pos++] = frame_location(b, &b->all_frames[st->first + f]);
 		if (st->root)
 			a->ids[pos++] = root_location(b, st->root);
 		s->n_location_id = (size_t)(a->ids + pos - s->location_id);

@@ -9,26 +9,52 @@
 #include <uthash.h>
 
 #include "sample.h"
+#include "util/grow.h"
 
-/* A distinct stack: the key is the whole blob (header then frames). */
-struct stack_key {
+/* Distinct stacks as a calling-context tree: a stack is a path from its head (comm and
+ * root) down through its frames, outermost first, and stacks that share their outer frames
+ * share those nodes. A new distinct stack costs only the frames where it parts from the
+ * stacks seen before (three or four nodes on a system-wide run), not a copy of all of them
+ * (thirty or so): memory grows with distinct code paths, however many processes run them.
+ * Frames are kept once each and nodes name them by index. */
+
+/* Node and frame index 0 is no node, no frame. */
+#define NONE 0
+/* Grow a hash index before it is more than 3/4 full. */
+#define INDEX_LOAD_NUM 3
+#define INDEX_LOAD_DEN 4
+
+struct stack_node {
+	uint32_t parent; /* NONE for a head */
+	uint32_t frame;  /* index in frames; for a head, in heads */
+	uint32_t hint;   /* the child last taken from here: most samples take it again */
+	uint32_t depth;  /* frames from the head down to this node */
+	uint64_t count;  /* samples whose stack ends here */
+};
+
+struct head_key {
 	char comm[HPROF_COMM_LEN];
 	const char *root; /* interned: compared by pointer */
-	uint32_t nr_frames;
-	uint32_t pad;
 };
 
-struct stack_entry {
-	uint64_t count;
-	size_t key_len;
+struct stack_head {
+	struct head_key key;
+	uint32_t node;
 	UT_hash_handle hh;
-	struct stack_key key; /* followed by struct frame[nr_frames] */
 };
 
-/* The frames stored right after the entry continue the key: hashed as one blob. */
-_Static_assert(offsetof(struct stack_entry, key) + sizeof(struct stack_key) ==
-		       sizeof(struct stack_entry),
-	       "stack key must end the entry");
+/* Open addressing over ids, with the upper half of each key's hash to skip most
+ * mismatches without reading the object. */
+struct index_slot {
+	uint32_t id; /* NONE: empty */
+	uint32_t tag;
+};
+
+struct id_index {
+	struct index_slot *slots;
+	size_t mask; /* slots - 1; slots a power of two */
+	size_t used;
+};
 
 struct name_entry {
 	struct frame frame; /* key */
@@ -44,15 +70,21 @@ struct root_entry {
 struct profile {
 	struct module_registry *modules;
 	const struct ksyms *ksyms;
-	struct stack_entry *stacks;
+	struct stack_node *nodes;
+	size_t nr_nodes, nodes_cap;
+	struct id_index children; /* (parent, frame) -> node */
+	struct frame *frames;
+	size_t nr_frames, frames_cap;
+	struct id_index frame_ids; /* frame -> index in frames */
+	struct stack_head *heads;
+	struct stack_head **head_by_id;
+	size_t nr_heads, heads_cap;
 	struct name_entry *names;
 	struct root_entry *roots;
 	uint64_t nr_samples;
 	uint64_t nr_stacks;
-	uint64_t bytes;
-	/* Scratch key for lookups, grown as needed. */
-	struct stack_entry *probe;
-	size_t probe_cap;
+	struct frame *scratch; /* one stack's frames, for profile__for_each_stack */
+	size_t scratch_cap;
 };
 
 int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
@@ -65,6 +97,14 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 		return -ENOMEM;
 	p->modules = modules;
 	p->ksyms = ksyms;
+	/* index 0 of nodes and frames stands for none */
+	p->nr_nodes = p->nr_frames = 1;
+	if (grow_array((void **)&p->nodes, &p->nodes_cap, 1, sizeof(*p->nodes)) ||
+	    grow_array((void **)&p->frames, &p->frames_cap, 1, sizeof(*p->frames))) {
+		profile__free(p);
+		*out = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -72,8 +112,6 @@ static const char *intern_root(struct profile *p, const char *root)
 {
 	struct root_entry *r;
 
-	if (!root)
-		return NULL;
 	HASH_FIND_STR(p->roots, root, r);
 	if (r)
 		return r->name;
@@ -86,50 +124,188 @@ static const char *intern_root(struct profile *p, const char *root)
 	return r->name;
 }
 
-static int ensure_probe(struct profile *p, size_t frames_bytes)
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static inline uint64_t mix64(uint64_t x)
 {
-	size_t need = sizeof(struct stack_entry) + frames_bytes;
-	struct stack_entry *bigger;
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
 
-	if (need <= p->probe_cap)
+static inline uint64_t frame_hash(const struct frame *f)
+{
+	return mix64(f->addr ^ mix64((uint64_t)f->module << 32 | f->flags));
+}
+
+static inline uint64_t child_hash(uint32_t parent, uint32_t frame)
+{
+	return mix64((uint64_t)parent << 32 | frame);
+}
+
+static inline bool same_frame(const struct frame *a, const struct frame *b)
+{
+	return a->addr == b->addr && a->module == b->module && a->flags == b->flags;
+}
+
+static uint64_t frame_id_hash(const struct profile *p, uint32_t id)
+{
+	return frame_hash(&p->frames[id]);
+}
+
+static uint64_t node_hash(const struct profile *p, uint32_t id)
+{
+	return child_hash(p->nodes[id].parent, p->nodes[id].frame);
+}
+
+/* Makes room for one more id, rehashing every id (hash_of gives its hash) into twice the
+ * slots when the index would be too full. Returns 0 or -ENOMEM. */
+static int index_reserve(const struct profile *p, struct id_index *ix,
+			 uint64_t (*hash_of)(const struct profile *, uint32_t))
+{
+	size_t nslots = ix->slots ? ix->mask + 1 : 0, bigger = nslots ? nslots * 2 : 1024;
+	struct index_slot *slots;
+
+	if ((ix->used + 1) * INDEX_LOAD_DEN <= nslots * INDEX_LOAD_NUM)
 		return 0;
-	bigger = realloc(p->probe, need);
-	if (!bigger)
+	if (bigger > SIZE_MAX / sizeof(*slots) || !(slots = calloc(bigger, sizeof(*slots))))
 		return -ENOMEM;
-	p->probe = bigger;
-	p->probe_cap = need;
+	for (size_t i = 0; i < nslots; i++) {
+		uint32_t id = ix->slots[i].id;
+		uint64_t h;
+		size_t at;
+
+		if (id == NONE)
+			continue;
+		h = hash_of(p, id);
+		for (at = h & (bigger - 1); slots[at].id != NONE; at = (at + 1) & (bigger - 1))
+			;
+		slots[at] = ix->slots[i];
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->mask = bigger - 1;
 	return 0;
+}
+
+/* The first empty slot for hash h (the index has room). */
+static void index_put(struct id_index *ix, uint64_t h, uint32_t id)
+{
+	size_t at;
+
+	for (at = h & ix->mask; ix->slots[at].id != NONE; at = (at + 1) & ix->mask)
+		;
+	ix->slots[at] = (struct index_slot){ .id = id, .tag = (uint32_t)(h >> 32) };
+	ix->used++;
+}
+
+/* The index of f in frames, added on first sight. NONE when out of memory. */
+static uint32_t frame_id(struct profile *p, const struct frame *f)
+{
+	uint64_t h = frame_hash(f);
+	uint32_t tag = (uint32_t)(h >> 32), id;
+
+	if (p->frame_ids.slots) {
+		for (size_t at = h & p->frame_ids.mask; (id = p->frame_ids.slots[at].id) != NONE;
+		     at = (at + 1) & p->frame_ids.mask) {
+			if (p->frame_ids.slots[at].tag == tag && same_frame(&p->frames[id], f))
+				return id;
+		}
+	}
+	if (p->nr_frames >= UINT32_MAX ||
+	    grow_array((void **)&p->frames, &p->frames_cap, p->nr_frames + 1, sizeof(*p->frames)) ||
+	    index_reserve(p, &p->frame_ids, frame_id_hash))
+		return NONE;
+	id = (uint32_t)p->nr_frames++;
+	p->frames[id] = *f;
+	index_put(&p->frame_ids, h, id);
+	return id;
+}
+
+/* A new node; NONE when out of memory. */
+static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame, uint32_t depth)
+{
+	uint32_t id;
+
+	if (p->nr_nodes >= UINT32_MAX ||
+	    grow_array((void **)&p->nodes, &p->nodes_cap, p->nr_nodes + 1, sizeof(*p->nodes)) ||
+	    index_reserve(p, &p->children, node_hash))
+		return NONE;
+	id = (uint32_t)p->nr_nodes++;
+	p->nodes[id] = (struct stack_node){ .parent = parent, .frame = frame, .depth = depth };
+	index_put(&p->children, child_hash(parent, frame), id);
+	return id;
+}
+
+/* The child of parent for frame f, added on first sight. NONE when out of memory. */
+static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
+{
+	uint32_t hint = p->nodes[parent].hint, fid, id;
+	uint64_t h;
+
+	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
+		return hint;
+	fid = frame_id(p, f);
+	if (fid == NONE)
+		return NONE;
+	h = child_hash(parent, fid);
+	for (size_t at = h & p->children.mask; (id = p->children.slots[at].id) != NONE;
+	     at = (at + 1) & p->children.mask) {
+		if (p->children.slots[at].tag == (uint32_t)(h >> 32) &&
+		    p->nodes[id].parent == parent && p->nodes[id].frame == fid)
+			break;
+	}
+	if (id == NONE)
+		id = new_node(p, parent, fid, p->nodes[parent].depth + 1);
+	if (id != NONE)
+		p->nodes[parent].hint = id;
+	return id;
+}
+
+/* The head node of (comm, root), added on first sight. NONE when out of memory. */
+static uint32_t head_node(struct profile *p, const char *comm, const char *root)
+{
+	struct head_key key;
+	struct stack_head *hd;
+
+	memset(&key, 0, sizeof(key));
+	strncpy(key.comm, comm, HPROF_COMM_LEN - 1);
+	if (root && !(key.root = intern_root(p, root)))
+		return NONE;
+	HASH_FIND(hh, p->heads, &key, sizeof(key), hd);
+	if (hd)
+		return hd->node;
+	if (p->nr_heads >= UINT32_MAX ||
+	    grow_array((void **)&p->head_by_id, &p->heads_cap, p->nr_heads + 1,
+		       sizeof(*p->head_by_id)))
+		return NONE;
+	hd = calloc(1, sizeof(*hd));
+	if (!hd)
+		return NONE;
+	/* heads are told apart from other nodes by their parent, NONE */
+	hd->node = new_node(p, NONE, (uint32_t)p->nr_heads, 0);
+	if (hd->node == NONE) {
+		free(hd);
+		return NONE;
+	}
+	hd->key = key;
+	p->head_by_id[p->nr_heads++] = hd;
+	HASH_ADD(hh, p->heads, key, sizeof(hd->key), hd);
+	return hd->node;
 }
 
 int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n)
 {
-	size_t frames_bytes = (size_t)n * sizeof(*frames);
-	size_t key_len = sizeof(struct stack_key) + frames_bytes;
-	struct stack_entry *e;
-	int err;
+	uint32_t node = head_node(p, comm, root);
 
-	err = ensure_probe(p, frames_bytes);
-	if (err)
-		return err;
-	memset(&p->probe->key, 0, sizeof(p->probe->key));
-	strncpy(p->probe->key.comm, comm, HPROF_COMM_LEN - 1);
-	p->probe->key.root = intern_root(p, root);
-	p->probe->key.nr_frames = n;
-	memcpy(p->probe + 1, frames, frames_bytes);
-	HASH_FIND(hh, p->stacks, &p->probe->key, key_len, e);
-	if (!e) {
-		e = malloc(sizeof(*e) + frames_bytes);
-		if (!e)
-			return -ENOMEM;
-		memcpy(e, p->probe, sizeof(*e) + frames_bytes);
-		e->count = 0;
-		e->key_len = key_len;
-		HASH_ADD(hh, p->stacks, key, key_len, e);
+	for (uint32_t i = n; node != NONE && i-- > 0;)
+		node = child(p, node, &frames[i]);
+	if (node == NONE)
+		return -ENOMEM;
+	if (p->nodes[node].count++ == 0)
 		p->nr_stacks++;
-		p->bytes += sizeof(*e) + frames_bytes;
-	}
-	e->count++;
 	p->nr_samples++;
 	return 0;
 }
@@ -146,7 +322,22 @@ uint64_t profile__nr_samples(const struct profile *p)
 
 uint64_t profile__bytes(const struct profile *p)
 {
-	return p->bytes + (p->stacks ? p->stacks->hh.tbl->num_buckets * sizeof(UT_hash_bucket) : 0);
+	return p->nodes_cap * sizeof(*p->nodes) + p->frames_cap * sizeof(*p->frames) +
+	       (p->children.slots ? (p->children.mask + 1) * sizeof(struct index_slot) : 0) +
+	       (p->frame_ids.slots ? (p->frame_ids.mask + 1) * sizeof(struct index_slot) : 0) +
+	       p->heads_cap * sizeof(*p->head_by_id) + p->nr_heads * sizeof(struct stack_head);
+}
+
+static const struct stack_head *head_of(const struct profile *p, uint32_t node)
+{
+	while (p->nodes[node].parent != NONE)
+		node = p->nodes[node].parent;
+	return p->head_by_id[p->nodes[node].frame];
+}
+
+static const struct frame *node_frame(const struct profile *p, uint32_t node)
+{
+	return &p->frames[p->nodes[node].frame];
 }
 
 /* From libstdc++ (the C++ ABI's demangler, the one perf and gdb agree with). */
@@ -281,19 +472,26 @@ static int append_frame(char **buf, size_t *len, size_t *cap, const char *name)
 	return 0;
 }
 
-/* Builds "comm;root;outer;...;inner" for one stack. Returns NULL when out of memory. */
-static char *fold_stack(struct profile *p, const struct stack_entry *e)
+/* Builds "comm;root;outer;...;inner" for the stack ending at node. Returns NULL when out
+ * of memory. */
+static char *fold_stack(struct profile *p, uint32_t node)
 {
-	const struct frame *frames = (const struct frame *)(e + 1);
+	const struct stack_head *hd = head_of(p, node);
+	uint32_t depth = p->nodes[node].depth;
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
 	int err;
 
-	err = append_frame(&buf, &len, &cap, e->key.comm[0] ? e->key.comm : "?");
-	if (!err && e->key.root)
-		err = append_frame(&buf, &len, &cap, e->key.root);
-	for (uint32_t i = e->key.nr_frames; !err && i-- > 0;) {
-		const char *name = profile__frame_name(p, &frames[i]);
+	/* the path comes innermost first: gather it, then name it outermost first */
+	err = grow_array((void **)&p->scratch, &p->scratch_cap, depth + 1, sizeof(*p->scratch));
+	for (uint32_t i = 0; !err && i < depth; i++, node = p->nodes[node].parent)
+		p->scratch[i] = *node_frame(p, node);
+	if (!err)
+		err = append_frame(&buf, &len, &cap, hd->key.comm[0] ? hd->key.comm : "?");
+	if (!err && hd->key.root)
+		err = append_frame(&buf, &len, &cap, hd->key.root);
+	for (uint32_t i = depth; !err && i-- > 0;) {
+		const char *name = profile__frame_name(p, &p->scratch[i]);
 
 		err = name ? append_frame(&buf, &len, &cap, name) : -ENOMEM;
 	}
@@ -333,12 +531,13 @@ static void free_folded(struct folded_entry **head)
  * function), keyed by the folded line. */
 static int merge_by_name(struct profile *p, struct folded_entry **head)
 {
-	struct stack_entry *e, *tmp;
-
-	HASH_ITER(hh, p->stacks, e, tmp) {
+	for (size_t node = 1; node < p->nr_nodes; node++) {
 		struct folded_entry *f;
-		char *line = fold_stack(p, e);
+		char *line;
 
+		if (!p->nodes[node].count)
+			continue;
+		line = fold_stack(p, (uint32_t)node);
 		if (!line)
 			return -ENOMEM;
 		HASH_FIND_STR(*head, line, f);
@@ -353,7 +552,7 @@ static int merge_by_name(struct profile *p, struct folded_entry **head)
 			f->line = line;
 			HASH_ADD_KEYPTR(hh, *head, f->line, strlen(f->line), f);
 		}
-		f->count += e->count;
+		f->count += p->nodes[node].count;
 	}
 	return 0;
 }
@@ -397,46 +596,70 @@ static int compare_frames(const struct frame *a, const struct frame *b)
 	return 0;
 }
 
-static int compare_stacks(const void *a, const void *b)
+/* A distinct stack to sort: the node it ends at, and its head. */
+struct stack_ref {
+	uint32_t node;
+	const struct stack_head *head;
+};
+
+/* comm, root, then frames innermost first, then the shorter first. */
+static int compare_stacks(const void *a, const void *b, void *ctx)
 {
-	const struct stack_entry *x = *(const struct stack_entry *const *)a;
-	const struct stack_entry *y = *(const struct stack_entry *const *)b;
-	const struct frame *fx = (const struct frame *)(x + 1), *fy = (const struct frame *)(y + 1);
-	int c = strncmp(x->key.comm, y->key.comm, HPROF_COMM_LEN);
+	const struct profile *p = ctx;
+	const struct stack_ref *x = a, *y = b;
+	uint32_t nx = x->node, ny = y->node;
+	int c = strncmp(x->head->key.comm, y->head->key.comm, HPROF_COMM_LEN);
 
 	if (c)
 		return c;
-	if (x->key.root != y->key.root)
-		return !x->key.root ? -1 : !y->key.root ? 1 : strcmp(x->key.root, y->key.root);
-	for (uint32_t i = 0; i < x->key.nr_frames && i < y->key.nr_frames; i++) {
-		c = compare_frames(&fx[i], &fy[i]);
+	if (x->head->key.root != y->head->key.root)
+		return !x->head->key.root ? -1
+		       : !y->head->key.root ? 1
+					    : strcmp(x->head->key.root, y->head->key.root);
+	/* up both paths together, from the innermost frame; a shared node means the rest of
+	 * the paths are the same */
+	while (nx != ny && p->nodes[nx].parent != NONE && p->nodes[ny].parent != NONE) {
+		c = compare_frames(node_frame(p, nx), node_frame(p, ny));
 		if (c)
 			return c;
+		nx = p->nodes[nx].parent;
+		ny = p->nodes[ny].parent;
 	}
-	return x->key.nr_frames < y->key.nr_frames ? -1 : x->key.nr_frames > y->key.nr_frames;
+	if (nx == ny)
+		return 0;
+	return p->nodes[nx].parent == NONE ? (p->nodes[ny].parent == NONE ? 0 : -1) : 1;
 }
 
 int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
 {
-	struct stack_entry **sorted, *e, *tmp;
+	struct stack_ref *sorted = malloc((p->nr_stacks + 1) * sizeof(*sorted));
 	size_t n = 0;
 	int err = 0;
 
-	sorted = malloc((HASH_COUNT(p->stacks) + 1) * sizeof(*sorted));
 	if (!sorted)
 		return -ENOMEM;
-	HASH_ITER(hh, p->stacks, e, tmp)
-		sorted[n++] = e;
-	qsort(sorted, n, sizeof(*sorted), compare_stacks);
+	for (size_t node = 1; node < p->nr_nodes; node++) {
+		if (p->nodes[node].count)
+			sorted[n++] = (struct stack_ref){ (uint32_t)node, head_of(p, (uint32_t)node) };
+	}
+	qsort_r(sorted, n, sizeof(*sorted), compare_stacks, p);
 	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t node = sorted[i].node, depth = p->nodes[node].depth;
 		struct profile_stack s = {
-			.comm = sorted[i]->key.comm[0] ? sorted[i]->key.comm : "?",
-			.root = sorted[i]->key.root,
-			.frames = (const struct frame *)(sorted[i] + 1),
-			.nr_frames = sorted[i]->key.nr_frames,
-			.count = sorted[i]->count,
+			.comm = sorted[i].head->key.comm[0] ? sorted[i].head->key.comm : "?",
+			.root = sorted[i].head->key.root,
+			.frames = p->scratch,
+			.nr_frames = depth,
+			.count = p->nodes[node].count,
 		};
 
+		err = grow_array((void **)&p->scratch, &p->scratch_cap, depth + 1,
+				 sizeof(*p->scratch));
+		if (err)
+			break;
+		s.frames = p->scratch;
+		for (uint32_t f = 0; f < depth; f++, node = p->nodes[node].parent)
+			p->scratch[f] = *node_frame(p, node);
 		err = fn(ctx, &s);
 	}
 	free(sorted);
@@ -445,15 +668,15 @@ int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
 
 void profile__free(struct profile *p)
 {
-	struct stack_entry *e, *etmp;
+	struct stack_head *hd, *htmp;
 	struct name_entry *n, *ntmp;
 	struct root_entry *r, *rtmp;
 
 	if (!p)
 		return;
-	HASH_ITER(hh, p->stacks, e, etmp) {
-		HASH_DEL(p->stacks, e);
-		free(e);
+	HASH_ITER(hh, p->heads, hd, htmp) {
+		HASH_DEL(p->heads, hd);
+		free(hd);
 	}
 	HASH_ITER(hh, p->names, n, ntmp) {
 		HASH_DEL(p->names, n);
@@ -465,6 +688,11 @@ void profile__free(struct profile *p)
 		free(r->name);
 		free(r);
 	}
-	free(p->probe);
+	free(p->head_by_id);
+	free(p->nodes);
+	free(p->children.slots);
+	free(p->frames);
+	free(p->frame_ids.slots);
+	free(p->scratch);
 	free(p);
 }

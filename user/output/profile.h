@@ -28,7 +28,7 @@ int profile__write_folded(struct profile *p, FILE *out);
 struct profile_stack {
 	const char *comm;
 	const char *root;           /* NULL, or a frame right under comm ("[truncated: ...]") */
-	const struct frame *frames; /* innermost first */
+	const struct frame *frames; /* innermost first; valid during the call only */
 	uint32_t nr_frames;
 	uint64_t count;
 };
