@@ -102,6 +102,9 @@ int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t
 
 int session__handle_map_event(struct session *s, const struct map_event *e, const char *path)
 {
+	/* a process's exit is its main thread's too */
+	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT)
+		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_EXIT ? e->pid : e->tid);
 	return process_table__apply(s->processes, e, path);
 }
 

@@ -1,6 +1,8 @@
 /* Changes to a process's mappings, as the kernel reports them while hprof runs (perf's
  * side-band records, user/record/sideband.c): a new executable mapping, an exec, a fork,
- * an exit. Raw captures store them as they are, so the layout is fixed. */
+ * an exit; and a thread's exit, after which what walks learned about it is dropped. Raw
+ * captures store them as they are, so the layout is fixed (a reader skips types it does
+ * not know). */
 #ifndef HPROF_MAP_EVENT_H
 #define HPROF_MAP_EVENT_H
 
@@ -13,6 +15,8 @@ enum map_event_type {
 	MAP_EVENT_EXEC = 2, /* pid replaced its address space; comm is the new name */
 	MAP_EVENT_FORK = 3, /* pid was created by ppid with a copy of its mappings */
 	MAP_EVENT_EXIT = 4, /* pid (the whole process) is gone */
+	MAP_EVENT_THREAD_EXIT = 5, /* thread tid of pid is gone (the process is not) */
+	MAP_EVENT_TYPES,
 };
 
 /* Longest mapping path kept (the kernel's PATH_MAX). */
@@ -22,7 +26,10 @@ struct map_event {
 	uint64_t time_ns; /* CLOCK_MONOTONIC, like the samples' timestamps */
 	uint32_t type;    /* enum map_event_type */
 	uint32_t pid;
-	uint32_t ppid;    /* FORK */
+	union {
+		uint32_t ppid; /* FORK */
+		uint32_t tid;  /* THREAD_EXIT */
+	};
 	uint32_t prot;    /* MMAP: PROT_* */
 	uint64_t start;   /* MMAP: [start, start + len) */
 	uint64_t len;

@@ -33,7 +33,7 @@ typedef void (*process_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, 
 
 struct process_table_stats {
 	uint64_t seeded_from_proc; /* processes whose mappings were read from /proc */
-	uint64_t events[5];        /* mapping events applied, by enum map_event_type */
+	uint64_t events[MAP_EVENT_TYPES]; /* mapping events applied, by enum map_event_type */
 	uint64_t exited;           /* processes freed after their exit */
 };
 

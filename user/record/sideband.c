@@ -196,9 +196,9 @@ static int decode_comm(const uint8_t *rec, size_t size, uint16_t misc, sideband_
 	return fn(ctx, &e, "");
 }
 
-/* PERF_RECORD_FORK and PERF_RECORD_EXIT: pid, ppid, tid, ptid, time. Threads are left
- * out of the mapping events (they share their process's mappings); their exits go to the
- * thread exit hook. */
+/* PERF_RECORD_FORK and PERF_RECORD_EXIT: pid, ppid, tid, ptid, time. A new thread shares
+ * its process's mappings: only its exit is passed on, as a mapping event (what walks
+ * learned about it is dropped, in time order) and to the thread exit hook. */
 static int decode_task(struct sideband *sb, const uint8_t *rec, size_t size, uint32_t type,
 		       sideband_event_fn fn, void *ctx)
 {
@@ -214,13 +214,18 @@ static int decode_task(struct sideband *sb, const uint8_t *rec, size_t size, uin
 	memcpy(&body, rec + at, sizeof(body));
 	if (type == PERF_RECORD_EXIT && sb->thread_exit)
 		sb->thread_exit(sb->thread_exit_ctx, body.tid);
-	if (body.pid != body.tid)
-		return 0;
+	e.time_ns = body.time;
+	e.pid = body.pid;
+	if (body.pid != body.tid) {
+		if (type != PERF_RECORD_EXIT)
+			return 0;
+		e.type = MAP_EVENT_THREAD_EXIT;
+		e.tid = body.tid;
+		return fn(ctx, &e, "");
+	}
 	if (type == PERF_RECORD_FORK && body.pid == body.ppid)
 		return 0;
 	e.type = type == PERF_RECORD_FORK ? MAP_EVENT_FORK : MAP_EVENT_EXIT;
-	e.time_ns = body.time;
-	e.pid = body.pid;
 	e.ppid = body.ppid;
 	return fn(ctx, &e, "");
 }

@@ -544,6 +544,11 @@ void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stat
 	unwind_cache__stats(h->cache, stats);
 }
 
+void hybrid__forget_thread(struct hybrid *h, uint32_t tid)
+{
+	thread_table__remove(h->threads, tid);
+}
+
 size_t hybrid__thread_count(const struct hybrid *h)
 {
 	return thread_table__count(h->threads);

@@ -91,6 +91,8 @@ const char *hybrid__method_name(enum stack_method m);
 const char *hybrid__truncated_root(unsigned reason);
 const struct hybrid_stats *hybrid__stats(const struct hybrid *h);
 void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats);
+/* Forgets what walks taught about thread tid: it exited, and its tid may come back. */
+void hybrid__forget_thread(struct hybrid *h, uint32_t tid);
 /* Threads whose stacks walks have taught something about, held now. */
 size_t hybrid__thread_count(const struct hybrid *h);
 void hybrid__free(struct hybrid *h);

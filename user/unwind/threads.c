@@ -35,6 +35,17 @@ struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int 
 	return ti;
 }
 
+void thread_table__remove(struct thread_table *t, uint32_t tid)
+{
+	struct thread_info *ti = thread_table__get(t, tid, 0);
+
+	if (!ti)
+		return;
+	HASH_DEL(t->by_tid, ti);
+	free(ti);
+	t->nr--;
+}
+
 size_t thread_table__count(const struct thread_table *t)
 {
 	return t->nr;

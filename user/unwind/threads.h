@@ -33,6 +33,8 @@ struct thread_table;
 struct thread_table *thread_table__new(void);
 /* tid's entry, created when create is set (NULL when out of memory, or not there). */
 struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int create);
+/* Drops tid's entry (the thread exited), if there is one. */
+void thread_table__remove(struct thread_table *t, uint32_t tid);
 size_t thread_table__count(const struct thread_table *t);
 void thread_table__free(struct thread_table *t);
 
