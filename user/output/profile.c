@@ -56,12 +56,6 @@ struct id_index {
 	size_t used;
 };
 
-struct name_entry {
-	struct frame frame; /* key */
-	char *name;
-	UT_hash_handle hh;
-};
-
 struct root_entry {
 	char *name;
 	UT_hash_handle hh;
@@ -76,10 +70,17 @@ struct profile {
 	struct frame *frames;
 	size_t nr_frames, frames_cap;
 	struct id_index frame_ids; /* frame -> index in frames */
+	/* Each frame's name, made when the frame is first counted: while its process lives
+	 * (a JIT's perf map is read then) and its binary's symbols are at hand, so that
+	 * neither need to be kept for the outputs. Names are kept once each. */
+	const char **frame_names; /* by frame index; NULL: not named yet */
+	size_t frame_names_cap;
+	char **strings;
+	size_t nr_strings, strings_cap, strings_bytes;
+	struct id_index string_ids;
 	struct stack_head *heads;
 	struct stack_head **head_by_id;
 	size_t nr_heads, heads_cap;
-	struct name_entry *names;
 	struct root_entry *roots;
 	uint64_t nr_samples;
 	uint64_t nr_stacks;
@@ -98,7 +99,7 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 	p->modules = modules;
 	p->ksyms = ksyms;
 	/* index 0 of nodes and frames stands for none */
-	p->nr_nodes = p->nr_frames = 1;
+	p->nr_nodes = p->nr_frames = p->nr_strings = 1;
 	if (grow_array((void **)&p->nodes, &p->nodes_cap, 1, sizeof(*p->nodes)) ||
 	    grow_array((void **)&p->frames, &p->frames_cap, 1, sizeof(*p->frames))) {
 		profile__free(p);
@@ -147,6 +148,20 @@ static inline uint64_t child_hash(uint32_t parent, uint32_t frame)
 static inline bool same_frame(const struct frame *a, const struct frame *b)
 {
 	return a->addr == b->addr && a->module == b->module && a->flags == b->flags;
+}
+
+static uint64_t string_hash(const char *str)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (; *str; str++)
+		h = (h ^ (unsigned char)*str) * 0x100000001b3ull;
+	return mix64(h);
+}
+
+static uint64_t string_id_hash(const struct profile *p, uint32_t id)
+{
+	return string_hash(p->strings[id]);
 }
 
 static uint64_t frame_id_hash(const struct profile *p, uint32_t id)
@@ -215,12 +230,61 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 	}
 	if (p->nr_frames >= UINT32_MAX ||
 	    grow_array((void **)&p->frames, &p->frames_cap, p->nr_frames + 1, sizeof(*p->frames)) ||
+	    grow_array((void **)&p->frame_names, &p->frame_names_cap, p->nr_frames + 1,
+		       sizeof(*p->frame_names)) ||
 	    index_reserve(p, &p->frame_ids, frame_id_hash))
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
 	p->frames[id] = *f;
+	p->frame_names[id] = NULL;
 	index_put(&p->frame_ids, h, id);
 	return id;
+}
+
+/* The one copy of str, which it takes (and frees when there is one already). NULL when
+ * out of memory. */
+static const char *intern(struct profile *p, char *str)
+{
+	uint64_t h = string_hash(str);
+	uint32_t tag = (uint32_t)(h >> 32), id;
+
+	if (p->string_ids.slots) {
+		for (size_t at = h & p->string_ids.mask; (id = p->string_ids.slots[at].id) != NONE;
+		     at = (at + 1) & p->string_ids.mask) {
+			if (p->string_ids.slots[at].tag == tag && strcmp(p->strings[id], str) == 0) {
+				free(str);
+				return p->strings[id];
+			}
+		}
+	}
+	if (p->nr_strings >= UINT32_MAX ||
+	    grow_array((void **)&p->strings, &p->strings_cap, p->nr_strings + 1,
+		       sizeof(*p->strings)) ||
+	    index_reserve(p, &p->string_ids, string_id_hash)) {
+		free(str);
+		return NULL;
+	}
+	id = (uint32_t)p->nr_strings++;
+	p->strings[id] = str;
+	p->strings_bytes += strlen(str) + 1;
+	index_put(&p->string_ids, h, id);
+	return str;
+}
+
+static char *format_frame_name(struct profile *p, const struct frame *f);
+
+/* The name of frame id, made on first use. NULL when out of memory. */
+static const char *frame_name(struct profile *p, uint32_t id)
+{
+	char *name;
+
+	if (p->frame_names[id])
+		return p->frame_names[id];
+	name = format_frame_name(p, &p->frames[id]);
+	if (!name)
+		return NULL;
+	p->frame_names[id] = intern(p, name);
+	return p->frame_names[id];
 }
 
 /* A new node; NONE when out of memory. */
@@ -247,7 +311,7 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
 	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
 		return hint;
 	fid = frame_id(p, f);
-	if (fid == NONE)
+	if (fid == NONE || !frame_name(p, fid))
 		return NONE;
 	h = child_hash(parent, fid);
 	for (size_t at = h & p->children.mask; (id = p->children.slots[at].id) != NONE;
@@ -322,10 +386,17 @@ uint64_t profile__nr_samples(const struct profile *p)
 
 uint64_t profile__bytes(const struct profile *p)
 {
-	return p->nodes_cap * sizeof(*p->nodes) + p->frames_cap * sizeof(*p->frames) +
-	       (p->children.slots ? (p->children.mask + 1) * sizeof(struct index_slot) : 0) +
-	       (p->frame_ids.slots ? (p->frame_ids.mask + 1) * sizeof(struct index_slot) : 0) +
-	       p->heads_cap * sizeof(*p->head_by_id) + p->nr_heads * sizeof(struct stack_head);
+	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids };
+	uint64_t bytes = p->nodes_cap * sizeof(*p->nodes) + p->frames_cap * sizeof(*p->frames) +
+			 p->frame_names_cap * sizeof(*p->frame_names) +
+			 p->strings_cap * sizeof(*p->strings) + p->strings_bytes +
+			 p->heads_cap * sizeof(*p->head_by_id) + p->nr_heads * sizeof(struct stack_head);
+
+	for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
+		if (indexes[i]->slots)
+			bytes += (indexes[i]->mask + 1) * sizeof(struct index_slot);
+	}
+	return bytes;
 }
 
 static const struct stack_head *head_of(const struct profile *p, uint32_t node)
@@ -428,22 +499,9 @@ static char *format_frame_name(struct profile *p, const struct frame *f)
 
 const char *profile__frame_name(struct profile *p, const struct frame *f)
 {
-	struct name_entry *e;
+	uint32_t id = frame_id(p, f);
 
-	HASH_FIND(hh, p->names, f, sizeof(*f), e);
-	if (e)
-		return e->name;
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		return NULL;
-	e->frame = *f;
-	e->name = format_frame_name(p, f);
-	if (!e->name) {
-		free(e);
-		return NULL;
-	}
-	HASH_ADD(hh, p->names, frame, sizeof(e->frame), e);
-	return e->name;
+	return id == NONE ? NULL : frame_name(p, id);
 }
 
 /* Appends a frame name; folded stacks separate frames with ';' and end in " COUNT",
@@ -669,7 +727,6 @@ int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
 void profile__free(struct profile *p)
 {
 	struct stack_head *hd, *htmp;
-	struct name_entry *n, *ntmp;
 	struct root_entry *r, *rtmp;
 
 	if (!p)
@@ -678,11 +735,11 @@ void profile__free(struct profile *p)
 		HASH_DEL(p->heads, hd);
 		free(hd);
 	}
-	HASH_ITER(hh, p->names, n, ntmp) {
-		HASH_DEL(p->names, n);
-		free(n->name);
-		free(n);
-	}
+	for (size_t i = 1; i < p->nr_strings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	free(p->string_ids.slots);
+	free(p->frame_names);
 	HASH_ITER(hh, p->roots, r, rtmp) {
 		HASH_DEL(p->roots, r);
 		free(r->name);
