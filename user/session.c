@@ -105,6 +105,9 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	/* a process's exit is its main thread's too */
 	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT)
 		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_EXIT ? e->pid : e->tid);
+	/* the process's JIT code goes with its address space */
+	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC)
+		module_registry__process_gone(s->modules, e->pid);
 	return process_table__apply(s->processes, e, path);
 }
 

@@ -101,6 +101,36 @@ static void test_live(void)
 	session__free(s);
 }
 
+/* The process exits: its perf map goes, the names of frames already made stay, and a
+ * later process of the same pid has modules of its own. */
+static void test_gone(void)
+{
+	struct session *s = new_session(false);
+	const struct map_event gone = { .type = MAP_EVENT_EXIT, .pid = (uint32_t)getpid() };
+	struct module_memory held;
+	struct perf_map_stats st;
+	struct frame before, after;
+	const char *name;
+
+	write_map("w", "100000000000 100 named_fn\n");
+	check(strcmp(name_of(s, 0x100000000010, &before), "named_fn") == 0,
+	      "gone: named while the process lives");
+	module_registry__memory(session__modules(s), &held);
+	check(held.perf_maps == 1, "gone: the perf map is held while the process lives");
+	check(session__handle_map_event(s, &gone, "") == 0, "gone: the exit is handled");
+	module_registry__memory(session__modules(s), &held);
+	check(held.perf_maps == 0, "gone: the exit drops the perf map");
+	module_registry__perf_map_stats(session__modules(s), &st);
+	check(st.read == 1 && st.entries == 1, "gone: the stats still count the file it read");
+	name = profile__frame_name(session__profile(s), &before);
+	check(name && strcmp(name, "named_fn") == 0, "gone: the frame keeps its name");
+	if (session__load_maps(s, (uint32_t)getpid(), MAPS, strlen(MAPS)) != 0)
+		exit(1);
+	name_of(s, 0x100000000010, &after);
+	check(after.module != before.module, "gone: the pid's next process has modules of its own");
+	session__free(s);
+}
+
 static void test_replay(void)
 {
 	struct session *s = new_session(true);
@@ -118,6 +148,7 @@ int main(void)
 {
 	snprintf(map_path, sizeof(map_path), "/tmp/perf-%d.map", (int)getpid());
 	test_live();
+	test_gone();
 	test_replay();
 	unlink(map_path);
 	return failures ? 1 : 0;

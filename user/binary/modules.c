@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "util/grow.h"
+
 /* A vDSO is two pages or so; anything claiming more than this is not one. */
 #define VDSO_MAX_SIZE (1u << 20)
 
@@ -20,10 +22,13 @@ struct module_entry {
 			    * file in by_file */
 };
 
-/* One perf map per process, shared by the modules of its anonymous mappings. */
-struct perf_map_entry {
+/* A process's anonymous code: its modules (one per mapping name) and its perf map, shared
+ * by them; dropped when the process exits or execs. */
+struct process_code {
 	uint32_t pid;
-	struct perf_map *map;
+	struct perf_map *map; /* NULL: not read (replays) */
+	struct module_entry **modules;
+	size_t nr_modules, modules_cap;
 	UT_hash_handle hh;
 };
 
@@ -42,7 +47,8 @@ struct module_registry {
 	struct module_entry *by_anon;
 	struct module_entry *by_file;
 	struct mapped_files *files;
-	struct perf_map_entry *perf_maps;
+	struct process_code *processes;
+	struct perf_map_stats gone_perf_maps; /* of processes that exited */
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr, cap;
 };
@@ -202,21 +208,24 @@ size_t module_registry__pinned_files(const struct module_registry *reg)
 	return mapped_files__count(reg->files);
 }
 
-static struct perf_map *process_perf_map(struct module_registry *reg, uint32_t pid)
+/* pid's anonymous code, created on first sight (its perf map too, with_perf_map). NULL
+ * when out of memory. */
+static struct process_code *process_code(struct module_registry *reg, uint32_t pid,
+					 bool with_perf_map)
 {
-	struct perf_map_entry *p;
+	struct process_code *pc;
 
-	HASH_FIND(hh, reg->perf_maps, &pid, sizeof(pid), p);
-	if (p)
-		return p->map;
-	p = calloc(1, sizeof(*p));
-	if (!p || perf_map__new(pid, &p->map) != 0) {
-		free(p);
+	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
+	if (pc)
+		return pc;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc || (with_perf_map && perf_map__new(pid, &pc->map) != 0)) {
+		free(pc);
 		return NULL;
 	}
-	p->pid = pid;
-	HASH_ADD(hh, reg->perf_maps, pid, sizeof(p->pid), p);
-	return p->map;
+	pc->pid = pid;
+	HASH_ADD(hh, reg->processes, pid, sizeof(pc->pid), pc);
+	return pc;
 }
 
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
@@ -224,6 +233,7 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 {
 	/* Named anonymous mappings keep their name; other code outside files is a JIT's. */
 	const char *name = mapping_name[0] == '[' ? mapping_name : "[jit]";
+	struct process_code *pc;
 	struct module_entry *e;
 	char *key, path[64];
 
@@ -235,29 +245,56 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 		return &e->mod;
 	}
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
-	e = add_entry(reg, path);
-	if (!e) {
+	pc = process_code(reg, pid, with_perf_map);
+	if (!pc || grow_array((void **)&pc->modules, &pc->modules_cap, pc->nr_modules + 1,
+			      sizeof(*pc->modules)) ||
+	    !(e = add_entry(reg, path))) {
 		free(key);
 		return NULL;
 	}
+	pc->modules[pc->nr_modules++] = e;
 	e->anon_key = key;
 	e->mod.name = strchr(key, ' ') + 1;
 	e->mod.anon_code = true;
 	e->mod.load_err = -ENOENT;
 	/* Without its perf map the module still names frames by mapping. */
-	e->mod.perf_map = with_perf_map ? process_perf_map(reg, pid) : NULL;
+	e->mod.perf_map = pc->map;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
+}
+
+/* The modules stay (frames counted in them keep their ids and names); the perf map goes,
+ * and a later process of the same pid gets modules of its own. */
+void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
+{
+	struct process_code *pc;
+
+	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
+	if (!pc)
+		return;
+	for (size_t i = 0; i < pc->nr_modules; i++) {
+		pc->modules[i]->mod.perf_map = NULL;
+		HASH_DEL(reg->by_anon, pc->modules[i]);
+	}
+	if (pc->map) {
+		perf_map__stats(pc->map, &reg->gone_perf_maps);
+		perf_map__free(pc->map);
+	}
+	HASH_DEL(reg->processes, pc);
+	free(pc->modules);
+	free(pc);
 }
 
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats)
 {
-	const struct perf_map_entry *p;
+	const struct process_code *pc;
 
-	memset(stats, 0, sizeof(*stats));
-	for (p = reg->perf_maps; p; p = p->hh.next)
-		perf_map__stats(p->map, stats);
+	*stats = reg->gone_perf_maps;
+	for (pc = reg->processes; pc; pc = pc->hh.next) {
+		if (pc->map)
+			perf_map__stats(pc->map, stats);
+	}
 }
 
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id)
@@ -353,7 +390,7 @@ static uint64_t table_bytes(const struct unwind_table *table)
 
 void module_registry__memory(const struct module_registry *reg, struct module_memory *m)
 {
-	const struct perf_map_entry *p;
+	const struct process_code *pc;
 	const struct table_entry *t;
 
 	memset(m, 0, sizeof(*m));
@@ -370,14 +407,14 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 	}
 	for (t = reg->tables; t; t = t->hh.next)
 		m->table_bytes += table_bytes(t->table);
-	for (p = reg->perf_maps; p; p = p->hh.next)
-		m->perf_maps++;
+	for (pc = reg->processes; pc; pc = pc->hh.next)
+		m->perf_maps += pc->map != NULL;
 	m->pinned_files = mapped_files__count(reg->files);
 }
 
 void module_registry__free(struct module_registry *reg)
 {
-	struct perf_map_entry *p, *ptmp;
+	struct process_code *pc, *ptmp;
 	struct table_entry *t, *tmp;
 
 	if (!reg)
@@ -386,10 +423,11 @@ void module_registry__free(struct module_registry *reg)
 	HASH_CLEAR(hh, reg->by_anon);
 	HASH_CLEAR(hh, reg->by_file);
 	mapped_files__free(reg->files);
-	HASH_ITER(hh, reg->perf_maps, p, ptmp) {
-		HASH_DEL(reg->perf_maps, p);
-		perf_map__free(p->map);
-		free(p);
+	HASH_ITER(hh, reg->processes, pc, ptmp) {
+		HASH_DEL(reg->processes, pc);
+		perf_map__free(pc->map);
+		free(pc->modules);
+		free(pc);
 	}
 	for (uint32_t i = 0; i < reg->nr; i++) {
 		/* Shared tables are freed through the build-id cache below. */

@@ -29,7 +29,8 @@ struct module {
 			   * which may now name another file, or one outside the process's root */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
 	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
-	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays). */
+	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays,
+	 * and once the process is gone). */
 	bool anon_code;
 	struct perf_map *perf_map;
 	struct elf_symbols *syms;
@@ -62,6 +63,9 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* pid exited or exec'd: its anonymous code's perf map is dropped (frames were named when
+ * counted) and the pid's next process gets modules of its own. */
+void module_registry__process_gone(struct module_registry *reg, uint32_t pid);
 /* The perf map files' counts, summed over processes. */
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats);
