@@ -12,6 +12,9 @@
 
 /* Kernel frames, then the user stack. */
 #define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES)
+/* Binaries no process used for MODULE_IDLE_SWEEPS sweeps this far apart (in the samples'
+ * time, so that a replay drops what its recording did) give their memory back. */
+#define MODULE_SWEEP_NS (10 * 1000 * 1000 * 1000ull)
 
 struct session {
 	struct module_registry *modules;
@@ -21,6 +24,7 @@ struct session {
 	struct resolver resolver;
 	struct hybrid *hybrid;
 	struct sample_stats stats;
+	uint64_t next_sweep_ns;          /* 0: at the first sample's time */
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *user;       /* scratch, HYBRID_MAX_FRAMES */
 };
@@ -213,6 +217,16 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	return n;
 }
 
+static void sweep_modules(struct session *s, uint64_t now_ns)
+{
+	if (!s->next_sweep_ns)
+		s->next_sweep_ns = now_ns + MODULE_SWEEP_NS;
+	if (now_ns < s->next_sweep_ns)
+		return;
+	module_registry__sweep(s->modules);
+	s->next_sweep_ns = now_ns + MODULE_SWEEP_NS;
+}
+
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
@@ -229,6 +243,7 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return 0;
 	}
 	s->stats.tail_windows += sample->tail_len > 0;
+	sweep_modules(s, sample->timestamp_ns);
 	memcpy(comm, sample->comm, HPROF_COMM_LEN);
 	for (uint32_t i = 0; i < sample->nr_kernel; i++) {
 		frames[n++] = (struct frame){

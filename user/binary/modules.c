@@ -38,6 +38,7 @@ struct table_entry {
 	uint8_t build_id[BUILD_ID_MAX];
 	size_t build_id_len;
 	struct unwind_table *table;
+	uint32_t used_at; /* the sweep that last saw a module using it */
 	UT_hash_handle hh;
 };
 
@@ -51,6 +52,8 @@ struct module_registry {
 	struct perf_map_stats gone_perf_maps; /* of processes that exited */
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr, cap;
+	uint32_t sweeps;
+	uint64_t reloads;
 };
 
 int module_registry__new(struct module_registry **out)
@@ -127,6 +130,7 @@ static struct module_entry *add_entry(struct module_registry *reg, const char *p
 		return NULL;
 	}
 	e->mod.id = MODULE_FIRST_FILE + reg->nr;
+	e->mod.last_used = reg->sweeps;
 	reg->by_id[reg->nr++] = e;
 	return e;
 }
@@ -375,6 +379,84 @@ int module__bias(const struct module *mod, const struct mapping *m, int64_t *bia
 	return err;
 }
 
+void module_registry__use(struct module_registry *reg, struct module *mod)
+{
+	struct elf_symbols *kept;
+
+	mod->last_used = reg->sweeps;
+	if (!mod->dropped)
+		return;
+	/* the same file as before (pinned, or the same path in a replay): the same symbols */
+	kept = mod->syms;
+	mod->syms = NULL;
+	mod->dropped = false;
+	load_symbols(mod);
+	if (mod->syms)
+		elf_symbols__free(kept);
+	else
+		mod->syms = kept; /* its segments still place its mappings */
+	reg->reloads++;
+}
+
+/* Binaries read from a file can be read again; the vDSO image and JIT code cannot. */
+static bool can_drop(const struct module *mod)
+{
+	return !mod->dropped && !mod->anon_code && mod->path[0] == '/' &&
+	       (elf_symbols__count(mod->syms) || mod->table);
+}
+
+static void drop(struct module *mod)
+{
+	elf_symbols__drop_functions(mod->syms);
+	if (mod->table && !mod->table_shared)
+		unwind_table__free(mod->table);
+	mod->table = NULL;
+	mod->table_tried = mod->table_shared = false;
+	mod->dropped = true;
+}
+
+/* Frees the shared tables that no module still holds. */
+static void drop_unused_tables(struct module_registry *reg)
+{
+	struct table_entry *t, *tmp;
+
+	for (uint32_t i = 0; i < reg->nr; i++) {
+		struct module *mod = &reg->by_id[i]->mod;
+		const uint8_t *id;
+		size_t id_len;
+
+		if (!mod->table_shared || !(id_len = elf_symbols__build_id(mod->syms, &id)))
+			continue;
+		HASH_FIND(hh, reg->tables, id, id_len, t);
+		if (t)
+			t->used_at = reg->sweeps;
+	}
+	HASH_ITER(hh, reg->tables, t, tmp) {
+		if (t->used_at == reg->sweeps)
+			continue;
+		HASH_DEL(reg->tables, t);
+		unwind_table__free(t->table);
+		free(t);
+	}
+}
+
+void module_registry__sweep(struct module_registry *reg)
+{
+	bool dropped = false;
+
+	reg->sweeps++;
+	for (uint32_t i = 0; i < reg->nr; i++) {
+		struct module *mod = &reg->by_id[i]->mod;
+
+		if (reg->sweeps - mod->last_used > MODULE_IDLE_SWEEPS && can_drop(mod)) {
+			drop(mod);
+			dropped = true;
+		}
+	}
+	if (dropped)
+		drop_unused_tables(reg);
+}
+
 uint32_t module_registry__count(const struct module_registry *reg)
 {
 	return reg->nr;
@@ -401,6 +483,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 			m->anon_code++;
 		else
 			m->files++;
+		m->dropped += mod->dropped;
 		m->symbol_bytes += elf_symbols__bytes(mod->syms);
 		if (!mod->table_shared)
 			m->table_bytes += table_bytes(mod->table);
@@ -410,6 +493,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 	for (pc = reg->processes; pc; pc = pc->hh.next)
 		m->perf_maps += pc->map != NULL;
 	m->pinned_files = mapped_files__count(reg->files);
+	m->reloads = reg->reloads;
 }
 
 void module_registry__free(struct module_registry *reg)

@@ -1,6 +1,9 @@
 /* The binaries frames point into: one entry per file (or [vdso]), shared by every
  * process that maps it, with its symbols loaded on first use; and per process, the
- * anonymous code (JIT code) outside any file, named from perf's map file. */
+ * anonymous code (JIT code) outside any file, named from perf's map file. A binary no
+ * process has run for a while has its symbols and unwind table dropped (the profile named
+ * its frames when it counted them) and read again from its pinned file if it runs again:
+ * the registry holds the binaries in use, not every binary the run met. */
 #ifndef HPROF_MODULES_H
 #define HPROF_MODULES_H
 
@@ -41,7 +44,12 @@ struct module {
 	bool table_shared; /* owned by the registry's build-id cache */
 	int table_err;
 	char table_msg[160];
+	uint32_t last_used; /* the registry's sweep count when a process last used it */
+	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 };
+
+/* A binary unused for this many sweeps has its symbols and table dropped. */
+#define MODULE_IDLE_SWEEPS 6
 
 struct module_registry;
 
@@ -63,6 +71,12 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* A process uses mod (resolves an address in it): reads its symbols again if they were
+ * dropped. Call before using mod->syms or its unwind table for a live process. */
+void module_registry__use(struct module_registry *reg, struct module *mod);
+/* Drops the symbols and tables of binaries no process used since MODULE_IDLE_SWEEPS sweeps
+ * ago; the caller sweeps at a steady pace. */
+void module_registry__sweep(struct module_registry *reg);
 /* pid exited or exec'd: its anonymous code's perf map is dropped (frames were named when
  * counted) and the pid's next process gets modules of its own. */
 void module_registry__process_gone(struct module_registry *reg, uint32_t pid);
@@ -90,6 +104,8 @@ struct module_memory {
 	uint64_t pinned_files;
 	uint64_t symbol_bytes;
 	uint64_t table_bytes;  /* compiled CFI, shared tables once */
+	uint64_t dropped;      /* binaries whose symbols and table are dropped now */
+	uint64_t reloads;      /* symbols read again since the run began */
 };
 void module_registry__memory(const struct module_registry *reg, struct module_memory *m);
 void module_registry__free(struct module_registry *reg);

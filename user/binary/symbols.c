@@ -782,6 +782,17 @@ size_t elf_symbols__count(const struct elf_symbols *es)
 	return es ? es->nr_syms : 0;
 }
 
+void elf_symbols__drop_functions(struct elf_symbols *es)
+{
+	if (!es)
+		return;
+	free(es->syms);
+	free(es->names);
+	es->syms = NULL;
+	es->names = NULL;
+	es->nr_syms = es->names_len = es->names_cap = 0;
+}
+
 size_t elf_symbols__bytes(const struct elf_symbols *es)
 {
 	if (!es)

@@ -48,6 +48,9 @@ const char *elf_symbols_source__name(enum elf_symbols_source source);
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
+/* Frees the function symbols, keeping what the binary's mappings and a profile's outputs
+ * still need: segments, build-id, entry point. Lookups then find nothing. */
+void elf_symbols__drop_functions(struct elf_symbols *syms);
 /* Memory the symbols hold (HPROF_DEBUG=memory). */
 size_t elf_symbols__bytes(const struct elf_symbols *syms);
 /* How far past a binary's entry point its start-up code may call out: _start calls

@@ -7,16 +7,20 @@
 struct module *resolver__module(const struct resolver *r, struct process *proc,
 				struct mapping *m)
 {
-	if (m->module)
+	if (m->module) {
+		module_registry__use(r->modules, m->module);
 		return m->module;
+	}
 	if (m->path[0] != '/' && strcmp(m->path, "[vdso]") != 0) {
 		m->module = module_registry__anon_code(r->modules, proc->pid, m->path, !r->replay);
 		m->bias = 0;
 	} else {
 		m->module = r->replay ? module_registry__get(r->modules, m->path)
 				      : module_registry__get_mapped(r->modules, proc->pid, m);
-		if (m->module)
+		if (m->module) {
+			module_registry__use(r->modules, m->module);
 			m->bias_err = module__bias(m->module, m, &m->bias);
+		}
 	}
 	return m->module;
 }

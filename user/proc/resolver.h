@@ -16,7 +16,8 @@ struct resolver {
 };
 
 /* The module behind m, or NULL when there is none to read (its load bias is then 0). Code
- * in no file (not even the vDSO's image) is the process's anonymous code (JIT code). */
+ * in no file (not even the vDSO's image) is the process's anonymous code (JIT code). The
+ * module counts as used (its symbols are read again if they had been dropped). */
 struct module *resolver__module(const struct resolver *r, struct process *proc,
 				struct mapping *m);
 /* Resolves a user address (caller: a return address) to a frame; false, with an
