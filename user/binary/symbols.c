@@ -251,6 +251,21 @@ static void sort_symbols(struct elf_symbols *es)
 	es->nr_syms = kept;
 }
 
+/* Gives back what doubling left unused: the symbols stay for the run (or until their
+ * binary is idle), up to half of their arrays empty otherwise. */
+static void fit_to_size(struct elf_symbols *es)
+{
+	struct symbol *syms = es->nr_syms ? realloc(es->syms, es->nr_syms * sizeof(*syms)) : NULL;
+	char *names = es->names_len ? realloc(es->names, es->names_len) : NULL;
+
+	if (syms)
+		es->syms = syms;
+	if (names) {
+		es->names = names;
+		es->names_cap = es->names_len;
+	}
+}
+
 /* The root of separate debug files: HPROF_DEBUG_DIR, else gdb's default. */
 static const char *debug_dir(void)
 {
@@ -585,6 +600,7 @@ static int load_from_elf(Elf *elf, const char *path, const char *what, struct el
 		goto cleanup;
 	}
 	sort_symbols(es);
+	fit_to_size(es);
 	*out = es;
 	return 0;
 cleanup:
@@ -862,6 +878,7 @@ int ksyms__load(const char *path, struct ksyms **out)
 		goto cleanup;
 	}
 	sort_symbols(&ks->table);
+	fit_to_size(&ks->table);
 	*out = ks;
 	ks = NULL;
 cleanup:
