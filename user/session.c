@@ -352,8 +352,7 @@ void session__memory(const struct session *s, struct memory_stats *m)
 	m->processes = process_table__count(s->processes);
 	m->threads = hybrid__thread_count(s->hybrid);
 	module_registry__memory(s->modules, &m->modules);
-	m->stacks = profile__nr_stacks(s->profile);
-	m->profile_bytes = profile__bytes(s->profile);
+	profile__memory(s->profile, &m->profile);
 }
 
 void session__free(struct session *s)

@@ -384,7 +384,7 @@ uint64_t profile__nr_samples(const struct profile *p)
 	return p->nr_samples;
 }
 
-uint64_t profile__bytes(const struct profile *p)
+void profile__memory(const struct profile *p, struct profile_memory *m)
 {
 	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids };
 	uint64_t bytes = p->nodes_cap * sizeof(*p->nodes) + p->frames_cap * sizeof(*p->frames) +
@@ -396,7 +396,13 @@ uint64_t profile__bytes(const struct profile *p)
 		if (indexes[i]->slots)
 			bytes += (indexes[i]->mask + 1) * sizeof(struct index_slot);
 	}
-	return bytes;
+	*m = (struct profile_memory){
+		.stacks = p->nr_stacks,
+		.nodes = p->nr_nodes - 1,
+		.frames = p->nr_frames - 1,
+		.names = p->nr_strings - 1,
+		.bytes = bytes,
+	};
 }
 
 static const struct stack_head *head_of(const struct profile *p, uint32_t node)

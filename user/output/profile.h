@@ -19,8 +19,15 @@ int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n);
 uint64_t profile__nr_stacks(const struct profile *p);
 uint64_t profile__nr_samples(const struct profile *p);
-/* Memory the distinct stacks hold (names made for the outputs not counted). */
-uint64_t profile__bytes(const struct profile *p);
+/* What the profile holds (HPROF_DEBUG=memory). */
+struct profile_memory {
+	uint64_t stacks; /* distinct stacks */
+	uint64_t nodes;  /* of the calling-context tree, heads included */
+	uint64_t frames; /* distinct frames */
+	uint64_t names;  /* distinct names */
+	uint64_t bytes;
+};
+void profile__memory(const struct profile *p, struct profile_memory *m);
 /* Writes "comm;root;outer;...;inner COUNT" lines, sorted, identical names merged.
  * Returns 0 or -errno. */
 int profile__write_folded(struct profile *p, FILE *out);

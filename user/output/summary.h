@@ -58,8 +58,7 @@ struct memory_stats {
 	uint64_t processes;    /* held now */
 	uint64_t threads;      /* held now */
 	struct module_memory modules;
-	uint64_t stacks;       /* distinct stacks */
-	uint64_t profile_bytes;
+	struct profile_memory profile;
 };
 
 /* One line "hprof: memory: ..." with stats, the heap in use and VmRSS. */
