@@ -387,10 +387,12 @@ uint64_t profile__nr_samples(const struct profile *p)
 void profile__memory(const struct profile *p, struct profile_memory *m)
 {
 	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids };
-	uint64_t bytes = p->nodes_cap * sizeof(*p->nodes) + p->frames_cap * sizeof(*p->frames) +
-			 p->frame_names_cap * sizeof(*p->frame_names) +
-			 p->strings_cap * sizeof(*p->strings) + p->strings_bytes +
-			 p->heads_cap * sizeof(*p->head_by_id) + p->nr_heads * sizeof(struct stack_head);
+	/* arrays as far as they are filled (the rest of a doubled array is not touched yet),
+	 * hash indexes whole (their slots are spread over all of it) */
+	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) +
+			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names)) +
+			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
+			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
 	for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
 		if (indexes[i]->slots)

@@ -17,7 +17,8 @@
  * sample before it copies the stack): records are put in order only once they are older
  * than the last drain of every buffer by this much. */
 #define REORDER_SLACK_NS (10 * 1000 * 1000ull)
-/* HPROF_DEBUG=memory: what hprof holds, this often while it runs and once at the end. */
+/* HPROF_DEBUG=memory[:SECONDS]: what hprof holds, every SECONDS (default 10) while it
+ * runs and once at the end. */
 #define MEMORY_REPORT_S 10.0
 
 struct recorder {
@@ -35,7 +36,7 @@ struct recorder {
 	uint64_t received_bytes; /* of sample records, as the ring buffer delivered them */
 	double duration_s;
 	uint64_t kernel_counters[KC_NR];
-	bool report_memory;
+	double report_memory_s; /* 0: never */
 };
 
 static uint64_t now_ns(void)
@@ -46,11 +47,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static bool memory_debug(void)
+static double memory_report_interval(void)
 {
-	const char *debug = getenv("HPROF_DEBUG");
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+	double s;
 
-	return debug && strstr(debug, "memory");
+	if (!debug || !(opt = strstr(debug, "memory")))
+		return 0;
+	opt += strlen("memory");
+	s = *opt == ':' ? strtod(opt + 1, NULL) : MEMORY_REPORT_S;
+	return s > 0 ? s : MEMORY_REPORT_S;
 }
 
 static void report_memory(const struct recorder *r)
@@ -205,7 +211,7 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 		return -ENOMEM;
 	r->opts = *o;
 	r->session = session;
-	r->report_memory = memory_debug();
+	r->report_memory_s = memory_report_interval();
 	r->raw = raw;
 	err = sampler__open(&o->sampler, queue_sample, r, &r->sampler);
 	if (err)
@@ -267,7 +273,7 @@ static bool done(struct recorder *r, double deadline)
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 {
 	double start = now_s(), deadline = start + r->opts.time_ms / 1000.0;
-	double next_report = start + MEMORY_REPORT_S;
+	double next_report = start + r->report_memory_s;
 	int err = 0;
 
 	while (!*stop) {
@@ -283,9 +289,9 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 			break;
 		}
 		err = 0;
-		if (r->report_memory && now_s() >= next_report) {
+		if (r->report_memory_s && now_s() >= next_report) {
 			report_memory(r);
-			next_report += MEMORY_REPORT_S;
+			next_report += r->report_memory_s;
 		}
 		if (done(r, deadline))
 			break;
@@ -296,7 +302,7 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 		err = -EIO;
 	r->duration_s = now_s() - start;
 	sampler__read_counters(r->sampler, r->kernel_counters);
-	if (r->report_memory)
+	if (r->report_memory_s)
 		report_memory(r);
 	return err;
 }
