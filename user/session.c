@@ -348,8 +348,11 @@ struct run_summary session__summary(struct session *s, double duration_s, unsign
 
 void session__memory(const struct session *s, struct memory_stats *m)
 {
+	size_t sampled;
+
 	memset(m, 0, sizeof(*m));
-	m->processes = process_table__count(s->processes);
+	m->processes = process_table__count(s->processes, &sampled);
+	m->processes_sampled = sampled;
 	m->threads = hybrid__thread_count(s->hybrid);
 	module_registry__memory(s->modules, &m->modules);
 	profile__memory(s->profile, &m->profile);

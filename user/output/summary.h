@@ -56,6 +56,7 @@ static inline uint64_t summary__lost_samples(const struct sample_stats *st, cons
  * binaries and distinct stacks (HPROF_DEBUG=memory). */
 struct memory_stats {
 	uint64_t processes;    /* held now */
+	uint64_t processes_sampled; /* of them, the ones with samples */
 	uint64_t threads;      /* held now */
 	struct module_memory modules;
 	struct profile_memory profile;

@@ -234,8 +234,13 @@ int process_table__apply(struct process_table *t, const struct map_event *e, con
 	return 0;
 }
 
-size_t process_table__count(const struct process_table *t)
+size_t process_table__count(const struct process_table *t, size_t *counted)
 {
+	const struct process *proc;
+
+	*counted = 0;
+	for (proc = t->by_pid; proc; proc = proc->hh.next)
+		*counted += proc->counted;
 	return t->nr;
 }
 

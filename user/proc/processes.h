@@ -52,8 +52,9 @@ int process_table__load_maps(struct process_table *t, uint32_t pid, const char *
 /* The executable mapping of proc holding addr, or NULL. */
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr);
 const struct process_table_stats *process_table__stats(const struct process_table *t);
-/* Processes held now (not yet exited, or not known to have). */
-size_t process_table__count(const struct process_table *t);
+/* Processes held now (not yet exited, or not known to have); *counted of them are in the
+ * session's process count (had samples). */
+size_t process_table__count(const struct process_table *t, size_t *counted);
 void process_table__free(struct process_table *t);
 
 #endif

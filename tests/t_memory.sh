@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# What hprof holds goes with what it followed: once a command's processes and threads have
+# all exited, hprof holds none of them (the last HPROF_DEBUG=memory line, printed when the
+# recording ends, after every mapping event before the command's exit was handled).
+source "$(dirname "$0")/lib.sh"
+require_bpf "memory"
+
+# nofp_threads: four threads that spin for a second, their stacks complete from clone3 (a
+# complete walk is what teaches hprof about a thread); then 200 short processes and 200
+# short threads.
+HPROF_DEBUG=memory "$HPROF" -F 999 --folded "$TMP/churn.folded" -- sh -c \
+	"$WL/nofp_threads 1 && $WL/nofp_churn 200 200" >"$TMP/churn.out" 2>"$TMP/churn.err"
+rc=$?
+last=$(grep '^hprof: memory:' "$TMP/churn.err" | tail -1)
+echo "# $last"
+processes=$(sed -n 's/.* processes (\([0-9]*\) with samples),.*/\1/p' <<<"$last")
+threads=$(sed -n 's/.*, \([0-9]*\) threads;.*/\1/p' <<<"$last")
+walked=$(awk '/^nofp_threads;/ && !/truncated/ && /;start_thread;/ { n++ } END { print n + 0 }' \
+	"$TMP/churn.folded")
+check "churn: hprof exits with the command's status, 0 ($rc)" [ "$rc" -eq 0 ]
+check "churn: the command ran" grep -qx "done 200 200" "$TMP/churn.out"
+check "churn: threads were walked from their start ($walked distinct stacks)" [ "$walked" -gt 0 ]
+check "churn: no process with samples is held once all exited (${processes:-none})" \
+	[ "${processes:-x}" = 0 ]
+check "churn: no thread is held once all exited (${threads:-none})" [ "${threads:-x}" = 0 ]
