@@ -81,6 +81,10 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 24, "thread_stacks value is 
  * libc string function) and its caller to be walked onto the chain. */
 #define HPROF_LEAF_COPY 256
 #define HPROF_MAX_THREADS 65536
+/* The pid filter (BPF map pids) holds, for each profiled tgid, the start time of the
+ * process a fork added (task_struct.start_time, which a later process given the same pid
+ * does not share), or HPROF_PID_ADDED for a pid userspace added (-p, -- COMMAND). */
+#define HPROF_PID_ADDED 0
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8

@@ -54,7 +54,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64); /* the process's start time, or HPROF_PID_ADDED */
 } pids SEC(".maps");
 
 /* Stack bases userspace learned from complete walks; an entry goes when its thread exits. */
@@ -948,18 +948,38 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	return 0;
 }
 
+/* A profiled process leaves the filter when its last task is freed (the thread group's
+ * leader is released last, and nothing of the process runs any more, not even its exit
+ * path): the filter holds live processes only, and another process that gets the pid later
+ * is not profiled. The free comes a grace period after the pid itself was released: a
+ * profiled child may hold the pid again by then, and keeps its entry. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(on_free, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+	__u64 *start;
+
+	if (!filter_pids || task->pid != task->tgid)
+		return 0;
+	start = bpf_map_lookup_elem(&pids, &tgid);
+	if (start && (*start == HPROF_PID_ADDED || *start == task->start_time))
+		bpf_map_delete_elem(&pids, &tgid);
+	return 0;
+}
+
 /* With -- COMMAND, children of profiled processes are profiled too. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
-	__u8 one = 1;
+	__u64 start = child->start_time;
 
 	if (!follow_forks || parent_tgid == child_tgid)
 		return 0;
 	if (!bpf_map_lookup_elem(&pids, &parent_tgid))
 		return 0;
-	if (bpf_map_update_elem(&pids, &child_tgid, &one, BPF_NOEXIST) == 0)
+	/* over the entry of a freed process that held the pid before, if it is still there */
+	if (bpf_map_update_elem(&pids, &child_tgid, &start, BPF_ANY) == 0)
 		count(KC_FORKS_FOLLOWED);
 	return 0;
 }

@@ -336,13 +336,14 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 	const double mib = 1024.0 * 1024.0;
 
 	fprintf(out, "hprof: memory: rss %" PRIu64 " KiB, heap in use %.1f MiB; %" PRIu64
-			" processes (%" PRIu64 " with samples), %" PRIu64 " threads; %" PRIu64 " distinct stacks (%" PRIu64 " nodes, %" PRIu64
+			" processes (%" PRIu64 " with samples), %" PRIu64 " threads, %" PRIu64
+			" pids in the kernel's filter; %" PRIu64 " distinct stacks (%" PRIu64 " nodes, %" PRIu64
 			" frames, %" PRIu64 " names) in %.1f MiB; %" PRIu64
 			" binaries (symbols %.1f MiB, unwind tables %.1f MiB, %" PRIu64
 			" files pinned; %" PRIu64 " idle ones dropped, %" PRIu64 " read again), %" PRIu64
 			" anonymous code modules, %" PRIu64 " perf maps\n",
 		rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
-		m->processes_sampled, m->threads,
+		m->processes_sampled, m->threads, m->filtered_pids,
 		m->profile.stacks, m->profile.nodes, m->profile.frames, m->profile.names,
 		(double)m->profile.bytes / mib, m->modules.files,
 		(double)m->modules.symbol_bytes / mib, (double)m->modules.table_bytes / mib,

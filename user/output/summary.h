@@ -58,6 +58,7 @@ struct memory_stats {
 	uint64_t processes;    /* held now */
 	uint64_t processes_sampled; /* of them, the ones with samples */
 	uint64_t threads;      /* held now */
+	uint64_t filtered_pids; /* the kernel's pid filter (-p, -- COMMAND) */
 	struct module_memory modules;
 	struct profile_memory profile;
 };

@@ -64,6 +64,7 @@ static void report_memory(const struct recorder *r)
 	struct memory_stats m;
 
 	session__memory(r->session, &m);
+	m.filtered_pids = sampler__pid_filter_count(r->sampler);
 	summary__print_memory(&m, stderr);
 }
 

@@ -19,6 +19,7 @@ struct sampler {
 	int nr_links;
 	struct bpf_link *fork_link;
 	struct bpf_link *exit_link;
+	struct bpf_link *free_link;
 	struct ring_buffer *rb;
 	unsigned frequency;
 };
@@ -118,7 +119,10 @@ int sampler__open(const struct sampler_opts *opts, sampler_record_fn fn, void *c
 	s->exit_link = attach_tracepoint(s->skel->progs.on_exit, "exit");
 	if (s->exit_link && opts->follow_forks)
 		s->fork_link = attach_tracepoint(s->skel->progs.on_fork, "fork");
-	if (!s->exit_link || (opts->follow_forks && !s->fork_link)) {
+	if (s->exit_link && opts->filter_pids)
+		s->free_link = attach_tracepoint(s->skel->progs.on_free, "process free");
+	if (!s->exit_link || (opts->follow_forks && !s->fork_link) ||
+	    (opts->filter_pids && !s->free_link)) {
 		err = -EINVAL;
 		goto fail;
 	}
@@ -138,9 +142,9 @@ fail:
 int sampler__add_pid(struct sampler *s, pid_t pid)
 {
 	__u32 key = (__u32)pid;
-	__u8 one = 1;
+	__u64 added = HPROF_PID_ADDED;
 
-	if (bpf_map__update_elem(s->skel->maps.pids, &key, sizeof(key), &one, sizeof(one), 0)) {
+	if (bpf_map__update_elem(s->skel->maps.pids, &key, sizeof(key), &added, sizeof(added), 0)) {
 		fprintf(stderr, "hprof: cannot add pid %d to the filter: %s\n", pid,
 			strerror(errno));
 		return -errno;
@@ -207,6 +211,21 @@ int sampler__pid_filter_fd(const struct sampler *s)
 	return bpf_map__fd(s->skel->maps.pids);
 }
 
+uint64_t sampler__pid_filter_count(const struct sampler *s)
+{
+	__u32 key, next;
+	uint64_t n = 0;
+	bool first = true;
+
+	while (!bpf_map__get_next_key(s->skel->maps.pids, first ? NULL : &key, &next,
+				      sizeof(next))) {
+		key = next;
+		first = false;
+		n++;
+	}
+	return n;
+}
+
 void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
 			       uint64_t fp_tail_ip)
 {
@@ -259,6 +278,7 @@ void sampler__free(struct sampler *s)
 	free(s->links);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exit_link);
+	bpf_link__destroy(s->free_link);
 	ring_buffer__free(s->rb);
 	hprof_bpf__destroy(s->skel);
 	free(s);

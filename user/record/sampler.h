@@ -45,6 +45,8 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__consume(struct sampler *s);
 /* The pid filter map, the probe capabilities__drop_unneeded reads through. */
 int sampler__pid_filter_fd(const struct sampler *s);
+/* Processes in the pid filter now (HPROF_DEBUG=memory); 0 when not filtering. */
+uint64_t sampler__pid_filter_count(const struct sampler *s);
 /* What walks taught about a thread (see struct hprof_thread_stack); all zero forgets it. */
 void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
 			       uint64_t fp_tail_ip);
