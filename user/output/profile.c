@@ -28,9 +28,10 @@ struct stack_node {
 	uint32_t parent; /* NONE for a head */
 	uint32_t frame;  /* index in frames; for a head, in heads */
 	uint32_t hint;   /* the child last taken from here: most samples take it again */
-	uint32_t depth;  /* frames from the head down to this node */
-	uint64_t count;  /* samples whose stack ends here */
+	uint32_t stack;  /* index in counts when a stack ends here, else NONE */
 };
+/* Most nodes are inner ones: their size is the tree's. */
+_Static_assert(sizeof(struct stack_node) == 16, "a node is four indexes");
 
 struct head_key {
 	char comm[HPROF_COMM_LEN];
@@ -43,15 +44,9 @@ struct stack_head {
 	UT_hash_handle hh;
 };
 
-/* Open addressing over ids, with the upper half of each key's hash to skip most
- * mismatches without reading the object. */
-struct index_slot {
-	uint32_t id; /* NONE: empty */
-	uint32_t tag;
-};
-
+/* Open addressing over ids (NONE: an empty slot), a key compared by reading its object. */
 struct id_index {
-	struct index_slot *slots;
+	uint32_t *slots;
 	size_t mask; /* slots - 1; slots a power of two */
 	size_t used;
 };
@@ -66,6 +61,8 @@ struct profile {
 	const struct ksyms *ksyms;
 	struct stack_node *nodes;
 	size_t nr_nodes, nodes_cap;
+	uint64_t *counts; /* samples of each distinct stack, index 1 on */
+	size_t counts_cap;
 	struct id_index children; /* (parent, frame) -> node */
 	struct frame *frames;
 	size_t nr_frames, frames_cap;
@@ -180,23 +177,21 @@ static int index_reserve(const struct profile *p, struct id_index *ix,
 			 uint64_t (*hash_of)(const struct profile *, uint32_t))
 {
 	size_t nslots = ix->slots ? ix->mask + 1 : 0, bigger = nslots ? nslots * 2 : 1024;
-	struct index_slot *slots;
+	uint32_t *slots;
 
 	if ((ix->used + 1) * INDEX_LOAD_DEN <= nslots * INDEX_LOAD_NUM)
 		return 0;
 	if (bigger > SIZE_MAX / sizeof(*slots) || !(slots = calloc(bigger, sizeof(*slots))))
 		return -ENOMEM;
 	for (size_t i = 0; i < nslots; i++) {
-		uint32_t id = ix->slots[i].id;
-		uint64_t h;
+		uint32_t id = ix->slots[i];
 		size_t at;
 
 		if (id == NONE)
 			continue;
-		h = hash_of(p, id);
-		for (at = h & (bigger - 1); slots[at].id != NONE; at = (at + 1) & (bigger - 1))
+		for (at = hash_of(p, id) & (bigger - 1); slots[at] != NONE; at = (at + 1) & (bigger - 1))
 			;
-		slots[at] = ix->slots[i];
+		slots[at] = id;
 	}
 	free(ix->slots);
 	ix->slots = slots;
@@ -209,9 +204,9 @@ static void index_put(struct id_index *ix, uint64_t h, uint32_t id)
 {
 	size_t at;
 
-	for (at = h & ix->mask; ix->slots[at].id != NONE; at = (at + 1) & ix->mask)
+	for (at = h & ix->mask; ix->slots[at] != NONE; at = (at + 1) & ix->mask)
 		;
-	ix->slots[at] = (struct index_slot){ .id = id, .tag = (uint32_t)(h >> 32) };
+	ix->slots[at] = id;
 	ix->used++;
 }
 
@@ -219,12 +214,12 @@ static void index_put(struct id_index *ix, uint64_t h, uint32_t id)
 static uint32_t frame_id(struct profile *p, const struct frame *f)
 {
 	uint64_t h = frame_hash(f);
-	uint32_t tag = (uint32_t)(h >> 32), id;
+	uint32_t id;
 
 	if (p->frame_ids.slots) {
-		for (size_t at = h & p->frame_ids.mask; (id = p->frame_ids.slots[at].id) != NONE;
+		for (size_t at = h & p->frame_ids.mask; (id = p->frame_ids.slots[at]) != NONE;
 		     at = (at + 1) & p->frame_ids.mask) {
-			if (p->frame_ids.slots[at].tag == tag && same_frame(&p->frames[id], f))
+			if (same_frame(&p->frames[id], f))
 				return id;
 		}
 	}
@@ -246,12 +241,12 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 static const char *intern(struct profile *p, char *str)
 {
 	uint64_t h = string_hash(str);
-	uint32_t tag = (uint32_t)(h >> 32), id;
+	uint32_t id;
 
 	if (p->string_ids.slots) {
-		for (size_t at = h & p->string_ids.mask; (id = p->string_ids.slots[at].id) != NONE;
+		for (size_t at = h & p->string_ids.mask; (id = p->string_ids.slots[at]) != NONE;
 		     at = (at + 1) & p->string_ids.mask) {
-			if (p->string_ids.slots[at].tag == tag && strcmp(p->strings[id], str) == 0) {
+			if (strcmp(p->strings[id], str) == 0) {
 				free(str);
 				return p->strings[id];
 			}
@@ -288,7 +283,7 @@ static const char *frame_name(struct profile *p, uint32_t id)
 }
 
 /* A new node; NONE when out of memory. */
-static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame, uint32_t depth)
+static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame)
 {
 	uint32_t id;
 
@@ -297,7 +292,7 @@ static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame, uin
 	    index_reserve(p, &p->children, node_hash))
 		return NONE;
 	id = (uint32_t)p->nr_nodes++;
-	p->nodes[id] = (struct stack_node){ .parent = parent, .frame = frame, .depth = depth };
+	p->nodes[id] = (struct stack_node){ .parent = parent, .frame = frame };
 	index_put(&p->children, child_hash(parent, frame), id);
 	return id;
 }
@@ -314,14 +309,13 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
 	if (fid == NONE || !frame_name(p, fid))
 		return NONE;
 	h = child_hash(parent, fid);
-	for (size_t at = h & p->children.mask; (id = p->children.slots[at].id) != NONE;
+	for (size_t at = h & p->children.mask; (id = p->children.slots[at]) != NONE;
 	     at = (at + 1) & p->children.mask) {
-		if (p->children.slots[at].tag == (uint32_t)(h >> 32) &&
-		    p->nodes[id].parent == parent && p->nodes[id].frame == fid)
+		if (p->nodes[id].parent == parent && p->nodes[id].frame == fid)
 			break;
 	}
 	if (id == NONE)
-		id = new_node(p, parent, fid, p->nodes[parent].depth + 1);
+		id = new_node(p, parent, fid);
 	if (id != NONE)
 		p->nodes[parent].hint = id;
 	return id;
@@ -348,7 +342,7 @@ static uint32_t head_node(struct profile *p, const char *comm, const char *root)
 	if (!hd)
 		return NONE;
 	/* heads are told apart from other nodes by their parent, NONE */
-	hd->node = new_node(p, NONE, (uint32_t)p->nr_heads, 0);
+	hd->node = new_node(p, NONE, (uint32_t)p->nr_heads);
 	if (hd->node == NONE) {
 		free(hd);
 		return NONE;
@@ -368,8 +362,15 @@ int profile__add(struct profile *p, const char *comm, const char *root,
 		node = child(p, node, &frames[i]);
 	if (node == NONE)
 		return -ENOMEM;
-	if (p->nodes[node].count++ == 0)
-		p->nr_stacks++;
+	if (p->nodes[node].stack == NONE) {
+		if (p->nr_stacks + 1 >= UINT32_MAX ||
+		    grow_array((void **)&p->counts, &p->counts_cap, p->nr_stacks + 2,
+			       sizeof(*p->counts)))
+			return -ENOMEM;
+		p->nodes[node].stack = (uint32_t)++p->nr_stacks;
+		p->counts[p->nr_stacks] = 0;
+	}
+	p->counts[p->nodes[node].stack]++;
 	p->nr_samples++;
 	return 0;
 }
@@ -389,14 +390,14 @@ void profile__memory(const struct profile *p, struct profile_memory *m)
 	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids };
 	/* arrays as far as they are filled (the rest of a doubled array is not touched yet),
 	 * hash indexes whole (their slots are spread over all of it) */
-	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) +
+	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) + (p->nr_stacks + 1) * sizeof(*p->counts) +
 			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names)) +
 			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
 			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
 	for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
 		if (indexes[i]->slots)
-			bytes += (indexes[i]->mask + 1) * sizeof(struct index_slot);
+			bytes += (indexes[i]->mask + 1) * sizeof(*indexes[i]->slots);
 	}
 	*m = (struct profile_memory){
 		.stacks = p->nr_stacks,
@@ -538,20 +539,33 @@ static int append_frame(char **buf, size_t *len, size_t *cap, const char *name)
 	return 0;
 }
 
+/* The frames from node up to its head into scratch, innermost first; *depth of them.
+ * Returns 0 or -ENOMEM. */
+static int gather_path(struct profile *p, uint32_t node, uint32_t *depth)
+{
+	uint32_t n = 0;
+
+	for (; p->nodes[node].parent != NONE; node = p->nodes[node].parent) {
+		if (grow_array((void **)&p->scratch, &p->scratch_cap, n + 1, sizeof(*p->scratch)))
+			return -ENOMEM;
+		p->scratch[n++] = *node_frame(p, node);
+	}
+	*depth = n;
+	return 0;
+}
+
 /* Builds "comm;root;outer;...;inner" for the stack ending at node. Returns NULL when out
  * of memory. */
 static char *fold_stack(struct profile *p, uint32_t node)
 {
 	const struct stack_head *hd = head_of(p, node);
-	uint32_t depth = p->nodes[node].depth;
+	uint32_t depth;
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
 	int err;
 
 	/* the path comes innermost first: gather it, then name it outermost first */
-	err = grow_array((void **)&p->scratch, &p->scratch_cap, depth + 1, sizeof(*p->scratch));
-	for (uint32_t i = 0; !err && i < depth; i++, node = p->nodes[node].parent)
-		p->scratch[i] = *node_frame(p, node);
+	err = gather_path(p, node, &depth);
 	if (!err)
 		err = append_frame(&buf, &len, &cap, hd->key.comm[0] ? hd->key.comm : "?");
 	if (!err && hd->key.root)
@@ -601,7 +615,7 @@ static int merge_by_name(struct profile *p, struct folded_entry **head)
 		struct folded_entry *f;
 		char *line;
 
-		if (!p->nodes[node].count)
+		if (p->nodes[node].stack == NONE)
 			continue;
 		line = fold_stack(p, (uint32_t)node);
 		if (!line)
@@ -618,7 +632,7 @@ static int merge_by_name(struct profile *p, struct folded_entry **head)
 			f->line = line;
 			HASH_ADD_KEYPTR(hh, *head, f->line, strlen(f->line), f);
 		}
-		f->count += p->nodes[node].count;
+		f->count += p->counts[p->nodes[node].stack];
 	}
 	return 0;
 }
@@ -705,27 +719,23 @@ int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
 	if (!sorted)
 		return -ENOMEM;
 	for (size_t node = 1; node < p->nr_nodes; node++) {
-		if (p->nodes[node].count)
+		if (p->nodes[node].stack != NONE)
 			sorted[n++] = (struct stack_ref){ (uint32_t)node, head_of(p, (uint32_t)node) };
 	}
 	qsort_r(sorted, n, sizeof(*sorted), compare_stacks, p);
 	for (size_t i = 0; i < n && !err; i++) {
-		uint32_t node = sorted[i].node, depth = p->nodes[node].depth;
+		uint32_t node = sorted[i].node, depth;
 		struct profile_stack s = {
 			.comm = sorted[i].head->key.comm[0] ? sorted[i].head->key.comm : "?",
 			.root = sorted[i].head->key.root,
-			.frames = p->scratch,
-			.nr_frames = depth,
-			.count = p->nodes[node].count,
+			.count = p->counts[p->nodes[node].stack],
 		};
 
-		err = grow_array((void **)&p->scratch, &p->scratch_cap, depth + 1,
-				 sizeof(*p->scratch));
+		err = gather_path(p, node, &depth);
 		if (err)
 			break;
 		s.frames = p->scratch;
-		for (uint32_t f = 0; f < depth; f++, node = p->nodes[node].parent)
-			p->scratch[f] = *node_frame(p, node);
+		s.nr_frames = depth;
 		err = fn(ctx, &s);
 	}
 	free(sorted);
@@ -755,6 +765,7 @@ void profile__free(struct profile *p)
 	}
 	free(p->head_by_id);
 	free(p->nodes);
+	free(p->counts);
 	free(p->children.slots);
 	free(p->frames);
 	free(p->frame_ids.slots);
