@@ -8,12 +8,20 @@
 # whole run and over its second half, the same for the RSS less the profile (what grows with
 # distinct stacks, the one thing a profile must keep), the bytes per distinct stack, and the
 # peak (VmHWM) including the writing of the outputs. Goal: flat, the second half's slope
-# below 1% of the mid-run RSS per minute. Every other job on the machine is profiled too:
-# its new binaries come and go (dropped once idle for a minute), its new code paths stay.
+# below 1% of the mid-run RSS per minute. System-wide, every other job on the machine is
+# profiled too: its binaries come and go (their symbols and tables dropped once idle for a
+# minute), its new code paths stay. SOAK_SCOPE=command profiles only the churn, run as
+# hprof's command (-- COMMAND: its children followed, every process's mapping events still
+# handled), so that other jobs' binaries and code paths stay out of the figures.
 source "$(dirname "$0")/../tests/lib.sh"
 source bench/lib.sh
 SECONDS_TOTAL=${SOAK_SECONDS:-600}
 INTERVAL=${SOAK_INTERVAL:-10}
+SCOPE=${SOAK_SCOPE:-system}
+case "$SCOPE" in
+system | command) ;;
+*) echo "SOAK_SCOPE is system or command, not $SCOPE"; exit 2 ;;
+esac
 
 if ! bpf_available 2>/dev/null; then
 	echo "skip: b_soak needs root and a BTF kernel (BPF recording)"
@@ -31,24 +39,43 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# Each churn loop leads its own process group, so that it goes with everything it started.
-setsid sh -c 'while :; do /bin/true; /usr/bin/python3 -c pass; done' >/dev/null 2>&1 &
-churn+=($!)
-setsid /usr/bin/python3 -c '
+export THREADS='
 import threading
 def work():
     sum(range(20000))
 while True:
     ts = [threading.Thread(target=work) for _ in range(4)]
     for t in ts: t.start()
-    for t in ts: t.join()' >/dev/null 2>&1 &
-churn+=($!)
+    for t in ts: t.join()'
+PROCESSES='while :; do /bin/true; /usr/bin/python3 -c pass; done'
 
 # hprof records one interval longer than the series runs, so that no point of the series
 # falls while it writes its outputs (the peak of that is given apart).
-HPROF_DEBUG=memory:1 setsid "$HPROF" -F 999 --time $(((SECONDS_TOTAL + INTERVAL) * 1000)) \
-	--folded "$TMP/soak.folded" >/dev/null 2>"$TMP/soak.err" &
-hprof_pid=$!
+hprof_args=(-F 999 --time $(((SECONDS_TOTAL + INTERVAL) * 1000)) --folded "$TMP/soak.folded")
+if [ "$SCOPE" = system ]; then
+	# Each churn loop leads its own process group, so that it goes with everything it started.
+	setsid sh -c "$PROCESSES" >/dev/null 2>&1 &
+	churn+=($!)
+	setsid /usr/bin/python3 -c "$THREADS" >/dev/null 2>&1 &
+	churn+=($!)
+	HPROF_DEBUG=memory:1 setsid "$HPROF" "${hprof_args[@]}" >/dev/null 2>"$TMP/soak.err" &
+	hprof_pid=$!
+else
+	# The command leads a process group of its own (setsid execs in place: it stays hprof's
+	# child), stopped once the series is done; hprof then writes its outputs.
+	HPROF_DEBUG=memory:1 setsid "$HPROF" "${hprof_args[@]}" -- setsid sh -c \
+		"/usr/bin/python3 -c \"\$THREADS\" & $PROCESSES" >/dev/null 2>"$TMP/soak.err" &
+	hprof_pid=$!
+	command_pid=
+	for ((i = 0; i < 100; i++)); do
+		command_pid=$(ps -o pid= --ppid $hprof_pid | tr -d ' ')
+		[ -n "$command_pid" ] && [ "$(ps -o pgid= -p "$command_pid" | tr -d ' ')" = "$command_pid" ] &&
+			break
+		sleep 0.1
+	done
+	[ -n "$command_pid" ] || { echo "the churn did not start under hprof"; exit 1; }
+	churn+=($command_pid)
+fi
 TICK=$(getconf CLK_TCK)
 ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'; }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
@@ -58,7 +85,11 @@ profile_kb() {
 		tail -1 | awk '{ printf "%d", $1 * 1024 }'
 }
 
-echo "hprof system-wide at 999 Hz for ${SECONDS_TOTAL}s with process and thread churn; every ${INTERVAL}s:"
+if [ "$SCOPE" = system ]; then
+	echo "hprof system-wide at 999 Hz for ${SECONDS_TOTAL}s with process and thread churn; every ${INTERVAL}s:"
+else
+	echo "hprof at 999 Hz on the process and thread churn only (-- COMMAND) for ${SECONDS_TOTAL}s; every ${INTERVAL}s:"
+fi
 printf '%6s %10s %10s %8s\n' "t (s)" "VmRSS KB" "stacks KB" "CPU %"
 t=0 last=$(ticks $hprof_pid)
 while kill -0 $hprof_pid 2>/dev/null && [ $t -lt "$SECONDS_TOTAL" ]; do
@@ -72,6 +103,7 @@ while kill -0 $hprof_pid 2>/dev/null && [ $t -lt "$SECONDS_TOTAL" ]; do
 	echo "$t $rss ${prof:-0}" >>"$TMP/series"
 	last=$now
 done
+[ "$SCOPE" = command ] && kill -- "-$command_pid" 2>/dev/null
 hwm=0
 while kill -0 $hprof_pid 2>/dev/null; do
 	h=$(status_kb $hprof_pid VmHWM)
@@ -79,6 +111,7 @@ while kill -0 $hprof_pid 2>/dev/null; do
 	sleep 0.2
 done
 wait $hprof_pid
+# with SOAK_SCOPE=command, hprof exits as its command did, killed: 128 + 15
 echo "hprof exited with status $?"
 grep -E '^hprof: ([0-9.]+ s,|lost|mappings)' "$TMP/soak.err"
 grep '^hprof: memory:' "$TMP/soak.err" | tail -1
