@@ -20,8 +20,8 @@
 
 #include "cli/commands.h"
 #include "binary/modules.h"
+#include "binary/naming.h"
 #include "proc/procmaps.h"
-#include "output/profile.h"
 #include "session.h"
 #include "unwind/walk.h"
 #include "util/grow.h"
@@ -423,17 +423,18 @@ static void print_thread(struct session *s, pid_t pid, const struct thread *t,
 	}
 	for (uint32_t i = 0; i < result.nr_frames; i++) {
 		const struct module *mod = NULL;
-		const char *name;
 		struct frame f;
+		char *name;
 
 		session__resolve_frame(s, (uint32_t)pid, walked[i].pc, !walked[i].exact, &f);
-		name = profile__frame_name(session__profile(s), &f);
+		name = frame_name__format(modules, NULL, &f);
 		if (f.module >= MODULE_FIRST_FILE)
 			mod = module_registry__by_id(modules, f.module);
 		fprintf(out, "#%-3u 0x%016" PRIx64 " %s", i, walked[i].pc, name ? name : "?");
 		if (mod)
 			fprintf(out, " (%s)", mod->name);
 		fputc('\n', out);
+		free(name);
 	}
 	if (result.end != UNWIND_END_COMPLETE)
 		fprintf(out, "    %s\n", hybrid__truncated_root(result.end));

@@ -8,6 +8,7 @@
 #include "flamegraph.h"
 #include "output/pprof.h"
 #include "util/atomic_file.h"
+#include "util/grow.h"
 
 static int write_folded_file(struct profile *p, const char *path)
 {
@@ -32,44 +33,85 @@ static int write_folded_file(struct profile *p, const char *path)
 	return atomic_file__commit(f);
 }
 
+/* Building the flamegraph's tree from the profile's stacks, named as the folded text
+ * names them, so the SVG is the one flamegraph.pl-style tools draw from that text. */
+struct graph_build {
+	struct profile *p;
+	struct flamegraph *fg;
+	const char **names; /* one stack's frame names, outermost first */
+	size_t names_cap;
+	size_t *offsets;    /* where each is in text */
+	size_t offsets_cap;
+	char *text;         /* their folded forms, one after the other */
+	size_t text_cap;
+};
+
+/* The folded text's reader drops blanks that end a stack: the innermost name loses them
+ * here too. */
+static void trim_trailing_blanks(char *name)
+{
+	size_t len = strlen(name);
+
+	while (len > 1 && (name[len - 1] == ' ' || name[len - 1] == '\t'))
+		name[--len] = '\0';
+}
+
+/* The i-th name of a stack, outermost first: comm, root, frames. */
+static const char *stack_name(struct graph_build *g, const struct profile_stack *st, size_t i,
+			      size_t n)
+{
+	if (i == 0)
+		return st->comm;
+	if (i == 1 && st->root)
+		return st->root;
+	return profile__frame_name(g->p, &st->frames[n - 1 - i]);
+}
+
+static int add_stack(void *ctx, const struct profile_stack *st)
+{
+	struct graph_build *g = ctx;
+	size_t n = 1 + (st->root != NULL) + st->nr_frames, len = 0;
+
+	if (grow_array((void **)&g->names, &g->names_cap, n, sizeof(*g->names)) ||
+	    grow_array((void **)&g->offsets, &g->offsets_cap, n, sizeof(*g->offsets)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = stack_name(g, st, i, n);
+		size_t name_len = name ? strlen(name) : 0;
+
+		if (!name || grow_array((void **)&g->text, &g->text_cap, len + name_len + 1, 1))
+			return -ENOMEM;
+		profile__folded_name(name, g->text + len);
+		g->offsets[i] = len;
+		len += name_len + 1;
+	}
+	/* text has stopped moving: point at its names */
+	for (size_t i = 0; i < n; i++)
+		g->names[i] = g->text + g->offsets[i];
+	trim_trailing_blanks(g->text + g->offsets[n - 1]);
+	return flamegraph__add(g->fg, g->names, n, st->count);
+}
+
 static int write_svg_file(struct profile *p, const struct output_opts *opts)
 {
 	struct flamegraph_opts fg_opts = { .title = opts->title, .subtitle = opts->subtitle };
-	char *folded = NULL, msg[256] = "";
-	size_t folded_len = 0;
+	struct graph_build g = { .p = p };
 	struct atomic_file *f = NULL;
-	FILE *mem, *in = NULL;
 	int err;
 
-	mem = open_memstream(&folded, &folded_len);
-	if (!mem)
-		return -errno;
-	err = profile__write_folded(p, mem);
-	if (fclose(mem) && !err)
-		err = -errno;
-	if (err)
-		goto cleanup;
-	in = fmemopen(folded, folded_len ? folded_len : 1, "r");
-	if (!in) {
-		err = -errno;
-		goto cleanup;
+	err = flamegraph__new(&g.fg);
+	if (!err)
+		err = profile__for_each_stack(p, add_stack, &g);
+	if (!err)
+		err = atomic_file__open(opts->svg_path, 0644, &f);
+	if (!err) {
+		err = flamegraph__write_svg(g.fg, atomic_file__stream(f), &fg_opts);
+		err = err ? (atomic_file__abort(f), err) : atomic_file__commit(f);
 	}
-	if (!folded_len)
-		fgetc(in); /* fmemopen wants a non-empty buffer: step over its only byte */
-	err = atomic_file__open(opts->svg_path, 0644, &f);
-	if (err)
-		goto cleanup;
-	err = flamegraph__render(in, atomic_file__stream(f), &fg_opts, msg, sizeof(msg));
-	if (err) {
-		fprintf(stderr, "hprof: rendering %s: %s\n", opts->svg_path, msg);
-		atomic_file__abort(f);
-		goto cleanup;
-	}
-	err = atomic_file__commit(f);
-cleanup:
-	if (in)
-		fclose(in);
-	free(folded);
+	flamegraph__free(g.fg);
+	free(g.names);
+	free(g.offsets);
+	free(g.text);
 	return err;
 }
 

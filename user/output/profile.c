@@ -8,6 +8,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "binary/naming.h"
 #include "sample.h"
 #include "util/grow.h"
 
@@ -266,7 +267,6 @@ static const char *intern(struct profile *p, char *str)
 	return str;
 }
 
-static char *format_frame_name(struct profile *p, const struct frame *f);
 
 /* The name of frame id, made on first use. NULL when out of memory. */
 static const char *frame_name(struct profile *p, uint32_t id)
@@ -275,7 +275,7 @@ static const char *frame_name(struct profile *p, uint32_t id)
 
 	if (p->frame_names[id])
 		return p->frame_names[id];
-	name = format_frame_name(p, &p->frames[id]);
+	name = frame_name__format(p->modules, p->ksyms, &p->frames[id]);
 	if (!name)
 		return NULL;
 	p->frame_names[id] = intern(p, name);
@@ -420,92 +420,6 @@ static const struct frame *node_frame(const struct profile *p, uint32_t node)
 	return &p->frames[p->nodes[node].frame];
 }
 
-/* From libstdc++ (the C++ ABI's demangler, the one perf and gdb agree with). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-static char *symbol_name(const char *sym)
-{
-	int status = -1;
-	char *demangled = NULL;
-
-	if (sym[0] == '_' && sym[1] == 'Z')
-		demangled = __cxa_demangle(sym, NULL, NULL, &status);
-	if (demangled && status == 0)
-		return demangled;
-	free(demangled);
-	return strdup(sym);
-}
-
-/* A frame no symbol names: after the function that holds it by CFI, so all its
- * return addresses make one frame ("MODULE+0xSTART", the start as addr2line -e takes it),
- * or "_start" at the entry point; with no CFI either, "MODULE+0xADDR". */
-static char *unnamed_frame_name(struct profile *p, struct module *mod, uint64_t pc,
-				uint64_t addr)
-{
-	const struct unwind_table *table = NULL;
-	uint64_t entry = 0;
-	uint64_t start = addr;
-	bool has_start;
-	char *name = NULL;
-
-	if (mod) {
-		table = module_registry__unwind_table(p->modules, mod);
-		entry = elf_symbols__entry(mod->syms);
-	}
-	/* as for symbols: a return address right after a gap names the function it points at */
-	has_start = unwind_table__function_start(table, pc, &start) == 0 ||
-		    (pc != addr && unwind_table__function_start(table, addr, &start) == 0);
-	/* entry code without CFI (ld.so's _start) is named as is_entry_code in session.c
-	 * recognises it */
-	if (entry && ((has_start && start == entry) ||
-		      (!has_start && pc >= entry && pc - entry < ELF_ENTRY_CODE_MAX)))
-		return strdup("_start");
-	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
-}
-
-/* JIT code: its process's perf map entry, else its mapping's name, never an address. */
-static char *anon_code_name(const struct module *mod, uint64_t pc)
-{
-	const char *name = perf_map__lookup(mod->perf_map, pc);
-
-	return strdup(name ? name : mod->name);
-}
-
-static char *format_frame_name(struct profile *p, const struct frame *f)
-{
-	/* caller frames: look up ra-1, the call instruction, not the one after it */
-	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr;
-	struct module *mod;
-	const char *sym = NULL;
-	uint64_t off;
-	char *name = NULL;
-
-	switch (f->module) {
-	case MODULE_KERNEL:
-		sym = ksyms__lookup(p->ksyms, pc, &off);
-		if ((sym ? asprintf(&name, "%s_[k]", sym)
-			 : asprintf(&name, "[kernel]+0x%" PRIx64 "_[k]", pc)) < 0)
-			name = NULL;
-		return name;
-	case MODULE_UNMAPPED:
-		return asprintf(&name, "[unmapped]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
-	case MODULE_ANON:
-		return strdup("[jit]");
-	}
-	mod = module_registry__by_id(p->modules, f->module);
-	if (mod && mod->anon_code)
-		return anon_code_name(mod, pc);
-	if (mod)
-		sym = elf_symbols__lookup(mod->syms, pc, &off);
-	/* A return address right after a gap (the kernel's signal return path lands on
-	 * __restore_rt, whose CFI starts one byte early) names the function it points at. */
-	if (mod && !sym && pc != f->addr)
-		sym = elf_symbols__lookup(mod->syms, f->addr, &off);
-	if (sym)
-		return symbol_name(sym);
-	return unnamed_frame_name(p, mod, pc, f->addr);
-}
-
 const char *profile__frame_name(struct profile *p, const struct frame *f)
 {
 	uint32_t id = frame_id(p, f);
@@ -513,8 +427,17 @@ const char *profile__frame_name(struct profile *p, const struct frame *f)
 	return id == NONE ? NULL : frame_name(p, id);
 }
 
-/* Appends a frame name; folded stacks separate frames with ';' and end in " COUNT",
- * so names must not carry ';' or control characters. Returns 0 or -ENOMEM. */
+void profile__folded_name(const char *name, char *out)
+{
+	for (; *name; name++) {
+		unsigned char c = (unsigned char)*name;
+
+		*out++ = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	*out = '\0';
+}
+
+/* Appends a frame name as folded text carries it. Returns 0 or -ENOMEM. */
 static int append_frame(char **buf, size_t *len, size_t *cap, const char *name)
 {
 	size_t n = strlen(name);
@@ -530,12 +453,8 @@ static int append_frame(char **buf, size_t *len, size_t *cap, const char *name)
 	}
 	if (*len > 0)
 		(*buf)[(*len)++] = ';';
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		(*buf)[(*len)++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	(*buf)[*len] = '\0';
+	profile__folded_name(name, *buf + *len);
+	*len += n;
 	return 0;
 }
 

@@ -47,6 +47,9 @@ typedef int (*profile_stack_fn)(void *ctx, const struct profile_stack *stack);
 int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx);
 /* The printable name of a frame ("func", "func_[k]", "module+0x1234"); valid until the
  * profile is freed. */
+/* name as folded stacks carry it: they separate frames with ';' and end in " COUNT", so
+ * ';' becomes ':' and control characters '?'. out holds strlen(name) + 1 bytes. */
+void profile__folded_name(const char *name, char *out);
 const char *profile__frame_name(struct profile *p, const struct frame *f);
 void profile__free(struct profile *p);
 

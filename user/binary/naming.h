@@ -1,0 +1,16 @@
+/* A frame's printable name, the one symbolizer every output and subcommand shares: the
+ * (demangled) symbol, "func_[k]" for the kernel, JIT code by its perf map, and code no
+ * symbol covers after the function its CFI says holds it ("module+0xSTART"). */
+#ifndef HPROF_BINARY_NAMING_H
+#define HPROF_BINARY_NAMING_H
+
+#include "binary/frame.h"
+#include "binary/modules.h"
+#include "binary/symbols.h"
+
+/* The name of f, malloc'd; NULL when out of memory. ksyms may be NULL (kernel frames are
+ * then named by address). */
+char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
+			 const struct frame *f);
+
+#endif
