@@ -51,7 +51,8 @@ struct module_registry {
 	struct process_code *processes;
 	struct perf_map_stats gone_perf_maps; /* of processes that exited */
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
-	uint32_t nr, cap;
+	uint32_t nr;
+	size_t cap;
 	uint32_t sweeps;
 	uint64_t reloads;
 };
@@ -115,15 +116,8 @@ static struct module_entry *add_entry(struct module_registry *reg, const char *p
 {
 	struct module_entry *e;
 
-	if (reg->nr == reg->cap) {
-		uint32_t cap = reg->cap ? reg->cap * 2 : 64;
-		struct module_entry **bigger = realloc(reg->by_id, cap * sizeof(*bigger));
-
-		if (!bigger)
-			return NULL;
-		reg->by_id = bigger;
-		reg->cap = cap;
-	}
+	if (grow_array((void **)&reg->by_id, &reg->cap, (size_t)reg->nr + 1, sizeof(*reg->by_id)))
+		return NULL;
 	e = calloc(1, sizeof(*e));
 	if (!e || !(e->mod.path = strdup(path))) {
 		free(e);

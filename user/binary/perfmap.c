@@ -1,4 +1,5 @@
 #include "binary/perfmap.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,15 +138,8 @@ static bool parse_line(const char *s, const char *end, uint64_t *start, uint64_t
 
 static int add_name(struct perf_map *pm, const char *name, size_t len, uint32_t *off)
 {
-	if (pm->names_len + len + 1 > pm->names_cap) {
-		size_t cap = (pm->names_len + len + 1) * 2;
-		char *bigger = realloc(pm->names, cap);
-
-		if (!bigger)
-			return -ENOMEM;
-		pm->names = bigger;
-		pm->names_cap = cap;
-	}
+	if (grow_array((void **)&pm->names, &pm->names_cap, pm->names_len + len + 1, 1))
+		return -ENOMEM;
 	memcpy(pm->names + pm->names_len, name, len);
 	pm->names[pm->names_len + len] = '\0';
 	*off = (uint32_t)pm->names_len;
@@ -336,16 +330,9 @@ int perf_map__add_text(struct perf_map *pm, const char *text, size_t len, size_t
 			pos += line_len + 1;
 			continue;
 		}
-		if (nr == cap) {
-			size_t new_cap = cap ? cap * 2 : 256;
-			struct item *bigger = realloc(items, new_cap * sizeof(*items));
-
-			if (!bigger) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			items = bigger;
-			cap = new_cap;
+		if (grow_array((void **)&items, &cap, nr + 1, sizeof(*items))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		err = add_line(pm, text + pos, line_len, &items[nr], &added);
 		if (err)

@@ -69,18 +69,8 @@ static int add_name(struct elf_symbols *es, const char *name, uint32_t *at)
 
 	if (es->names_len + len > UINT32_MAX)
 		return -E2BIG;
-	if (es->names_len + len > es->names_cap) {
-		size_t cap = es->names_cap ? es->names_cap * 2 : 4096;
-		char *bigger;
-
-		while (cap < es->names_len + len)
-			cap *= 2;
-		bigger = realloc(es->names, cap);
-		if (!bigger)
-			return -ENOMEM;
-		es->names = bigger;
-		es->names_cap = cap;
-	}
+	if (grow_array((void **)&es->names, &es->names_cap, es->names_len + len, 1))
+		return -ENOMEM;
 	memcpy(es->names + es->names_len, name, len - 1);
 	es->names[es->names_len + len - 1] = '\0';
 	*at = (uint32_t)es->names_len;

@@ -1,4 +1,5 @@
 #include "proc/address_space.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,19 +33,7 @@ void address_space__free(struct address_space *as)
 
 static int reserve(struct address_space *as, size_t more)
 {
-	size_t cap = as->cap ? as->cap : 16;
-	struct mapping *bigger;
-
-	if (as->nr + more <= as->cap)
-		return 0;
-	while (cap < as->nr + more)
-		cap *= 2;
-	bigger = realloc(as->items, cap * sizeof(*bigger));
-	if (!bigger)
-		return -ENOMEM;
-	as->items = bigger;
-	as->cap = cap;
-	return 0;
+	return grow_array((void **)&as->items, &as->cap, as->nr + more, sizeof(*as->items));
 }
 
 struct address_space *address_space__clone(const struct address_space *as)
