@@ -452,6 +452,13 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 		*method = METHOD_DWARF_FP;
 		return n + tail;
 	}
+	/* A complete-looking chain beats a walk that ran out of copy, even when the leaf keeps
+	 * no frame pointer (a libc leaf called from code with frame pointers, copied leaf
+	 * only): it then lacks the leaf's caller, but every frame it has is right. */
+	if (fp_complete) {
+		*method = METHOD_FP;
+		return n;
+	}
 	memmove(out, out + n, walked * sizeof(*out));
 	return walked;
 }
