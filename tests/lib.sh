@@ -48,6 +48,17 @@ at_least() {
 	[ "$t" -gt 0 ] && [ $((m * 100)) -ge $(($1 * t)) ]
 }
 
+# wait_for FILE: until FILE is non-empty (a workload wrote it when ready), polling every
+# 50 ms for at most 60 s. Returns 1 on timeout.
+wait_for() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # require_bpf NAME: skips (fails under CI) the rest of the script when BPF is unusable.
 require_bpf() {
 	local why

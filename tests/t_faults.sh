@@ -6,16 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 require_bpf "faults"
 
-# wait_for FILE: until FILE exists (the workload wrote it: sampling is running), at most 60 s.
-wait_for() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # ran_for PID TICKS: until PID has run TICKS clock ticks (1/100 s) on a CPU, so that it has
 # been sampled, at most 60 s.
 ran_for() {

@@ -8,16 +8,6 @@ require_bpf "safety"
 
 NOBODY=65534
 
-# wait_for FILE: until FILE exists (the workload wrote it), at most 60 s.
-wait_for() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 owner_mode() { stat -c '%u:%g %a' "$1"; }
 
 # Under sudo: outputs owned by SUDO_UID:SUDO_GID, created with the user's umask; the
