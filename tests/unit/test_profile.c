@@ -109,11 +109,11 @@ static const char FOLDED[] =
 	"chain_nofp_stripped+0x400 1\n"
 	"we:ird?name;leaf 1\n";
 
-static struct profile *profile_of(bool reversed)
+static struct profile *profile_of(bool reversed, bool by_name)
 {
 	struct profile *p;
 
-	if (profile__new(registry, ksyms, &p) != 0)
+	if (profile__new(registry, ksyms, &p) != 0 || (by_name && profile__key_by_name(p) != 0))
 		abort();
 	for (unsigned k = 0; k < NR_INPUTS; k++) {
 		const struct input *in = &inputs[reversed ? NR_INPUTS - 1 - k : k];
@@ -163,7 +163,7 @@ static char *stacks(struct profile *p)
 
 static void test_folded(void)
 {
-	struct profile *p = profile_of(false), *q = profile_of(true);
+	struct profile *p = profile_of(false, false), *q = profile_of(true, false);
 	char *a = folded(p), *b = folded(q), *sa = stacks(p), *sb = stacks(q);
 	char want_stacks[1024];
 
@@ -197,6 +197,66 @@ static void test_folded(void)
 	free(sb);
 	profile__free(p);
 	profile__free(q);
+}
+
+/* The distinct stacks in for_each order, named: "comm/root/frames outermost first/count". */
+struct named_stacks {
+	struct profile *p;
+	FILE *out;
+};
+
+static int describe_named(void *ctx, const struct profile_stack *stack)
+{
+	struct named_stacks *ns = ctx;
+
+	fprintf(ns->out, "%s/%s/", stack->comm, stack->root ? stack->root : "-");
+	for (uint32_t i = stack->nr_frames; i-- > 0;)
+		fprintf(ns->out, "%s,", profile__frame_name(ns->p, &stack->frames[i]));
+	fprintf(ns->out, "/%llu\n", (unsigned long long)stack->count);
+	return 0;
+}
+
+static char *named_stacks(struct profile *p)
+{
+	struct named_stacks ns = { .p = p };
+	char *text = NULL;
+	size_t len = 0;
+
+	ns.out = open_memstream(&text, &len);
+	if (!ns.out || profile__for_each_stack(p, describe_named, &ns) != 0)
+		abort();
+	fclose(ns.out);
+	return text;
+}
+
+/* Keyed by name: leaf's two addresses are one stack; the outputs are those of the profile
+ * keyed by address, in an order that does not depend on which address came first. */
+static void test_by_name(void)
+{
+	struct profile *p = profile_of(false, true), *q = profile_of(true, true),
+		       *by_addr = profile_of(false, false);
+	char *a = folded(p), *b = folded(q), *sa = named_stacks(p), *sb = named_stacks(q);
+	struct profile_memory mp, ma;
+
+	check(profile__nr_stacks(p) == 8 && profile__nr_samples(p) == 12,
+	      "by name: 8 distinct stacks, 12 samples (leaf's two addresses are one)");
+	check(strcmp(a, FOLDED) == 0 && strcmp(b, FOLDED) == 0,
+	      "by name: the same folded bytes as by address, in either input order");
+	check(strcmp(sa, sb) == 0 && strstr(sa, "chain/-/_start,start_main,main,a,b,c,leaf,/5\n"),
+	      "by name: for_each_stack in one order whatever the input order, leaf's samples as one");
+	if (strcmp(sa, sb) != 0)
+		printf("# in order:\n%s# reversed:\n%s", sa, sb);
+	profile__memory(p, &mp);
+	profile__memory(by_addr, &ma);
+	check(mp.nodes < ma.nodes, "by name: fewer nodes than by address");
+	check(profile__key_by_name(by_addr) == -EBUSY, "by name: refused once samples are counted");
+	free(a);
+	free(b);
+	free(sa);
+	free(sb);
+	profile__free(p);
+	profile__free(q);
+	profile__free(by_addr);
 }
 
 static bool named(struct profile *p, struct frame f, const char *want)
@@ -319,6 +379,7 @@ int main(void)
 	stripped_id = stripped->id;
 	make_inputs();
 	test_folded();
+	test_by_name();
 	test_frame_names();
 	test_session();
 	module_registry__free(registry);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/modules.h"
+#include "output/profile.h"
 #include "util/grow.h"
 
 struct recorded_build_id {
@@ -135,6 +136,8 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	ret = capture_reader__open(path, &r->reader, err, errlen);
 	if (!ret)
 		ret = session__new(!o->no_dwarf, &r->session);
+	if (!ret && !o->frame_addresses)
+		ret = profile__key_by_name(session__profile(r->session));
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);

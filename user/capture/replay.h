@@ -13,6 +13,7 @@
 struct replay_opts {
 	bool no_dwarf;        /* frame pointers only */
 	uint32_t stack_limit; /* replay as if copies had been at most this long; 0 = as recorded */
+	bool frame_addresses; /* keep return addresses in one function apart (pprof output) */
 };
 
 struct replay;

@@ -13,6 +13,7 @@
 #include "capture/writer.h"
 #include "cli/commands.h"
 #include "output/outputs.h"
+#include "output/profile.h"
 #include "output/summary.h"
 #include "record/capabilities.h"
 #include "record/child.h"
@@ -382,6 +383,9 @@ int cmd_record(int argc, char **argv)
 	err = validate(&o);
 	if (!err)
 		err = session__new(!o.no_dwarf, &session);
+	/* pprof shows addresses; every other output names functions */
+	if (!err && !o.out.pprof_path)
+		err = profile__key_by_name(session__profile(session));
 	if (!err && o.raw_path)
 		err = capture_writer__open(o.raw_path, &raw);
 	if (err)

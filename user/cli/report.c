@@ -116,6 +116,7 @@ int cmd_report(int argc, char **argv)
 	if (err)
 		return err > 0 ? 0 : 2;
 	rep.out.title = "hprof CPU flame graph";
+	rep.replay.frame_addresses = rep.out.pprof_path != NULL;
 	err = replay__run(rep.capture_path, &rep.replay, &replay, err_msg, sizeof(err_msg));
 	if (err)
 		goto cleanup;

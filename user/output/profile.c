@@ -71,11 +71,17 @@ struct profile {
 	/* Each frame's name, made when the frame is first counted: while its process lives
 	 * (a JIT's perf map is read then) and its binary's symbols are at hand, so that
 	 * neither need to be kept for the outputs. Names are kept once each. */
-	const char **frame_names; /* by frame index; NULL: not named yet */
+	uint32_t *frame_names; /* by frame index: index in strings; NONE: not named yet */
 	size_t frame_names_cap;
 	char **strings;
 	size_t nr_strings, strings_cap, strings_bytes;
 	struct id_index string_ids;
+	/* Keyed by name (profile__key_by_name): the tree's nodes name each function by the
+	 * first frame counted with its name, so return addresses in one function share a
+	 * node. By string index; NONE until a frame has the name. */
+	bool by_name;
+	uint32_t *name_frames;
+	size_t name_frames_cap;
 	struct stack_head *heads;
 	struct stack_head **head_by_id;
 	size_t nr_heads, heads_cap;
@@ -104,6 +110,14 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 		*out = NULL;
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int profile__key_by_name(struct profile *p)
+{
+	if (p->nr_samples > 0 || p->nr_strings > 1)
+		return -EBUSY;
+	p->by_name = true;
 	return 0;
 }
 
@@ -232,14 +246,14 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
 	p->frames[id] = *f;
-	p->frame_names[id] = NULL;
+	p->frame_names[id] = NONE;
 	index_put(&p->frame_ids, h, id);
 	return id;
 }
 
-/* The one copy of str, which it takes (and frees when there is one already). NULL when
- * out of memory. */
-static const char *intern(struct profile *p, char *str)
+/* The index in strings of the one copy of str, which it takes (and frees when there is one
+ * already). NONE when out of memory. */
+static uint32_t intern(struct profile *p, char *str)
 {
 	uint64_t h = string_hash(str);
 	uint32_t id;
@@ -249,37 +263,61 @@ static const char *intern(struct profile *p, char *str)
 		     at = (at + 1) & p->string_ids.mask) {
 			if (strcmp(p->strings[id], str) == 0) {
 				free(str);
-				return p->strings[id];
+				return id;
 			}
 		}
 	}
 	if (p->nr_strings >= UINT32_MAX ||
 	    grow_array((void **)&p->strings, &p->strings_cap, p->nr_strings + 1,
 		       sizeof(*p->strings)) ||
+	    (p->by_name && grow_array((void **)&p->name_frames, &p->name_frames_cap,
+				      p->nr_strings + 1, sizeof(*p->name_frames))) ||
 	    index_reserve(p, &p->string_ids, string_id_hash)) {
 		free(str);
-		return NULL;
+		return NONE;
 	}
 	id = (uint32_t)p->nr_strings++;
 	p->strings[id] = str;
 	p->strings_bytes += strlen(str) + 1;
+	if (p->by_name)
+		p->name_frames[id] = NONE;
 	index_put(&p->string_ids, h, id);
-	return str;
+	return id;
 }
 
+/* The index in strings of frame id's name, made on first use. NONE when out of memory. */
+static uint32_t frame_name_id(struct profile *p, uint32_t id)
+{
+	char *name;
+
+	if (p->frame_names[id] != NONE)
+		return p->frame_names[id];
+	name = frame_name__format(p->modules, p->ksyms, &p->frames[id]);
+	if (!name)
+		return NONE;
+	p->frame_names[id] = intern(p, name);
+	return p->frame_names[id];
+}
 
 /* The name of frame id, made on first use. NULL when out of memory. */
 static const char *frame_name(struct profile *p, uint32_t id)
 {
-	char *name;
+	uint32_t name = frame_name_id(p, id);
 
-	if (p->frame_names[id])
-		return p->frame_names[id];
-	name = frame_name__format(p->modules, p->ksyms, &p->frames[id]);
-	if (!name)
-		return NULL;
-	p->frame_names[id] = intern(p, name);
-	return p->frame_names[id];
+	return name == NONE ? NULL : p->strings[name];
+}
+
+/* The frame the tree's nodes use for frame id: itself, or keyed by name, the first frame
+ * counted with its name. NONE when out of memory. */
+static uint32_t node_frame_id(struct profile *p, uint32_t id)
+{
+	uint32_t name = frame_name_id(p, id);
+
+	if (name == NONE || !p->by_name)
+		return name == NONE ? NONE : id;
+	if (p->name_frames[name] == NONE)
+		p->name_frames[name] = id;
+	return p->name_frames[name];
 }
 
 /* A new node; NONE when out of memory. */
@@ -306,7 +344,9 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
 	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
 		return hint;
 	fid = frame_id(p, f);
-	if (fid == NONE || !frame_name(p, fid))
+	if (fid != NONE)
+		fid = node_frame_id(p, fid);
+	if (fid == NONE)
 		return NONE;
 	h = child_hash(parent, fid);
 	for (size_t at = h & p->children.mask; (id = p->children.slots[at]) != NONE;
@@ -393,6 +433,7 @@ void profile__memory(const struct profile *p, struct profile_memory *m)
 	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) + (p->nr_stacks + 1) * sizeof(*p->counts) +
 			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names)) +
 			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
+			 (p->by_name ? p->nr_strings * sizeof(*p->name_frames) : 0) +
 			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
 	for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
@@ -601,6 +642,16 @@ struct stack_ref {
 	const struct stack_head *head;
 };
 
+/* Frames in the order of their names when the profile is keyed by name (which frame of a
+ * name a node holds depends on the order samples came in), else by binary and address. */
+static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
+{
+	if (p->by_name)
+		return strcmp(p->strings[p->frame_names[p->nodes[x].frame]],
+			      p->strings[p->frame_names[p->nodes[y].frame]]);
+	return compare_frames(node_frame(p, x), node_frame(p, y));
+}
+
 /* comm, root, then frames innermost first, then the shorter first. */
 static int compare_stacks(const void *a, const void *b, void *ctx)
 {
@@ -618,7 +669,7 @@ static int compare_stacks(const void *a, const void *b, void *ctx)
 	/* up both paths together, from the innermost frame; a shared node means the rest of
 	 * the paths are the same */
 	while (nx != ny && p->nodes[nx].parent != NONE && p->nodes[ny].parent != NONE) {
-		c = compare_frames(node_frame(p, nx), node_frame(p, ny));
+		c = compare_node_frames(p, nx, ny);
 		if (c)
 			return c;
 		nx = p->nodes[nx].parent;
@@ -677,6 +728,7 @@ void profile__free(struct profile *p)
 	free(p->strings);
 	free(p->string_ids.slots);
 	free(p->frame_names);
+	free(p->name_frames);
 	HASH_ITER(hh, p->roots, r, rtmp) {
 		HASH_DEL(p->roots, r);
 		free(r->name);
