@@ -384,6 +384,8 @@ enum kernel_counter {
 	KC_COPY_ALTSTACK,        /* copies from a signal's alternate stack, with the interrupted stack */
 	KC_SIGFRAME_NOT_FOUND,   /* on an alternate stack, its signal frame not found: the
 				  * interrupted stack not copied */
+	KC_FORKS_NOT_FOLLOWED,   /* children of profiled processes not added to the pid filter,
+				  * which was full: their samples count as other processes' */
 	KC_NR,
 };
 

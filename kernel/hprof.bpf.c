@@ -981,5 +981,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* over the entry of a freed process that held the pid before, if it is still there */
 	if (bpf_map_update_elem(&pids, &child_tgid, &start, BPF_ANY) == 0)
 		count(KC_FORKS_FOLLOWED);
+	else
+		count(KC_FORKS_NOT_FOLLOWED);
 	return 0;
 }

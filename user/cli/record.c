@@ -287,6 +287,17 @@ static unsigned debug_delta_drop_every(void)
 	return (unsigned)strtoul(opt + strlen("delta-drop:"), NULL, 10);
 }
 
+/* HPROF_DEBUG=pid-filter:N: room for N processes in the kernel's pid filter, to check that
+ * children it cannot hold are counted. */
+static unsigned debug_pid_filter_size(void)
+{
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+
+	if (!debug || !(opt = strstr(debug, "pid-filter:")))
+		return 0;
+	return (unsigned)strtoul(opt + strlen("pid-filter:"), NULL, 10);
+}
+
 static void install_signal_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -411,6 +422,7 @@ int cmd_record(int argc, char **argv)
 					     .follow_forks = o.command != NULL,
 					     .stack_deltas = !o.no_stack_delta,
 					     .delta_verify = debug_delta_verify(),
+					     .max_pids = debug_pid_filter_size(),
 				     },
 				     .time_ms = o.time_ms,
 				     .pids = o.pids,

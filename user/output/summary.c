@@ -82,6 +82,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__uint(w, kc[KC_IDLE]);
 	json__key(w, "other_processes");
 	json__uint(w, kc[KC_FILTERED]);
+	json__key(w, "children_not_followed");
+	json__uint(w, kc[KC_FORKS_NOT_FOLLOWED]);
 	json__end_object(w);
 	json__key(w, "lost_frames");
 	json__begin_object(w);
@@ -391,6 +393,10 @@ void summary__print(const struct run_summary *r, FILE *out)
 			", other processes %" PRIu64 "\n",
 		lost, kc[KC_DROP_RINGBUF_FULL], kc[KC_DROP_NO_SCRATCH], st->malformed, kc[KC_IDLE],
 		kc[KC_FILTERED]);
+	if (kc[KC_FORKS_NOT_FOLLOWED])
+		fprintf(out, "hprof: %" PRIu64 " children of profiled processes not followed: the"
+				" kernel's pid filter was full (their samples count as other processes')\n",
+			kc[KC_FORKS_NOT_FOLLOWED]);
 	fprintf(out, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
 			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
 		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);

@@ -92,6 +92,8 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	if (err)
 		return err;
 	bpf_map__set_max_entries(s->skel->maps.scratch_buffers, libbpf_num_possible_cpus());
+	if (o->max_pids)
+		bpf_map__set_max_entries(s->skel->maps.pids, o->max_pids);
 	bpf_map__set_max_entries(s->skel->maps.delta_work, libbpf_num_possible_cpus());
 	if (o->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.samples, o->ring_size);

@@ -20,6 +20,7 @@ struct sampler_opts {
 	bool follow_forks;   /* children of filtered pids join the filter */
 	bool stack_deltas;   /* copies to a learned base sent as deltas (user/record/stack_delta.h) */
 	bool delta_verify;   /* deltas carry the whole copy too, to check the rebuild against */
+	unsigned max_pids;   /* room in the kernel's pid filter; 0: the BPF program's default */
 };
 
 /* Called with each ring buffer record (a struct hprof_sample of size bytes, not yet
