@@ -831,6 +831,36 @@ static __always_inline void commit_stack_delta(__u32 tid, struct delta_state *sl
 	slot->seq = w->seq;
 }
 
+/* When a copy to the end of the stack last woke the reader (see reader_wakeup). Shared by
+ * the CPUs: a race costs one more wakeup, or one fewer. */
+__u64 last_base_wakeup_ns = 0;
+#define BASE_WAKEUP_EVERY_NS (5 * 1000 * 1000ull)
+
+/* A copy that ran to the end of the stack (not to a learned base, not the leaf alone): the
+ * thread's base is not known to the kernel yet. */
+static __always_inline bool copied_to_stack_end(const struct hprof_sample *s)
+{
+	return s->stack_len > 0 &&
+	       !(s->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP | SAMPLE_STACK_DELTA));
+}
+
+/* Waking the reader on every sample costs more than the sample itself: hprof polls every
+ * 100 ms, and is woken when the buffer fills past a quarter. A thread whose base the kernel
+ * does not know yet also wakes it, at most every BASE_WAKEUP_EVERY_NS: its first walk then
+ * teaches the kernel within the reorder window (~10 ms), not at the next poll, and the
+ * thread's copies stop running to the end of the stack after a few samples, not ~50. */
+static __always_inline __u64 reader_wakeup(const struct hprof_sample *s)
+{
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ringbuf_wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	if (copied_to_stack_end(s) &&
+	    s->timestamp_ns - last_base_wakeup_ns > BASE_WAKEUP_EVERY_NS) {
+		last_base_wakeup_ns = s->timestamp_ns;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -912,11 +942,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if ((s->flags & SAMPLE_USER_REGS) && !(s->flags & SAMPLE_COPY_FP))
 		copy_fp_tail(s, off, stack_end);
 
-	/* Waking the reader on every sample costs more than the sample itself: hprof polls
-	 * every 100 ms anyway, and is woken only when the buffer fills past a quarter. */
-	wakeup = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ringbuf_wakeup_bytes
-			 ? BPF_RB_FORCE_WAKEUP
-			 : BPF_RB_NO_WAKEUP;
+	wakeup = reader_wakeup(s);
 	size = sizeof(*s) + (__u64)off + s->tail_len;
 	if (size > HPROF_SAMPLE_MAX_WIRE_SIZE)
 		return 0;
