@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Compares `hprof table` with `readelf --debug-dump=frames-interp`, row by row.
 
-For every row readelf prints (LOC, CFA, rbp, ra) the rule hprof's table gives for LOC must
+For every row readelf prints (LOC, CFA, rbp, ra, rbx) the rule hprof's table gives for LOC must
 say the same thing; the gap after each FDE that no other FDE fills must find no rule; and
 every row hprof prints must start at a location readelf also knows (a row start, an FDE
 start or an FDE end). readelf is the independent oracle: nothing here reads hprof's code.
 
 Vocabulary (readelf -> what hprof must print):
-  CFA  rsp+N / rbp+N        -> the same
+  CFA  rsp+N / rbp+N / rbx+N -> the same
        rK+N (other reg)     -> ?cfa-register
        exp                  -> the kind of the expression `readelf -wf` shows there:
                                the PLT expression with DW_OP_litN -> exp:pltN,
@@ -22,8 +22,13 @@ Vocabulary (readelf -> what hprof must print):
        vexp                 -> ?val-expression;  a register name -> ?register
   ra   (no column)          -> c-8          (the x86-64 psABI's rule)
        c+N, u               -> the same
-       exp                  -> exp:rsp+N for DW_OP_breg7 N, else ?expression;  vexp, v+N, s, a register -> ?val-expression,
-                               ?val-offset, ?same-value, ?register
+       exp                  -> exp:rsp+N for DW_OP_breg7 N, else ?expression;  vexp, v+N, s -> ?val-expression,
+                               ?val-offset, ?same-value
+       rK (name)            -> rK           (DW_CFA_register: the return address is in rK)
+  rbx  (no column), s       -> s
+       u                    -> s or u       (as for rbp)
+       c-N                  -> c-N when N is 8k with k in 1..253 (the row's byte), else ?
+       anything else        -> ?
 Overlapping FDEs: ordered by start (then section order), each one's rows stop where the
 next one starts; that is also the order .eh_frame_hdr's binary search implies.
 
@@ -239,7 +244,7 @@ def expect_cfa(v, snap):
             return {'exp:*(%s%+d)' % (m.group(2), int(m.group(3)))}
         return {'?expression'}
     m = re.match(r'^(\w+)([+-]\d+)$', v)
-    if m and m.group(1) in ('rsp', 'rbp'):
+    if m and m.group(1) in ('rsp', 'rbp', 'rbx'):
         return {'%s%+d' % (m.group(1), int(m.group(2)))}
     return {'?cfa-register'}
 
@@ -263,7 +268,26 @@ def expect_reg(v, is_ra, snap, reg):
         return {'?expression'}
     if v == 'vexp':
         return {'?val-expression'}
+    m = re.match(r'^r(\d+)\b', v)
+    if is_ra and m and int(m.group(1)) <= 127:
+        return {'r%d' % int(m.group(1))}
     return {'?register'}
+
+
+RBX_SLOTS = 253
+
+
+def expect_rbx(v):
+    if v is None or v == 's':
+        return {'s'}
+    if v == 'u':
+        return {'s', 'u'}
+    m = re.match(r'^c([+-]\d+)$', v)
+    if m:
+        off = int(m.group(1))
+        if off < 0 and off % 8 == 0 and off >= -8 * RBX_SLOTS:
+            return {'c%+d' % off}
+    return {'?'}
 
 
 def parse_hprof(text):
@@ -323,14 +347,15 @@ def compare_section(path, hprof, section, entries, raw, totals, problems):
             totals['rows'] += 1
             snap = snapshot_at(fraw, loc) if raw is not None else {}
             want = (expect_cfa(v['CFA'], snap), expect_reg(v.get('rbp'), False, snap, 6),
-                    expect_reg(v.get('ra'), True, snap, ra_reg))
+                    expect_reg(v.get('ra'), True, snap, ra_reg), expect_rbx(v.get('rbx')))
             got = lookup(loc)
-            if got is None or len(got) < 3 or any(g not in w for g, w in zip(got, want)):
+            if got is None or len(got) < 4 or any(g not in w for g, w in zip(got, want)):
                 totals['mismatches'] += 1
                 if len(problems) < 40:
-                    problems.append('%s %s FDE 0x%x loc 0x%x: readelf %s %s %s -> want %s, hprof %s'
+                    problems.append('%s %s FDE 0x%x loc 0x%x: readelf %s %s %s %s -> want %s, hprof %s'
                                     % (path, section, f.off, loc, v['CFA'], v.get('rbp', '-'),
-                                       v.get('ra', '-'), [sorted(w) for w in want], got))
+                                       v.get('ra', '-'), v.get('rbx', '-'),
+                                       [sorted(w) for w in want], got))
         if not touches:
             totals['gaps'] += 1
             if lookup(hi) is not None:

@@ -568,6 +568,49 @@ static void test_expressions(void)
 	unwind_table__free(r.t);
 }
 
+/* rbx's rules in the row's byte, a CFA based on rbx, and a return address in a register. */
+static void test_rbx(void)
+{
+	struct buf p = { 0 };
+	struct result r;
+
+	u8(&p, 0x41); u8(&p, 0x0e); uleb(&p, 16); u8(&p, 0x83); uleb(&p, 2);  /* 1: rsp+16, rbx c-16 */
+	u8(&p, 0x41); u8(&p, 0x0d); uleb(&p, 3);                             /* 2: CFA rbx+16 */
+	u8(&p, 0x41); u8(&p, 0x83); uleb(&p, 253);                           /* 3: rbx c-2024 */
+	u8(&p, 0x41); u8(&p, 0x83); uleb(&p, 254);                           /* 4: rbx c-2032 */
+	u8(&p, 0x41); u8(&p, 0x11); uleb(&p, 3); sleb(&p, -1);              /* 5: rbx c+8 */
+	u8(&p, 0x41); u8(&p, 0x07); uleb(&p, 3);                             /* 6: rbx undefined */
+	u8(&p, 0x41); u8(&p, 0x08); uleb(&p, 3);                             /* 7: rbx same_value */
+	u8(&p, 0x41); u8(&p, 0x09); uleb(&p, 3); uleb(&p, 12);               /* 8: rbx in r12 */
+	u8(&p, 0x41); u8(&p, 0x09); uleb(&p, 16); uleb(&p, 5);               /* 9: ra in rdi */
+	u8(&p, 0x41); u8(&p, 0x09); uleb(&p, 16); uleb(&p, 200);             /* 10: ra in r200 */
+	u8(&p, 0x41); u8(&p, 0xc3); u8(&p, 0x0e); uleb(&p, 8);               /* 11: restore rbx, rbx+8 */
+	r = compile_fde(p.b, p.n, 0x2000, 0x10);
+	free(p.b);
+	check(r.ret == 0, "rbx: program compiles (%s)", r.err);
+	if (r.ret)
+		return;
+	check(at(r.t, 0x2000).rbx == UNWIND_RBX_UNCHANGED, "rbx: unchanged where no rule names it");
+	check(is_sp(at(r.t, 0x2001), 16) && at(r.t, 0x2001).rbx == UNWIND_RBX_AT_CFA &&
+	      at(r.t, 0x2001).rbx_offset == -16, "rbx: DW_CFA_offset c-16");
+	check(at(r.t, 0x2002).cfa == UNWIND_CFA_BX_OFFSET && at(r.t, 0x2002).cfa_offset == 16,
+	      "rbx: DW_CFA_def_cfa_register rbx gives CFA = rbx + 16");
+	check(at(r.t, 0x2003).rbx == UNWIND_RBX_AT_CFA && at(r.t, 0x2003).rbx_offset == -2024,
+	      "rbx: c-2024, the farthest save a row holds");
+	check(at(r.t, 0x2004).rbx == UNWIND_RBX_UNSUPPORTED && at(r.t, 0x2005).rbx == UNWIND_RBX_UNSUPPORTED,
+	      "rbx: c-2032 and c+8 are unsupported");
+	check(at(r.t, 0x2006).rbx == UNWIND_RBX_UNDEFINED, "rbx: DW_CFA_undefined");
+	check(at(r.t, 0x2007).rbx == UNWIND_RBX_UNCHANGED, "rbx: DW_CFA_same_value is unchanged");
+	check(at(r.t, 0x2008).rbx == UNWIND_RBX_UNSUPPORTED, "rbx: in another register is unsupported");
+	check(at(r.t, 0x2009).ra == UNWIND_RA_REGISTER && at(r.t, 0x2009).ra_offset == UNWIND_DWARF_RDI,
+	      "rbx: a return address in rdi (DW_CFA_register rip, rdi)");
+	check(at(r.t, 0x200a).ra == UNWIND_RA_UNSUPPORTED && at(r.t, 0x200a).ra_reason == UNWIND_REASON_REGISTER,
+	      "rbx: a return address in a register a row cannot name is unsupported (register)");
+	check(at(r.t, 0x200b).rbx == UNWIND_RBX_UNCHANGED && at(r.t, 0x200b).cfa == UNWIND_CFA_BX_OFFSET &&
+	      at(r.t, 0x200b).cfa_offset == 8, "rbx: DW_CFA_restore returns rbx to the CIE's rule");
+	unwind_table__free(r.t);
+}
+
 static void test_wide(void)
 {
 	struct buf p = { 0 };
@@ -1112,6 +1155,7 @@ int main(void)
 	test_set_loc();
 	test_state_ops();
 	test_expressions();
+	test_rbx();
 	test_wide();
 	test_many_rows();
 	test_encodings();

@@ -1,4 +1,4 @@
-/* The CFA program interpreter. Only the CFA, rbp and the return-address column are
+/* The CFA program interpreter. Only the CFA, rbp, rbx and the return-address column are
  * tracked; every other register's rules are parsed (to stay in step) and dropped.
  *
  * Every read goes through a bounded cursor; every loop consumes at least one byte of a
@@ -122,6 +122,8 @@ static inline struct cfi_reg_rule *slot(struct cfi_state *st, const struct cfi_c
 		return &st->ra;
 	if (reg == UNWIND_DWARF_RBP)
 		return &st->rbp;
+	if (reg == UNWIND_DWARF_RBX)
+		return &st->rbx;
 	return NULL;
 }
 
@@ -148,7 +150,7 @@ static inline void restore_rule(struct cfi_state *st, const struct cfi_cie *cie,
 	if (in_cie)
 		*r = unref;
 	else
-		*r = reg == cie->ra_reg ? cie->init.ra : cie->init.rbp;
+		*r = r == &st->ra ? cie->init.ra : r == &st->rbp ? cie->init.rbp : cie->init.rbx;
 }
 
 /* Reads an expression block's length and bounds. */
@@ -174,6 +176,7 @@ static inline bool state_equal(const struct cfi_state *a, const struct cfi_state
 	return a->cfa.reg == b->cfa.reg && a->cfa.offset == b->cfa.offset &&
 	       a->cfa.expr == b->cfa.expr && a->cfa.expr_arg == b->cfa.expr_arg &&
 	       a->rbp.how == b->rbp.how && a->rbp.arg == b->rbp.arg &&
+	       a->rbx.how == b->rbx.how && a->rbx.arg == b->rbx.arg &&
 	       a->ra.how == b->ra.how && a->ra.arg == b->ra.arg;
 }
 

@@ -1,5 +1,5 @@
 /* The CFA program interpreter: runs a CIE's initial instructions and an FDE's program,
- * tracking only the CFA, rbp and the return-address column. */
+ * tracking only the CFA, rbp, rbx and the return-address column. */
 #ifndef HPROF_CFI_DWARF_CFA_H
 #define HPROF_CFI_DWARF_CFA_H
 
@@ -34,10 +34,11 @@ struct cfi_cfa_rule {
 	int64_t expr_arg;
 };
 
-/* The rules hprof tracks: the CFA, rbp and the return-address column. */
+/* The rules hprof tracks: the CFA, rbp, rbx and the return-address column. */
 struct cfi_state {
 	struct cfi_cfa_rule cfa;
 	struct cfi_reg_rule rbp;
+	struct cfi_reg_rule rbx;
 	struct cfi_reg_rule ra;
 };
 

@@ -16,6 +16,7 @@ const char *unwind_cfa_kind__name(enum unwind_cfa_kind kind)
 		[UNWIND_CFA_END] = "end",
 		[UNWIND_CFA_SP_OFFSET] = "sp-offset",
 		[UNWIND_CFA_BP_OFFSET] = "bp-offset",
+		[UNWIND_CFA_BX_OFFSET] = "bx-offset",
 		[UNWIND_CFA_EXPR_PLT] = "expr-plt",
 		[UNWIND_CFA_EXPR_DEREF_SP] = "expr-deref-sp",
 		[UNWIND_CFA_EXPR_DEREF_BP] = "expr-deref-bp",
@@ -46,9 +47,22 @@ const char *unwind_ra_kind__name(enum unwind_ra_kind kind)
 		[UNWIND_RA_AT_CFA] = "at-cfa",
 		[UNWIND_RA_UNDEFINED] = "undefined",
 		[UNWIND_RA_AT_SP] = "at-sp",
+		[UNWIND_RA_REGISTER] = "register",
 		[UNWIND_RA_UNSUPPORTED] = "unsupported",
 	};
 	_Static_assert(NR_NAMES(names) == UNWIND_RA_KIND_COUNT, "a name for every value");
+	return NAME_OF(names, kind);
+}
+
+const char *unwind_rbx_kind__name(enum unwind_rbx_kind kind)
+{
+	static const char *const names[] = {
+		[UNWIND_RBX_UNCHANGED] = "unchanged",
+		[UNWIND_RBX_AT_CFA] = "at-cfa",
+		[UNWIND_RBX_UNDEFINED] = "undefined",
+		[UNWIND_RBX_UNSUPPORTED] = "unsupported",
+	};
+	_Static_assert(NR_NAMES(names) == UNWIND_RBX_KIND_COUNT, "a name for every value");
 	return NAME_OF(names, kind);
 }
 

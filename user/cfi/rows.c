@@ -56,6 +56,11 @@ static void map_reg(const struct cfi_reg_rule *r, bool is_ra, int *kind, int64_t
 		*reason = UNWIND_REASON_EXPRESSION;
 		break;
 	case CFI_REG_REGISTER:
+		/* the walk knows some registers' values (rdi in the leaf): the row says which */
+		if (is_ra && r->arg >= 0 && r->arg <= INT8_MAX && r->arg != UNWIND_ROW_WIDE) {
+			*kind = UNWIND_RA_REGISTER;
+			return;
+		}
 		*reason = UNWIND_REASON_REGISTER;
 		break;
 	case CFI_REG_EXPRESSION:
@@ -67,6 +72,31 @@ static void map_reg(const struct cfi_reg_rule *r, bool is_ra, int *kind, int64_t
 	}
 	*kind = is_ra ? UNWIND_RA_UNSUPPORTED : UNWIND_RBP_UNSUPPORTED;
 	*arg = *reason;
+}
+
+/* rbx's DWARF rule as a row rule: only what the row's byte can hold is supported. */
+static void map_rbx(const struct cfi_reg_rule *r, struct unwind_rules *out)
+{
+	out->rbx_offset = 0;
+	switch (r->how) {
+	case CFI_REG_UNREFERENCED:
+	case CFI_REG_SAME_VALUE:
+		out->rbx = UNWIND_RBX_UNCHANGED;
+		return;
+	case CFI_REG_UNDEFINED:
+		out->rbx = UNWIND_RBX_UNDEFINED;
+		return;
+	case CFI_REG_OFFSET:
+		if (unwind_row_rbx_fits(r->arg)) {
+			out->rbx = UNWIND_RBX_AT_CFA;
+			out->rbx_offset = r->arg;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	out->rbx = UNWIND_RBX_UNSUPPORTED;
 }
 
 /* Maps a DWARF state onto the row's rule kinds. */
@@ -88,6 +118,9 @@ static void state_rules(const struct cfi_state *st, struct unwind_rules *r)
 	} else if (st->cfa.reg == UNWIND_DWARF_RBP) {
 		r->cfa = UNWIND_CFA_BP_OFFSET;
 		r->cfa_offset = st->cfa.offset;
+	} else if (st->cfa.reg == UNWIND_DWARF_RBX) {
+		r->cfa = UNWIND_CFA_BX_OFFSET;
+		r->cfa_offset = st->cfa.offset;
 	} else {
 		r->cfa = UNWIND_CFA_UNSUPPORTED;
 		r->cfa_reason = UNWIND_REASON_CFA_REGISTER;
@@ -97,6 +130,7 @@ static void state_rules(const struct cfi_state *st, struct unwind_rules *r)
 	r->rbp = kind;
 	map_reg(&st->ra, true, &kind, &r->ra_offset, &r->ra_reason);
 	r->ra = kind;
+	map_rbx(&st->rbx, r);
 }
 
 static bool fits16(int64_t v)
@@ -137,6 +171,7 @@ static int encode_row(struct cfi_rows *s, uint64_t pc, const struct unwind_rules
 		.cfa_kind = r->cfa,
 		.rbp_kind = r->rbp,
 		.ra_kind = r->ra,
+		.rbx = unwind_row_rbx_encode(r->rbx, r->rbx_offset),
 	};
 
 	*added = false;
@@ -155,7 +190,7 @@ static int encode_row(struct cfi_rows *s, uint64_t pc, const struct unwind_rules
 	}
 	if (last && last->ra_arg == UNWIND_ROW_WIDE && last->cfa_kind == row.cfa_kind &&
 	    last->rbp_kind == row.rbp_kind && last->ra_kind == row.ra_kind &&
-	    wide_equal(&s->wide[unwind_row_wide_index(last)], r))
+	    last->rbx == row.rbx && wide_equal(&s->wide[unwind_row_wide_index(last)], r))
 		return 0;
 	if (s->nr_wide >= UINT32_MAX)
 		return -E2BIG;
@@ -179,6 +214,7 @@ static void count_row(struct unwind_stats *st, const struct unwind_rules *r)
 	st->cfa[r->cfa]++;
 	st->rbp[r->rbp]++;
 	st->ra[r->ra]++;
+	st->rbx[r->rbx]++;
 	if (r->cfa == UNWIND_CFA_UNSUPPORTED)
 		st->cfa_reason[r->cfa_reason]++;
 	if (r->rbp == UNWIND_RBP_UNSUPPORTED)

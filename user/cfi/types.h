@@ -24,9 +24,11 @@ struct unwind_rules {
 	enum unwind_cfa_kind cfa;
 	enum unwind_rbp_kind rbp;
 	enum unwind_ra_kind ra;
+	enum unwind_rbx_kind rbx;
 	int64_t cfa_offset;        /* meaning depends on cfa (see enum unwind_cfa_kind) */
 	int64_t rbp_offset;
 	int64_t ra_offset;
+	int64_t rbx_offset;
 	enum unwind_reason cfa_reason; /* set when cfa is UNWIND_CFA_UNSUPPORTED */
 	enum unwind_reason rbp_reason;
 	enum unwind_reason ra_reason;
@@ -41,6 +43,7 @@ struct unwind_stats {
 	uint64_t cfa[UNWIND_CFA_KIND_COUNT];
 	uint64_t rbp[UNWIND_RBP_KIND_COUNT];
 	uint64_t ra[UNWIND_RA_KIND_COUNT];
+	uint64_t rbx[UNWIND_RBX_KIND_COUNT];
 	uint64_t cfa_reason[UNWIND_REASON_COUNT];
 	uint64_t rbp_reason[UNWIND_REASON_COUNT];
 	uint64_t ra_reason[UNWIND_REASON_COUNT];

@@ -242,6 +242,8 @@ void unwind_table__decode(const struct unwind_table *t, const struct unwind_row 
 	r->cfa = row->cfa_kind;
 	r->rbp = row->rbp_kind;
 	r->ra = row->ra_kind;
+	r->rbx = unwind_row_rbx_kind(row->rbx);
+	r->rbx_offset = unwind_row_rbx_offset(row->rbx);
 	if (row->ra_arg == UNWIND_ROW_WIDE) {
 		uint32_t i = unwind_row_wide_index(row);
 

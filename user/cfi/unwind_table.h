@@ -58,6 +58,7 @@ void unwind_table__stats(const struct unwind_table *table, struct unwind_stats *
 const char *unwind_cfa_kind__name(enum unwind_cfa_kind kind);
 const char *unwind_rbp_kind__name(enum unwind_rbp_kind kind);
 const char *unwind_ra_kind__name(enum unwind_ra_kind kind);
+const char *unwind_rbx_kind__name(enum unwind_rbx_kind kind);
 const char *unwind_reason__name(enum unwind_reason reason);
 
 #endif

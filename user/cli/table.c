@@ -1,5 +1,5 @@
-/* `hprof table FILE`: prints a binary's compiled unwind rows, one a line, in the columns of
- * `readelf --debug-dump=frames-interp` (LOC, CFA, rbp, ra), then counts. */
+/* `hprof table FILE`: prints a binary's compiled unwind rows, one a line, in the notation of
+ * `readelf --debug-dump=frames-interp` (LOC, CFA, rbp, ra, rbx), then counts. */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hprof table [--section eh_frame|debug_frame|all] [--stats-only] FILE\n"
-		"Prints FILE's unwind rows (CFA, rbp and return-address rules per pc), then counts.\n"
+		"Prints FILE's unwind rows (CFA, rbp, return-address and rbx rules per pc), then counts.\n"
 		"  --section S    compile only .eh_frame or .debug_frame (default: all)\n"
 		"  --via-hdr      find .eh_frame through PT_GNU_EH_FRAME, as for a loaded image\n"
 		"  --stats-only   print the counts only\n");
@@ -28,6 +28,9 @@ static void fmt_cfa(char *buf, size_t len, const struct unwind_rules *r)
 		break;
 	case UNWIND_CFA_BP_OFFSET:
 		snprintf(buf, len, "rbp%+lld", off);
+		break;
+	case UNWIND_CFA_BX_OFFSET:
+		snprintf(buf, len, "rbx%+lld", off);
 		break;
 	case UNWIND_CFA_EXPR_PLT:
 		snprintf(buf, len, "exp:plt%lld", off);
@@ -90,8 +93,29 @@ static void fmt_ra(char *buf, size_t len, const struct unwind_rules *r)
 	case UNWIND_RA_AT_SP:
 		snprintf(buf, len, "exp:rsp%+lld", off);
 		break;
+	case UNWIND_RA_REGISTER:
+		snprintf(buf, len, "r%lld", off);
+		break;
 	default:
 		snprintf(buf, len, "?%s", unwind_reason__name(r->ra_reason));
+		break;
+	}
+}
+
+static void fmt_rbx(char *buf, size_t len, const struct unwind_rules *r)
+{
+	switch (r->rbx) {
+	case UNWIND_RBX_UNCHANGED:
+		snprintf(buf, len, "s");
+		break;
+	case UNWIND_RBX_UNDEFINED:
+		snprintf(buf, len, "u");
+		break;
+	case UNWIND_RBX_AT_CFA:
+		snprintf(buf, len, "c%+lld", (long long)r->rbx_offset);
+		break;
+	default:
+		snprintf(buf, len, "?");
 		break;
 	}
 }
@@ -100,10 +124,10 @@ static void print_rows(const struct unwind_table *t)
 {
 	const struct unwind_row *rows;
 	size_t n;
-	char cfa[48], rbp[48], ra[48];
+	char cfa[48], rbp[48], ra[48], rbx[48];
 
 	rows = unwind_table__rows(t, &n);
-	printf("   LOC           CFA      rbp   ra\n");
+	printf("   LOC           CFA      rbp   ra    rbx\n");
 	for (size_t i = 0; i < n; i++) {
 		struct unwind_rules r;
 
@@ -115,7 +139,8 @@ static void print_rows(const struct unwind_table *t)
 		fmt_cfa(cfa, sizeof(cfa), &r);
 		fmt_rbp(rbp, sizeof(rbp), &r);
 		fmt_ra(ra, sizeof(ra), &r);
-		printf("%016llx %-8s %-5s %s\n", (unsigned long long)rows[i].pc, cfa, rbp, ra);
+		fmt_rbx(rbx, sizeof(rbx), &r);
+		printf("%016llx %-8s %-5s %-5s %s\n", (unsigned long long)rows[i].pc, cfa, rbp, ra, rbx);
 	}
 }
 
@@ -144,6 +169,8 @@ static void print_stats(const struct unwind_table *t)
 		printf("rbp %s: %llu\n", unwind_rbp_kind__name(i), (unsigned long long)s.rbp[i]);
 	for (int i = 0; i < UNWIND_RA_KIND_COUNT; i++)
 		printf("ra %s: %llu\n", unwind_ra_kind__name(i), (unsigned long long)s.ra[i]);
+	for (int i = 0; i < UNWIND_RBX_KIND_COUNT; i++)
+		printf("rbx %s: %llu\n", unwind_rbx_kind__name(i), (unsigned long long)s.rbx[i]);
 	print_reasons("cfa", s.cfa_reason);
 	print_reasons("rbp", s.rbp_reason);
 	print_reasons("ra", s.ra_reason);
