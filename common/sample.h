@@ -49,7 +49,7 @@ enum fp_end {
 
 /* hprof_sample.flags */
 #define SAMPLE_IN_KERNEL   (1u << 0) /* the sample interrupted kernel code */
-#define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp are valid */
+#define SAMPLE_USER_REGS   (1u << 1) /* user_ip/sp/bp/bx/di are valid */
 #define SAMPLE_COPY_CLAMPED (1u << 2) /* the stack copy stopped short of the request */
 #define SAMPLE_COPY_LEARNED (1u << 3) /* the copy ended at the thread's learned stack base */
 #define SAMPLE_NO_USER_CONTEXT (1u << 5) /* in execve or exit: the task's user registers
@@ -100,6 +100,11 @@ struct hprof_sample {
 	__u64 user_ip;
 	__u64 user_sp;
 	__u64 user_bp;
+	/* Two more of the user registers, for the DWARF walk: rbx, which a CFA rule may be
+	 * based on (ld.so's lazy-binding trampoline), and rdi, where a leaf may keep its return
+	 * address (glibc's __vfork). */
+	__u64 user_bx;
+	__u64 user_di;
 	__u32 pid; /* tgid */
 	__u32 tid;
 	__u32 cpu;
@@ -123,7 +128,7 @@ struct hprof_sample {
 	__u32 interrupted_holes; /* the interrupted copy's unreadable pages */
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 104, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 120, "hprof_sample layout is shared with BPF");
 
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \

@@ -123,6 +123,8 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 		s->user_ip = ctx->regs.ip;
 		s->user_sp = ctx->regs.sp;
 		s->user_bp = ctx->regs.bp;
+		s->user_bx = ctx->regs.bx;
+		s->user_di = ctx->regs.di;
 		return true;
 	}
 	s->flags |= SAMPLE_IN_KERNEL;
@@ -132,6 +134,8 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	s->user_ip = BPF_CORE_READ(regs, ip);
 	s->user_sp = BPF_CORE_READ(regs, sp);
 	s->user_bp = BPF_CORE_READ(regs, bp);
+	s->user_bx = BPF_CORE_READ(regs, bx);
+	s->user_di = BPF_CORE_READ(regs, di);
 	return s->user_ip != 0;
 }
 

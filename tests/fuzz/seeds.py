@@ -12,8 +12,8 @@
 import struct
 import sys
 
-SAMPLE_HDR = struct.Struct("<QQQQIIIIHHIBBHIQ16sQII")  # struct hprof_sample (104 bytes)
-assert SAMPLE_HDR.size == 104
+SAMPLE_HDR = struct.Struct("<QQQQQQIIIIHHIBBHIQ16sQII")  # struct hprof_sample (120 bytes)
+assert SAMPLE_HDR.size == 120
 
 
 def records(data):
@@ -36,7 +36,7 @@ def event_pid(rtype, payload):
 
 def shrink(path, out):
     data = open(path, "rb").read()
-    pids = {SAMPLE_HDR.unpack_from(p)[4] for t, p, _ in records(data) if t == 3}
+    pids = {SAMPLE_HDR.unpack_from(p)[6] for t, p, _ in records(data) if t == 3}
     kept, samples = [data[:16]], 0
     for rtype, payload, raw in records(data):
         if rtype == 3:
@@ -74,7 +74,7 @@ def unwind(path, outdir):
         if rtype != 3:
             continue
         h = SAMPLE_HDR.unpack_from(payload)
-        ip, sp, bp, pid, nr_user, nr_kernel, stack_len = h[1], h[2], h[3], h[4], h[8], h[9], h[10]
+        ip, sp, bp, pid, nr_user, nr_kernel, stack_len = h[1], h[2], h[3], h[6], h[10], h[11], h[12]
         base = bases.get(pid)
         if base is None or not stack_len:
             continue
@@ -125,7 +125,7 @@ def delta_record(tid, seq, base_seq, now, prev):
     region = DELTA_HDR.pack(seq, base_seq, len(now), n, 0)
     region += b"".join(struct.pack("<Q", (sent >> (64 * w)) & (2**64 - 1)) for w in range(words))
     region += payload
-    hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 100, tid, 0, SAMPLE_STACK_DELTA | 10,
+    hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 0, 0, 100, tid, 0, SAMPLE_STACK_DELTA | 10,
                           2, 0, len(region), 0, 0, 0, 0, 0, b"seed", 0, 0, 0)
     return hdr + struct.pack("<QQ", 0x401000, 0x401100) + region
 

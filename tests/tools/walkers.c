@@ -291,7 +291,7 @@ struct lu_unwinder {
 struct lu_sample_ctx {
 	struct lu_unwinder *u;
 	struct lu_process *proc;
-	uint64_t ip, sp, bp;
+	uint64_t ip, sp, bp, bx, di;
 	const uint8_t *stack;
 	uint64_t stack_base, stack_len;
 };
@@ -444,6 +444,12 @@ static int lu_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *valp
 	case UNW_X86_64_RBP:
 		*valp = ctx->bp;
 		return 0;
+	case UNW_X86_64_RBX:
+		*valp = ctx->bx;
+		return 0;
+	case UNW_X86_64_RDI:
+		*valp = ctx->di;
+		return 0;
 	default:
 		return -UNW_EBADREG; /* the sample holds no other register */
 	}
@@ -534,7 +540,8 @@ int lu_unwinder__walk(struct lu_unwinder *u, const struct hprof_sample *s, uint6
 		      uint32_t max, uint32_t *nr)
 {
 	struct lu_sample_ctx ctx = {
-		.u = u, .ip = s->user_ip, .sp = s->user_sp, .bp = s->user_bp,
+		.u = u, .ip = s->user_ip, .sp = s->user_sp, .bp = s->user_bp, .bx = s->user_bx,
+		.di = s->user_di,
 		.stack = walk__stack_bytes(s), .stack_base = s->user_sp, .stack_len = s->stack_len,
 	};
 	unw_cursor_t cursor;
