@@ -182,6 +182,13 @@ static bool is_entry_code(void *ctx, uint64_t pc, bool caller)
 	return resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller);
 }
 
+static bool is_function_entry(void *ctx, uint64_t pc)
+{
+	struct space_ctx *c = ctx;
+
+	return resolver__is_function_entry(&c->s->resolver, c->proc, pc);
+}
+
 static bool in_start_routine(void *ctx, uint64_t pc)
 {
 	struct space_ctx *c = ctx;
@@ -192,7 +199,8 @@ static bool in_start_routine(void *ctx, uint64_t pc)
 static struct hybrid_space space_of(struct space_ctx *c)
 {
 	return (struct hybrid_space){
-		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id },
+		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id,
+			  .is_function_entry = is_function_entry },
 		.is_mapped = is_mapped,
 		.is_entry_code = is_entry_code,
 		.in_start_routine = in_start_routine,
@@ -277,9 +285,7 @@ void session__unwind_cache_stats(const struct session *s, struct unwind_cache_st
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,
 			 struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	const struct unwind_regs regs = {
-		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
-	};
+	const struct unwind_regs regs = hybrid__sample_regs(sample);
 	struct stack_copy copy, interrupted;
 	struct space_ctx c = { .s = s };
 	struct hybrid_space space;

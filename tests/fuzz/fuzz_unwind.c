@@ -1,7 +1,8 @@
 /* The DWARF walk over random registers and stack bytes with a real table: libc's CFI,
  * compiled once. Input: libc's load base, ip, sp, bp and the copy's base (u64 each, little
- * endian), then the stack bytes. A second mapping has no CFI, so every way a walk can end
- * is reachable. */
+ * endian), then the stack bytes, whose first two words are also rbx and rdi. A second
+ * mapping has no CFI, its first byte a function entry, so every way a walk can end is
+ * reachable. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,12 @@ static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 	return 0;
 }
 
+static bool is_function_entry(void *ctx, uint64_t pc)
+{
+	(void)ctx;
+	return pc == NO_CFI_START;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const struct unwind_row *rows;
@@ -67,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct unwind_frame frames[UNWIND_MAX_FRAMES];
 	struct space ctx;
-	struct unwind_space space = { find_map, &ctx, 1 };
+	struct unwind_space space = { find_map, &ctx, 1, is_function_entry };
 	struct unwind_regs regs;
 	struct stack_copy copy;
 	struct unwind_result result;
@@ -77,7 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < HEADER)
 		return 0;
 	ctx.base = u64_at(data) & ~0xfffull;
-	regs = (struct unwind_regs){ u64_at(data + 8), u64_at(data + 16), u64_at(data + 24), true };
+	regs = (struct unwind_regs){ .ip = u64_at(data + 8), .sp = u64_at(data + 16),
+				     .bp = u64_at(data + 24), .bp_valid = true };
+	if (size >= HEADER + 16) {
+		regs.bx = u64_at(data + HEADER);
+		regs.di = u64_at(data + HEADER + 8);
+		regs.bx_valid = regs.di_valid = true;
+	}
 	/* a copy of its own, so reads past its end are caught */
 	bytes = malloc(size - HEADER + 1);
 	cache = unwind_cache__new();

@@ -28,7 +28,7 @@ static void walk_with(const struct model_process *p, uint64_t space_id,
 	const struct stack_copy copy = {
 		.bytes = s->bytes + (s->sp - sim_base()), .base = s->sp, .len = len,
 	};
-	const struct unwind_space space = { model_find_map, (void *)p, space_id };
+	const struct unwind_space space = { model_find_map, (void *)p, space_id, NULL };
 
 	unwind__walk(&regs, &copy, &space, cache, w->frames, max, &w->result);
 }
@@ -327,10 +327,10 @@ static void test_trace(void)
 		abort();
 	model_init(&p, chain_tables[0], NULL);
 	sim_main_path_to_leaf(&s, &CHAIN_NOFP, NULL);
-	const struct unwind_regs regs = { at(PC_LEAF_LOOP), s.sp, s.bp, true };
+	const struct unwind_regs regs = { .ip = at(PC_LEAF_LOOP), .sp = s.sp, .bp = s.bp, .bp_valid = true };
 	const struct stack_copy copy = { .bytes = s.bytes + (s.sp - sim_base()), .base = s.sp,
 					 .len = to_top(&s) };
-	const struct unwind_space space = { model_find_map, &p, 1 };
+	const struct unwind_space space = { model_find_map, &p, 1, NULL };
 
 	unwind__trace(&regs, &copy, &space, cache, out);
 	fclose(out);

@@ -47,6 +47,9 @@ struct elf_symbols {
 	void *image; /* owned copy for elf_symbols__load_image */
 	size_t image_size;
 	uint64_t entry; /* e_entry: where the program (or the dynamic loader) starts */
+	/* DT_INIT, DT_FINI, .init and .fini: function starts without symbols or CFI needed */
+	uint64_t function_entries[ELF_FUNCTION_ENTRIES_MAX];
+	uint32_t nr_function_entries;
 	enum elf_symbols_source source;
 };
 
@@ -215,6 +218,78 @@ static void read_entry(struct elf_symbols *es, Elf *elf)
 
 	if (gelf_getehdr(elf, &ehdr))
 		es->entry = ehdr.e_entry;
+}
+
+/* vaddr lies in an executable PT_LOAD segment's file bytes. */
+static bool in_exec_segment(const struct elf_symbols *es, uint64_t vaddr)
+{
+	for (size_t i = 0; i < es->nr_segments; i++) {
+		const struct load_segment *seg = &es->segments[i];
+
+		if (seg->exec && vaddr >= seg->vaddr && vaddr - seg->vaddr < seg->file_size)
+			return true;
+	}
+	return false;
+}
+
+/* Keeps vaddr as a function entry if it is code and not known yet. */
+static void add_function_entry(struct elf_symbols *es, uint64_t vaddr)
+{
+	if (!in_exec_segment(es, vaddr) || es->nr_function_entries == ELF_FUNCTION_ENTRIES_MAX)
+		return;
+	for (uint32_t i = 0; i < es->nr_function_entries; i++) {
+		if (es->function_entries[i] == vaddr)
+			return;
+	}
+	es->function_entries[es->nr_function_entries++] = vaddr;
+}
+
+/* DT_INIT and DT_FINI of the dynamic section, up to its DT_NULL. */
+static void read_init_fini_tags(struct elf_symbols *es, Elf *elf)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section_type(elf, SHT_DYNAMIC, &shdr);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	size_t count;
+
+	if (!data || shdr.sh_entsize == 0)
+		return;
+	count = data->d_size / shdr.sh_entsize;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Dyn dyn;
+
+		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			return;
+		if (dyn.d_tag == DT_INIT || dyn.d_tag == DT_FINI)
+			add_function_entry(es, dyn.d_un.d_ptr);
+	}
+}
+
+/* Where a binary's own initialisation and finalisation functions start: crti.o's _init and
+ * _fini (.init's and .fini's first bytes), which have no CFI, and whatever DT_INIT and
+ * DT_FINI name. Needs the segments read. */
+static void read_function_entries(struct elf_symbols *es, Elf *elf)
+{
+	static const char *const names[] = { ".init", ".fini" };
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t shstrndx;
+
+	read_init_fini_tags(es, elf);
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+		    !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_size == 0 ||
+		    !(n = elf_strptr(elf, shstrndx, shdr.sh_name)))
+			continue;
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(n, names[i]) == 0)
+				add_function_entry(es, shdr.sh_addr);
+		}
+	}
 }
 
 static int compare_symbols(const void *a, const void *b)
@@ -584,6 +659,7 @@ static int load_from_elf(Elf *elf, const char *path, const char *what, struct el
 	}
 	read_build_id(es, elf);
 	read_entry(es, elf);
+	read_function_entries(es, elf);
 	ret = read_symbols(es, elf, path);
 	if (ret) {
 		set_err(err, errlen, "%s: reading symbols: %s", what, strerror(-ret));
@@ -760,6 +836,15 @@ size_t elf_symbols__build_id(const struct elf_symbols *es, const uint8_t **id)
 uint64_t elf_symbols__entry(const struct elf_symbols *es)
 {
 	return es ? es->entry : 0;
+}
+
+bool elf_symbols__is_function_entry(const struct elf_symbols *es, uint64_t vaddr)
+{
+	for (uint32_t i = 0; es && i < es->nr_function_entries; i++) {
+		if (es->function_entries[i] == vaddr)
+			return true;
+	}
+	return false;
 }
 
 int elf_symbols__segment(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start,

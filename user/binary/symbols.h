@@ -3,6 +3,7 @@
 #ifndef HPROF_SYMBOLS_H
 #define HPROF_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,12 @@ size_t elf_symbols__bytes(const struct elf_symbols *syms);
 
 /* The ELF header's entry point (a virtual address), 0 when there is none. */
 uint64_t elf_symbols__entry(const struct elf_symbols *syms);
+/* Most function entries elf_symbols__is_function_entry knows per file. */
+#define ELF_FUNCTION_ENTRIES_MAX 4
+/* vaddr is where the file's initialisation or finalisation function starts: DT_INIT,
+ * DT_FINI, the first byte of .init or .fini (crti.o's _init and _fini, without CFI), within
+ * an executable PT_LOAD segment. Kept when the function symbols are dropped. */
+bool elf_symbols__is_function_entry(const struct elf_symbols *syms, uint64_t vaddr);
 /* The PT_LOAD segment holding vaddr (in the file's bytes): its first virtual address, the
  * end, and its offset in the file. Returns 0 or -ENOENT. */
 int elf_symbols__segment(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *start,

@@ -398,7 +398,8 @@ static int copy_threads(struct stack_cmd *cmd)
 			continue;
 		}
 		t->regs = (struct unwind_regs){
-			.ip = regs.rip, .sp = regs.rsp, .bp = regs.rbp, .bp_valid = true,
+			.ip = regs.rip, .sp = regs.rsp, .bp = regs.rbp, .bx = regs.rbx, .di = regs.rdi,
+			.bp_valid = true, .bx_valid = true, .di_valid = true,
 		};
 		read_comm(cmd->pid, t->tid, t->comm, sizeof(t->comm));
 		err = copy_stack(cmd, t);

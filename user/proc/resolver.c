@@ -67,6 +67,14 @@ bool resolver__is_entry_code(const struct resolver *r, struct process *proc, uin
 	return vaddr >= entry && vaddr - entry < ELF_ENTRY_CODE_MAX;
 }
 
+bool resolver__is_function_entry(const struct resolver *r, struct process *proc, uint64_t pc)
+{
+	struct mapping *m = process__find_mapping(proc, pc);
+	struct module *mod = m ? resolver__module(r, proc, m) : NULL;
+
+	return mod && !m->bias_err && elf_symbols__is_function_entry(mod->syms, pc - (uint64_t)m->bias);
+}
+
 /* Distributions build libc's start-up code without frame pointers. */
 static bool is_start_routine(const char *name)
 {

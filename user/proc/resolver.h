@@ -28,6 +28,9 @@ bool resolver__frame(const struct resolver *r, struct process *proc, uint64_t ad
  * return address): a process's outermost frame, even where the entry has no CFI. */
 bool resolver__is_entry_code(const struct resolver *r, struct process *proc, uint64_t pc,
 			     bool caller);
+/* pc is the first instruction of a function its binary's ELF file names
+ * (elf_symbols__is_function_entry): DT_INIT, DT_FINI, .init, .fini. */
+bool resolver__is_function_entry(const struct resolver *r, struct process *proc, uint64_t pc);
 
 /* The return address pc is in one of libc's start-up routines (by symbol), where frame-
  * pointer chains end: main's and a thread's start routine's callers. */

@@ -150,13 +150,16 @@ static bool rules_at(const struct hybrid_space *space, uint64_t ip, struct unwin
 
 /* The CFI at ip agrees that rbp is its function's frame pointer. When it does not (the
  * function keeps no frame pointer, or is in its prologue), the kernel's chain skipped the
- * function's caller even if it looks complete. Without CFI there is nothing to contradict
- * the chain. */
-static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t ip)
+ * function's caller even if it looks complete. Without CFI only a function's entry (an
+ * exact pc) contradicts the chain: nothing is pushed there yet. */
+static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t ip, bool exact)
 {
+	const struct unwind_space *walk = &space->walk;
 	struct unwind_rules rules;
 
-	return !rules_at(space, ip, &rules) || rules.cfa == UNWIND_CFA_BP_OFFSET;
+	if (rules_at(space, exact ? ip : ip - 1, &rules))
+		return rules.cfa == UNWIND_CFA_BP_OFFSET;
+	return !(exact && walk->is_function_entry && walk->is_function_entry(walk->ctx, ip));
 }
 
 /* The frame (pc, or the call before a return address) is where a stack starts: its rows
@@ -371,9 +374,7 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 			   enum stack_method *method, unsigned *reason)
 {
 	const struct hprof_sample *sample = j->sample;
-	const struct unwind_regs regs = {
-		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp, .bp_valid = true,
-	};
+	const struct unwind_regs regs = hybrid__sample_regs(sample);
 	struct hybrid *h = j->h;
 	const struct unwind_frame *last;
 	struct unwind_result result;
@@ -402,7 +403,7 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	}
 	last = &h->walked[result.nr_frames - 1];
 	join = stitch_point(j, &result.last,
-			    frame_uses_frame_pointer(j->space, last->exact ? last->pc : last->pc - 1));
+			    frame_uses_frame_pointer(j->space, last->pc, last->exact));
 	if (join == 0)
 		return n;
 	fp = add_fp_frames(j, join, out + n, &all_mapped);
@@ -428,7 +429,7 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 	fp_complete = fp_chain_is_complete(j, all_mapped);
 	if (fp_complete)
 		h->stats.fp_complete++;
-	leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, sample->user_ip);
+	leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, sample->user_ip, true);
 	if (fp_complete && leaf_fp) {
 		*method = METHOD_FP;
 		return n;
@@ -525,6 +526,15 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 	n = pick_user_stack(&j, out, method, reason);
 	learn_thread(h, sample, *method, *reason);
 	return n;
+}
+
+struct unwind_regs hybrid__sample_regs(const struct hprof_sample *sample)
+{
+	return (struct unwind_regs){
+		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp,
+		.bx = sample->user_bx, .di = sample->user_di,
+		.bp_valid = true, .bx_valid = true, .di_valid = true,
+	};
 }
 
 void hybrid__sample_copy(const struct hprof_sample *sample, struct stack_copy *stack,

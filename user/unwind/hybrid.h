@@ -81,6 +81,8 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 		  const struct unwind_regs *regs, const struct stack_copy *copy,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
+/* The sampled user registers, as the walk starts from them. */
+struct unwind_regs hybrid__sample_regs(const struct hprof_sample *sample);
 /* The stack a sample copied, as the walk reads it: from sp, then (stack->more) the stack a
  * signal interrupted, when sp was on an alternate stack. stack points at interrupted:
  * keep both where they are. */

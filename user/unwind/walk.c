@@ -136,8 +136,9 @@ struct cached_rules {
 	/* The slot the caller's rules were in the last time this pc was unwound: a guess,
 	 * checked against the caller's pc before use, never NULL. */
 	struct cached_rules *next;
-	uint8_t cfa, rbp, ra; /* enum unwind_cfa_kind, unwind_rbp_kind, unwind_ra_kind */
-	bool plain;           /* see is_plain */
+	uint8_t cfa, rbp, ra, rbx; /* enum unwind_{cfa,rbp,ra,rbx}_kind */
+	bool plain;                /* see is_plain */
+	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache line");
 
@@ -188,13 +189,15 @@ static uint64_t space_mix(uint64_t space)
 }
 
 /* The rules nearly every compiled frame has: CFA = rsp or rbp + offset, the return
- * address saved relative to the CFA, and rbp either untouched or saved in the frame. The
- * walk takes these in a straight line of code; everything else goes through step(). */
+ * address saved relative to the CFA, and rbp and rbx each either untouched or saved in the
+ * frame. The walk takes these in a straight line of code; everything else goes through
+ * step(). */
 static bool is_plain(const struct cached_rules *r)
 {
 	return (r->cfa == UNWIND_CFA_SP_OFFSET || r->cfa == UNWIND_CFA_BP_OFFSET) &&
 	       r->ra == UNWIND_RA_AT_CFA &&
-	       (r->rbp == UNWIND_RBP_UNCHANGED || r->rbp == UNWIND_RBP_AT_CFA);
+	       (r->rbp == UNWIND_RBP_UNCHANGED || r->rbp == UNWIND_RBP_AT_CFA) &&
+	       (r->rbx == UNWIND_RBX_UNCHANGED || r->rbx == UNWIND_RBX_AT_CFA);
 }
 
 static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
@@ -215,6 +218,8 @@ static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
 	out->cfa_offset = rules.cfa_offset;
 	out->rbp_offset = rules.rbp_offset;
 	out->ra_offset = rules.ra_offset;
+	out->rbx = rules.rbx;
+	out->rbx_offset = (int32_t)rules.rbx_offset;
 	out->plain = is_plain(out);
 }
 
@@ -250,13 +255,28 @@ static int find_map(struct map_cache *mc, const struct unwind_space *space, uint
 	return 0;
 }
 
-/* One walk's lookup state. */
+/* One walk's state besides its registers. */
 struct walker {
 	const struct unwind_space *space;
 	struct unwind_cache *cache;
 	uint64_t space_mix;
 	enum unwind_end miss; /* why the last lookup found no rules */
+	const struct copy_view *view;
+	const struct unwind_regs *sampled; /* the first frame's registers */
 	struct map_cache maps;
+	struct cached_rules entry; /* the psABI's rules at a function's entry, when used */
+};
+
+/* Where a frame's rbx is: the address it was saved at, in the copy, or one of these (no
+ * 8-byte read at either address can succeed). The walk tracks rbx by where it is, and
+ * reads it only for a CFA = rbx + N rule, which few walks meet. */
+#define BX_SAMPLED UINT64_MAX       /* still the sampled register's value */
+#define BX_LOST (UINT64_MAX - 1)    /* an undefined or unsupported rule lost it */
+
+/* A frame's registers as the walk tracks them. */
+struct frame_regs {
+	uint64_t ip, sp, bp, bx_at;
+	bool bp_valid;
 };
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
@@ -296,10 +316,24 @@ static bool is_signal_frame(const struct cached_rules *r)
 	return r->cfa == UNWIND_CFA_EXPR_DEREF_SP && r->ra == UNWIND_RA_AT_SP;
 }
 
-/* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
-static enum unwind_end compute_cfa(const struct cached_rules *rules, const struct unwind_regs *regs,
-				   const struct copy_view *copy, uint64_t *cfa)
+/* rbx's value in a frame whose rbx is at bx_at. COMPLETE means "found". */
+static enum unwind_end bx_value(const struct walker *w, uint64_t bx_at, uint64_t *bx)
 {
+	if (bx_at == BX_SAMPLED) {
+		*bx = w->sampled->bx;
+		return w->sampled->bx_valid ? UNWIND_END_COMPLETE : UNWIND_END_UNSUPPORTED;
+	}
+	if (bx_at == BX_LOST)
+		return UNWIND_END_UNSUPPORTED;
+	return read_u64(w->view, bx_at, bx) ? UNWIND_END_COMPLETE : UNWIND_END_COPY_SHORT;
+}
+
+/* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
+static enum unwind_end compute_cfa(const struct walker *w, const struct cached_rules *rules,
+				   const struct frame_regs *regs, uint64_t *cfa)
+{
+	enum unwind_end end;
+
 	switch (rules->cfa) {
 	case UNWIND_CFA_SP_OFFSET:
 		*cfa = regs->sp + rules->cfa_offset;
@@ -309,18 +343,23 @@ static enum unwind_end compute_cfa(const struct cached_rules *rules, const struc
 			return UNWIND_END_UNSUPPORTED;
 		*cfa = regs->bp + rules->cfa_offset;
 		return UNWIND_END_COMPLETE;
+	case UNWIND_CFA_BX_OFFSET:
+		end = bx_value(w, regs->bx_at, cfa);
+		if (end == UNWIND_END_COMPLETE)
+			*cfa += rules->cfa_offset;
+		return end;
 	case UNWIND_CFA_EXPR_PLT:
 		/* A lazy PLT entry pushes one more word after its first instruction group. */
 		*cfa = regs->sp + 8 + ((regs->ip & 15) >= (uint64_t)rules->cfa_offset ? 8 : 0);
 		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_EXPR_DEREF_SP:
-		return read_u64(copy, regs->sp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
-									 : UNWIND_END_COPY_SHORT;
+		return read_u64(w->view, regs->sp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
+									   : UNWIND_END_COPY_SHORT;
 	case UNWIND_CFA_EXPR_DEREF_BP:
 		if (!regs->bp_valid)
 			return UNWIND_END_UNSUPPORTED;
-		return read_u64(copy, regs->bp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
-									 : UNWIND_END_COPY_SHORT;
+		return read_u64(w->view, regs->bp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
+									   : UNWIND_END_COPY_SHORT;
 	case UNWIND_CFA_END:
 		return UNWIND_END_NO_CFI;
 	default:
@@ -330,9 +369,9 @@ static enum unwind_end compute_cfa(const struct cached_rules *rules, const struc
 
 /* The caller's rbp. A rule that loses it leaves bp_valid false: only a later bp-based CFA
  * needs it, and that then stops the walk as unsupported. */
-static enum unwind_end recover_bp(const struct cached_rules *rules, const struct unwind_regs *regs,
+static enum unwind_end recover_bp(const struct cached_rules *rules, const struct frame_regs *regs,
 				  uint64_t cfa, const struct copy_view *copy,
-				  struct unwind_regs *caller)
+				  struct frame_regs *caller)
 {
 	uint64_t slot;
 
@@ -361,26 +400,34 @@ static enum unwind_end recover_bp(const struct cached_rules *rules, const struct
 	}
 }
 
-/* One step: the caller's registers from the callee's, for any rules. ra_undefined
- * reports the outermost frame; signal reports a signal trampoline (its caller resumes
- * at an exact pc). */
-static enum unwind_end
-step(const struct cached_rules *rules, const struct unwind_regs *regs,
-			    const struct copy_view *copy, struct unwind_regs *caller,
-			    bool *ra_undefined, bool *signal)
+/* Where the caller's rbx is: nothing is read (see BX_SAMPLED). A save below sp was popped
+ * already, as for rbp. */
+static uint64_t recover_bx(const struct cached_rules *rules, const struct frame_regs *regs,
+			   uint64_t cfa)
 {
-	enum unwind_end end;
-	uint64_t cfa, ra_addr;
+	uint64_t slot = cfa + rules->rbx_offset;
 
-	*ra_undefined = false;
-	*signal = false;
-	if (rules->ra == UNWIND_RA_UNDEFINED && rules->cfa != UNWIND_CFA_END) {
-		*ra_undefined = true;
-		return UNWIND_END_COMPLETE;
+	switch (rules->rbx) {
+	case UNWIND_RBX_UNCHANGED:
+		return regs->bx_at;
+	case UNWIND_RBX_AT_CFA:
+		return slot >= regs->sp ? slot : regs->bx_at;
+	default:
+		return BX_LOST;
 	}
-	end = compute_cfa(rules, regs, copy, &cfa);
-	if (end != UNWIND_END_COMPLETE)
-		return end;
+}
+
+/* The return address, for the rules at regs->ip with the CFA computed. *in_register says
+ * it was in a register: no stack slot held it, so the CFA may equal sp. Only the first
+ * frame's registers besides rsp and rbp are known (leaf), and of them only rdi, where
+ * glibc's __vfork keeps it. */
+static enum unwind_end return_address(const struct walker *w, const struct cached_rules *rules,
+				      const struct frame_regs *regs, uint64_t cfa, bool leaf,
+				      uint64_t *ra, bool *in_register)
+{
+	uint64_t ra_addr;
+
+	*in_register = false;
 	switch (rules->ra) {
 	case UNWIND_RA_AT_CFA:
 		ra_addr = cfa + rules->ra_offset;
@@ -388,18 +435,50 @@ step(const struct cached_rules *rules, const struct unwind_regs *regs,
 	case UNWIND_RA_AT_SP:
 		ra_addr = regs->sp + rules->ra_offset;
 		break;
+	case UNWIND_RA_REGISTER:
+		if (!leaf || rules->ra_offset != UNWIND_DWARF_RDI || !w->sampled->di_valid)
+			return UNWIND_END_UNSUPPORTED;
+		*ra = w->sampled->di;
+		*in_register = true;
+		return UNWIND_END_COMPLETE;
 	default:
 		return UNWIND_END_UNSUPPORTED;
 	}
-	if (!read_u64(copy, ra_addr, &caller->ip))
-		return UNWIND_END_COPY_SHORT;
-	end = recover_bp(rules, regs, cfa, copy, caller);
+	return read_u64(w->view, ra_addr, ra) ? UNWIND_END_COMPLETE : UNWIND_END_COPY_SHORT;
+}
+
+/* One step: the caller's registers from the callee's, for any rules. leaf: regs are the
+ * sampled registers. ra_undefined reports the outermost frame; signal reports a signal
+ * trampoline (its caller resumes at an exact pc). */
+static enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
+			    const struct frame_regs *regs, bool leaf, struct frame_regs *caller,
+			    bool *ra_undefined, bool *signal)
+{
+	enum unwind_end end;
+	bool in_register;
+	uint64_t cfa;
+
+	*ra_undefined = false;
+	*signal = false;
+	if (rules->ra == UNWIND_RA_UNDEFINED && rules->cfa != UNWIND_CFA_END) {
+		*ra_undefined = true;
+		return UNWIND_END_COMPLETE;
+	}
+	end = compute_cfa(w, rules, regs, &cfa);
 	if (end != UNWIND_END_COMPLETE)
 		return end;
+	end = return_address(w, rules, regs, cfa, leaf, &caller->ip, &in_register);
+	if (end != UNWIND_END_COMPLETE)
+		return end;
+	end = recover_bp(rules, regs, cfa, w->view, caller);
+	if (end != UNWIND_END_COMPLETE)
+		return end;
+	caller->bx_at = recover_bx(rules, regs, cfa);
 	caller->sp = cfa;
 	*signal = is_signal_frame(rules);
-	/* Outside signal frames the stack only grows down: a caller's frame is above. */
-	if (!*signal && cfa <= regs->sp)
+	/* Outside signal frames the stack only grows down: a caller's frame is above, or where
+	 * the callee's is when the return address was never on the stack. */
+	if (!*signal && (in_register ? cfa < regs->sp : cfa <= regs->sp))
 		return UNWIND_END_BAD_FRAME;
 	return UNWIND_END_COMPLETE;
 }
@@ -408,9 +487,10 @@ step(const struct cached_rules *rules, const struct unwind_regs *regs,
  * most of its time here. Gives the same results as step(). */
 static inline enum unwind_end step_plain(const struct cached_rules *rules,
 					 const struct copy_view *copy, uint64_t *ip,
-					 uint64_t *sp, uint64_t *bp, bool *bp_valid)
+					 uint64_t *sp, uint64_t *bp, bool *bp_valid,
+					 uint64_t *bx_at)
 {
-	uint64_t cfa, caller_ip, caller_bp = *bp, slot;
+	uint64_t cfa, caller_ip, caller_bp = *bp, slot, bx_slot;
 	bool caller_bp_valid = *bp_valid;
 
 	if (rules->cfa == UNWIND_CFA_BP_OFFSET) {
@@ -431,6 +511,10 @@ static inline enum unwind_end step_plain(const struct cached_rules *rules,
 	}
 	if (cfa <= *sp)
 		return UNWIND_END_BAD_FRAME;
+	/* where the caller's rbx is, not its value (see recover_bx) */
+	bx_slot = cfa + rules->rbx_offset;
+	if (rules->rbx == UNWIND_RBX_AT_CFA && bx_slot >= *sp)
+		*bx_at = bx_slot;
 	*ip = caller_ip;
 	*sp = cfa;
 	*bp = caller_bp;
@@ -469,6 +553,50 @@ static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t
 	return before && is_signal_frame(before) ? before : rules;
 }
 
+/* The first frame is at the very first instruction of a function its binary names (see
+ * unwind_is_function_entry_fn): nothing has been pushed yet, whatever CFI there is or not. */
+static bool at_function_entry(const struct walker *w, uint64_t ip)
+{
+	return w->space->is_function_entry && w->space->is_function_entry(w->space->ctx, ip);
+}
+
+/* The psABI's rules at a function's entry: CFA = rsp + 8, the return address at rsp,
+ * every callee-saved register untouched. */
+static struct cached_rules *entry_rules(struct walker *w)
+{
+	struct cached_rules *r = &w->entry;
+
+	*r = (struct cached_rules){
+		.cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
+		.ra = UNWIND_RA_AT_CFA, .ra_offset = -8,
+		.rbp = UNWIND_RBP_UNCHANGED, .rbx = UNWIND_RBX_UNCHANGED,
+		.next = r, /* space 0 never matches: the caller is looked up */
+	};
+	r->plain = is_plain(r);
+	return r;
+}
+
+/* The rules for the first frame, at its exact pc: its own, or where it has none, a signal
+ * frame's in rt_sigreturn, or the psABI's at a function's entry. NULL with w->miss set when
+ * there are none (as find_rules). Only the first frame's pc can be an entry: the others'
+ * are return addresses, which follow a call. */
+static struct cached_rules *first_rules(struct walker *w, uint64_t id, uint64_t ip)
+{
+	struct cached_rules *rules = find_rules(w, id, ip);
+
+	if (rules && rules->cfa != UNWIND_CFA_END)
+		return rules;
+	if (rules) {
+		struct cached_rules *signal = in_sigreturn(w, id, ip, rules);
+
+		if (signal != rules)
+			return signal;
+	}
+	if ((rules || w->miss == UNWIND_END_NO_CFI) && at_function_entry(w, ip))
+		return entry_rules(w);
+	return rules;
+}
+
 /* A return address that is the very start of a function was not pushed by a call (a
  * call's return address follows the call instruction): it was put there to start a
  * stack, as makecontext does with __start_context for the function it starts. That
@@ -484,36 +612,56 @@ static bool returns_to_function_start(struct walker *w, uint64_t ra)
 	       start == ra - map->bias;
 }
 
+static void walker_init(struct walker *w, const struct unwind_space *space,
+			struct unwind_cache *cache, const struct copy_view *view,
+			const struct unwind_regs *regs)
+{
+	/* Field by field: an initializer would zero the whole map cache on every walk. */
+	w->space = space;
+	w->cache = cache;
+	w->space_mix = space_mix(space->id);
+	w->miss = UNWIND_END_NO_CFI;
+	w->view = view;
+	w->sampled = regs;
+	w->maps.nr = 0;
+	w->maps.next = 0;
+}
+
+/* The registers of the frame the walk stopped at, rbx read where it is. */
+static struct unwind_regs last_regs(const struct walker *w, const struct frame_regs *r)
+{
+	struct unwind_regs last = { .ip = r->ip, .sp = r->sp, .bp = r->bp, .bp_valid = r->bp_valid };
+
+	last.bx_valid = bx_value(w, r->bx_at, &last.bx) == UNWIND_END_COMPLETE;
+	if (!last.bx_valid)
+		last.bx = 0;
+	return last;
+}
+
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	struct walker w;
-	/* Field by field: an initializer would zero the whole map cache on every walk. */
-	w.space = space;
-	w.cache = cache;
-	w.space_mix = space_mix(space->id);
-	w.miss = UNWIND_END_NO_CFI;
-	w.maps.nr = 0;
-	w.maps.next = 0;
 	bool hole;
 	const struct copy_view view = copy_view(copy, &hole);
+	struct walker w;
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
-	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
+	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp, bx_at = BX_SAMPLED;
 	bool bp_valid = regs->bp_valid, exact = true;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	const uint64_t id = space->id;
 	struct cached_rules *rules;
 	uint32_t n = 0;
 
+	walker_init(&w, space, cache, &view, regs);
 	result->started_stack = false;
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
 	if (max == 0)
 		goto out;
 	/* the first frame at its exact pc */
-	rules = find_rules(&w, id, ip);
+	rules = first_rules(&w, id, ip);
 	for (;;) {
 		uint64_t lookup;
 
@@ -523,22 +671,21 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			break;
 		}
 		if (__builtin_expect(rules->plain, 1)) {
-			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
+			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid, &bx_at);
 			exact = false;
 			/* caller frames: look up ra-1, the call instruction, not the one after it */
 			lookup = ip - 1;
 		} else {
-			struct unwind_regs cur = { ip, sp, bp, bp_valid }, caller;
+			struct frame_regs cur = { ip, sp, bp, bx_at, bp_valid }, caller;
 			bool ra_undefined, signal;
 
-			if (n == 1 && rules->cfa == UNWIND_CFA_END)
-				rules = in_sigreturn(&w, id, ip, rules);
-			end = step(rules, &cur, &view, &caller, &ra_undefined, &signal);
+			end = step(&w, rules, &cur, n == 1, &caller, &ra_undefined, &signal);
 			if (end != UNWIND_END_COMPLETE || ra_undefined)
 				break;
 			ip = caller.ip;
 			sp = caller.sp;
 			bp = caller.bp;
+			bx_at = caller.bx_at;
 			bp_valid = caller.bp_valid;
 			exact = signal; /* a signal frame's caller resumes at its exact pc */
 			lookup = exact ? ip : ip - 1;
@@ -560,32 +707,35 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 out:
 	result->nr_frames = n;
 	result->end = short_or_hole(end, hole);
-	result->last = (struct unwind_regs){ ip, sp, bp, bp_valid };
+	result->last = last_regs(&w, &(struct frame_regs){ ip, sp, bp, bx_at, bp_valid });
 }
 
 /* One frame's rules as the trace prints them. */
 static void trace_rules(FILE *out, const struct cached_rules *r)
 {
-	fprintf(out, "cfa=%s%+" PRId64 " rbp=%s%+" PRId64 " ra=%s%+" PRId64,
+	fprintf(out, "cfa=%s%+" PRId64 " rbp=%s%+" PRId64 " ra=%s%+" PRId64 " rbx=%s%+" PRId32,
 		unwind_cfa_kind__name(r->cfa), r->cfa_offset, unwind_rbp_kind__name(r->rbp),
-		r->rbp_offset, unwind_ra_kind__name(r->ra), r->ra_offset);
+		r->rbp_offset, unwind_ra_kind__name(r->ra), r->ra_offset,
+		unwind_rbx_kind__name(r->rbx), r->rbx_offset);
 }
 
 void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
 		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out)
 {
-	struct walker w = {
-		.space = space, .cache = cache, .space_mix = space_mix(space->id),
-		.miss = UNWIND_END_NO_CFI,
-	};
 	bool hole;
 	const struct copy_view view = copy_view(copy, &hole);
-	struct unwind_regs cur = *regs, caller;
+	struct walker w;
+	struct frame_regs cur = { regs->ip, regs->sp, regs->bp, BX_SAMPLED, regs->bp_valid }, caller;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	bool exact = true;
 
+	walker_init(&w, space, cache, &view, regs);
 	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64, regs->ip, regs->sp,
 		regs->bp);
+	if (regs->bx_valid)
+		fprintf(out, " bx %#" PRIx64, regs->bx);
+	if (regs->di_valid)
+		fprintf(out, " di %#" PRIx64, regs->di);
 	for (const struct stack_copy *c = copy; c; c = c->more) {
 		fprintf(out, "%s [%#" PRIx64 ", %#" PRIx64 ")", c == copy ? ", copy" : " and",
 			c->base, c->base + c->len);
@@ -596,20 +746,26 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {
 		/* caller frames: look up ra-1, the call instruction, not the one after it */
 		uint64_t lookup = exact ? cur.ip : cur.ip - 1;
-		struct cached_rules *rules = find_rules(&w, space->id, lookup);
+		struct cached_rules *rules = n == 0 ? first_rules(&w, space->id, lookup)
+						    : find_rules(&w, space->id, lookup);
 		bool ra_undefined, signal;
 
-		fprintf(out, "unwind: #%u pc %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64 "%s: ", n,
+		fprintf(out, "unwind: #%u pc %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64 "%s", n,
 			cur.ip, cur.sp, cur.bp, cur.bp_valid ? "" : " (lost)");
+		if (cur.bx_at == BX_LOST)
+			fprintf(out, " bx lost");
+		else if (cur.bx_at != BX_SAMPLED)
+			fprintf(out, " bx at %#" PRIx64, cur.bx_at);
+		fprintf(out, ": ");
 		if (!rules) {
 			end = w.miss;
 			fprintf(out, "no rules at %#" PRIx64 "\n", lookup);
 			break;
 		}
-		if (n == 0 && rules->cfa == UNWIND_CFA_END)
-			rules = in_sigreturn(&w, space->id, cur.ip, rules);
+		if (rules == &w.entry)
+			fprintf(out, "(function entry) ");
 		trace_rules(out, rules);
-		end = step(rules, &cur, &view, &caller, &ra_undefined, &signal);
+		end = step(&w, rules, &cur, n == 0, &caller, &ra_undefined, &signal);
 		if (end != UNWIND_END_COMPLETE || ra_undefined) {
 			fprintf(out, "%s\n", ra_undefined ? " -> return address undefined" : "");
 			break;

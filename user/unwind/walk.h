@@ -1,6 +1,7 @@
 /* The DWARF walk replayed in userspace over a sample's copied stack: from the sampled
- * ip/sp/bp, find each pc's unwind row, compute the CFA, read the return address and the
- * caller's rbp from the copy, and repeat. Never reads anything but the copy. */
+ * registers, find each pc's unwind row, compute the CFA, read the return address and the
+ * caller's rbp (and where its rbx is) from the copy, and repeat. Never reads anything but
+ * the copy. */
 #ifndef HPROF_UNWIND_H
 #define HPROF_UNWIND_H
 
@@ -17,6 +18,11 @@
 struct unwind_regs {
 	uint64_t ip, sp, bp;
 	bool bp_valid; /* false once rbp's value is lost (an undefined or unsupported rule) */
+	/* rbx: only a CFA = rbx + N rule needs it (ld.so's lazy-binding trampoline). rdi: only
+	 * the first frame's, where a return address kept in rdi is (glibc's __vfork); a
+	 * walk's result never has it. Both false when not known. */
+	bool bx_valid, di_valid;
+	uint64_t bx, di;
 };
 
 /* User memory from base to base + len, copied at sample time, and more memory copied
@@ -61,13 +67,19 @@ struct unwind_map {
  * for a mapping without CFI. */
 typedef int (*unwind_find_map_fn)(void *ctx, uint64_t pc, struct unwind_map *map);
 
+/* pc is where a function starts by its binary's ELF file (DT_INIT, DT_FINI, the start of
+ * .init or .fini): code that may have no CFI (crti.o's _init), but where, at its first
+ * instruction, the psABI says the return address is at rsp and the CFA is rsp + 8. */
+typedef bool (*unwind_is_function_entry_fn)(void *ctx, uint64_t pc);
+
 /* The address space a walk runs in: how to find its mappings, and an id that names this
  * set of mappings (a new one whenever they change; never 0) so cached rules can be keyed
- * by the pc alone. */
+ * by the pc alone. is_function_entry may be NULL (no entries known). */
 struct unwind_space {
 	unwind_find_map_fn find_map;
 	void *ctx;
 	uint64_t id;
+	unwind_is_function_entry_fn is_function_entry;
 };
 
 /* Decoded rules by (address space, pc), kept across walks: a profile's samples return
