@@ -45,7 +45,7 @@ build_extra() {
 
 files=()
 for f in "$LIBDIR/libc.so.6" "$LIBDIR/libm.so.6" "$LIBDIR/libgcc_s.so.1" \
-	 "$LIBDIR/libstdc++.so.6" /lib64/ld-linux-x86-64.so.2 "$HPROF"; do
+	 "$LIBDIR/libstdc++.so.6" /lib64/ld-linux-x86-64.so.2 "$HPROF" tests/fixtures/regs; do
 	[ -f "$f" ] && files+=("$f")
 done
 for f in "$WL"/*; do
