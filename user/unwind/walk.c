@@ -150,6 +150,9 @@ _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache lin
 
 struct unwind_cache {
 	struct cached_rules slots[CACHE_SLOTS];
+	/* the psABI's rules at a function's entry, for a walk that needs them (first_rules):
+	 * here rather than in the walk's locals, whose alignment would cost the walk a register */
+	struct cached_rules entry;
 	struct unwind_cache_stats stats;
 };
 
@@ -255,6 +258,18 @@ static int find_map(struct map_cache *mc, const struct unwind_space *space, uint
 	return 0;
 }
 
+/* Where a frame's rbx is: the address it was saved at, in the copy, or one of these (no
+ * 8-byte read at either address can succeed). rbx is followed by where it is, and read only
+ * for a CFA = rbx + N rule. */
+#define BX_SAMPLED UINT64_MAX       /* still the sampled register's value */
+#define BX_LOST (UINT64_MAX - 1)    /* an undefined or unsupported rule lost it */
+
+/* A frame's registers as step() takes them. */
+struct frame_regs {
+	uint64_t ip, sp, bp, bx_at;
+	bool bp_valid;
+};
+
 /* One walk's state besides its registers. */
 struct walker {
 	const struct unwind_space *space;
@@ -263,20 +278,12 @@ struct walker {
 	enum unwind_end miss; /* why the last lookup found no rules */
 	const struct copy_view *view;
 	const struct unwind_regs *sampled; /* the first frame's registers */
+	/* The walk again, following rbx, as far as a CFA = rbx + N needed it (replay_bx_at):
+	 * the registers of the frame after replayed steps, and the pc its rules are found at. */
+	uint32_t replayed;
+	struct frame_regs replay;
+	uint64_t replay_lookup;
 	struct map_cache maps;
-	struct cached_rules entry; /* the psABI's rules at a function's entry, when used */
-};
-
-/* Where a frame's rbx is: the address it was saved at, in the copy, or one of these (no
- * 8-byte read at either address can succeed). The walk tracks rbx by where it is, and
- * reads it only for a CFA = rbx + N rule, which few walks meet. */
-#define BX_SAMPLED UINT64_MAX       /* still the sampled register's value */
-#define BX_LOST (UINT64_MAX - 1)    /* an undefined or unsupported rule lost it */
-
-/* A frame's registers as the walk tracks them. */
-struct frame_regs {
-	uint64_t ip, sp, bp, bx_at;
-	bool bp_valid;
 };
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
@@ -484,13 +491,14 @@ static enum unwind_end step(const struct walker *w, const struct cached_rules *r
 }
 
 /* step() for plain rules (is_plain), in a straight line on plain values: the walk spends
- * most of its time here. Gives the same results as step(). */
+ * most of its time here. Gives the same results as step(), but for where rbx is, which it
+ * does not follow: that cost every frame more than the rare CFA = rbx + N rule is worth
+ * (replay_bx_at finds it for those). */
 static inline enum unwind_end step_plain(const struct cached_rules *rules,
 					 const struct copy_view *copy, uint64_t *ip,
-					 uint64_t *sp, uint64_t *bp, bool *bp_valid,
-					 uint64_t *bx_at)
+					 uint64_t *sp, uint64_t *bp, bool *bp_valid)
 {
-	uint64_t cfa, caller_ip, caller_bp = *bp, slot, bx_slot;
+	uint64_t cfa, caller_ip, caller_bp = *bp, slot;
 	bool caller_bp_valid = *bp_valid;
 
 	if (rules->cfa == UNWIND_CFA_BP_OFFSET) {
@@ -511,10 +519,6 @@ static inline enum unwind_end step_plain(const struct cached_rules *rules,
 	}
 	if (cfa <= *sp)
 		return UNWIND_END_BAD_FRAME;
-	/* where the caller's rbx is, not its value (see recover_bx) */
-	bx_slot = cfa + rules->rbx_offset;
-	if (rules->rbx == UNWIND_RBX_AT_CFA && bx_slot >= *sp)
-		*bx_at = bx_slot;
 	*ip = caller_ip;
 	*sp = cfa;
 	*bp = caller_bp;
@@ -564,7 +568,7 @@ static bool at_function_entry(const struct walker *w, uint64_t ip)
  * every callee-saved register untouched. */
 static struct cached_rules *entry_rules(struct walker *w)
 {
-	struct cached_rules *r = &w->entry;
+	struct cached_rules *r = &w->cache->entry;
 
 	*r = (struct cached_rules){
 		.cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
@@ -612,6 +616,48 @@ static bool returns_to_function_start(struct walker *w, uint64_t ra)
 	       start == ra - map->bias;
 }
 
+/* Where rbx is in the frame the walk reaches after steps steps, steps at least as many as
+ * last time: the walk again from the sampled registers, or from where the last call left
+ * it, through step(), which follows rbx. Each frame is replayed once per walk at most. */
+static uint64_t replay_bx_at(struct walker *w, uint32_t steps)
+{
+	const uint64_t id = w->space->id;
+	struct frame_regs caller;
+	bool ra_undefined, signal;
+
+	if (w->replayed == 0) {
+		const struct unwind_regs *s = w->sampled;
+
+		w->replay = (struct frame_regs){ s->ip, s->sp, s->bp, BX_SAMPLED, s->bp_valid };
+		w->replay_lookup = s->ip;
+	}
+	for (; w->replayed < steps; w->replayed++) {
+		struct cached_rules *rules = w->replayed == 0 ? first_rules(w, id, w->replay_lookup)
+							      : find_rules(w, id, w->replay_lookup);
+
+		/* the walk itself went past here, so neither can fail: a guard */
+		if (!rules || step(w, rules, &w->replay, w->replayed == 0, &caller, &ra_undefined,
+				   &signal) != UNWIND_END_COMPLETE || ra_undefined)
+			return BX_LOST;
+		w->replay = caller;
+		w->replay_lookup = signal ? caller.ip : caller.ip - 1;
+	}
+	return w->replay.bx_at;
+}
+
+/* step() for a CFA = rbx + N, after steps steps: finds where rbx is first. Out of line, so
+ * that its copy of the rules (the replay's lookups may evict them from the cache) does not
+ * cost the walk's loop a register for its alignment. */
+static __attribute__((noinline)) enum unwind_end
+step_bx(struct walker *w, const struct cached_rules *rules, uint32_t steps, struct frame_regs *cur,
+	struct frame_regs *caller, bool *ra_undefined, bool *signal)
+{
+	const struct cached_rules here = *rules;
+
+	cur->bx_at = replay_bx_at(w, steps);
+	return step(w, &here, cur, steps == 0, caller, ra_undefined, signal);
+}
+
 static void walker_init(struct walker *w, const struct unwind_space *space,
 			struct unwind_cache *cache, const struct copy_view *view,
 			const struct unwind_regs *regs)
@@ -623,19 +669,9 @@ static void walker_init(struct walker *w, const struct unwind_space *space,
 	w->miss = UNWIND_END_NO_CFI;
 	w->view = view;
 	w->sampled = regs;
+	w->replayed = 0;
 	w->maps.nr = 0;
 	w->maps.next = 0;
-}
-
-/* The registers of the frame the walk stopped at, rbx read where it is. */
-static struct unwind_regs last_regs(const struct walker *w, const struct frame_regs *r)
-{
-	struct unwind_regs last = { .ip = r->ip, .sp = r->sp, .bp = r->bp, .bp_valid = r->bp_valid };
-
-	last.bx_valid = bx_value(w, r->bx_at, &last.bx) == UNWIND_END_COMPLETE;
-	if (!last.bx_valid)
-		last.bx = 0;
-	return last;
 }
 
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
@@ -647,7 +683,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	struct walker w;
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
-	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp, bx_at = BX_SAMPLED;
+	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
 	bool bp_valid = regs->bp_valid, exact = true;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	const uint64_t id = space->id;
@@ -671,21 +707,24 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			break;
 		}
 		if (__builtin_expect(rules->plain, 1)) {
-			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid, &bx_at);
+			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			exact = false;
 			/* caller frames: look up ra-1, the call instruction, not the one after it */
 			lookup = ip - 1;
 		} else {
-			struct frame_regs cur = { ip, sp, bp, bx_at, bp_valid }, caller;
+			/* where rbx is matters only to a CFA = rbx + N: step_bx finds it */
+			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid }, caller;
 			bool ra_undefined, signal;
 
-			end = step(&w, rules, &cur, n == 1, &caller, &ra_undefined, &signal);
+			if (rules->cfa == UNWIND_CFA_BX_OFFSET)
+				end = step_bx(&w, rules, n - 1, &cur, &caller, &ra_undefined, &signal);
+			else
+				end = step(&w, rules, &cur, n == 1, &caller, &ra_undefined, &signal);
 			if (end != UNWIND_END_COMPLETE || ra_undefined)
 				break;
 			ip = caller.ip;
 			sp = caller.sp;
 			bp = caller.bp;
-			bx_at = caller.bx_at;
 			bp_valid = caller.bp_valid;
 			exact = signal; /* a signal frame's caller resumes at its exact pc */
 			lookup = exact ? ip : ip - 1;
@@ -707,7 +746,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 out:
 	result->nr_frames = n;
 	result->end = short_or_hole(end, hole);
-	result->last = last_regs(&w, &(struct frame_regs){ ip, sp, bp, bx_at, bp_valid });
+	result->last = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp, .bp_valid = bp_valid };
 }
 
 /* One frame's rules as the trace prints them. */
@@ -762,7 +801,7 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 			fprintf(out, "no rules at %#" PRIx64 "\n", lookup);
 			break;
 		}
-		if (rules == &w.entry)
+		if (rules == &w.cache->entry)
 			fprintf(out, "(function entry) ");
 		trace_rules(out, rules);
 		end = step(&w, rules, &cur, n == 0, &caller, &ra_undefined, &signal);

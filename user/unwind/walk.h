@@ -19,8 +19,8 @@ struct unwind_regs {
 	uint64_t ip, sp, bp;
 	bool bp_valid; /* false once rbp's value is lost (an undefined or unsupported rule) */
 	/* rbx: only a CFA = rbx + N rule needs it (ld.so's lazy-binding trampoline). rdi: only
-	 * the first frame's, where a return address kept in rdi is (glibc's __vfork); a
-	 * walk's result never has it. Both false when not known. */
+	 * the first frame's, where a return address kept in rdi is (glibc's __vfork). Both
+	 * false when not known; a walk's result has neither. */
 	bool bx_valid, di_valid;
 	uint64_t bx, di;
 };
