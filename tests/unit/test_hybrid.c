@@ -40,6 +40,14 @@ static bool model_in_start_routine(void *ctx, uint64_t pc)
 	return m && m->start == CHAIN_BIAS && vaddr >= CHAIN_START_MAIN && vaddr < CHAIN_MAIN;
 }
 
+/* jit_code, which has no CFI, plays a function whose entry its binary names (as DT_INIT
+ * names crti.o's _init). */
+static bool model_is_function_entry(void *ctx, uint64_t pc)
+{
+	(void)ctx;
+	return pc == at(CHAIN_JIT_CODE);
+}
+
 static struct model_process process;
 
 static struct hybrid_space model_space(const struct chain_build *b)
@@ -47,7 +55,7 @@ static struct hybrid_space model_space(const struct chain_build *b)
 	model_init(&process, chain_tables[b->frame_pointer], NULL);
 	return (struct hybrid_space){
 		/* one id per build: the hybrid's rule cache is keyed by it */
-		.walk = { model_find_map, &process, 1 + b->frame_pointer },
+		.walk = { model_find_map, &process, 1 + b->frame_pointer, model_is_function_entry },
 		.is_mapped = model_is_mapped,
 		.is_entry_code = model_is_entry_code,
 		.in_start_routine = model_in_start_routine,
@@ -357,6 +365,31 @@ static void test_jit(void)
 /* Frame pointers only (--no-dwarf): a chain ending in the start-up routine is complete;
  * one ending elsewhere is broken. With DWARF but no copy, a broken chain is truncated,
  * no stack copy. */
+/* At jit_code's first instruction (no CFI, a known function entry), rbp is still main's:
+ * the kernel's chain goes from jit_code to main's caller, skipping main, and would join a
+ * walk stopped at jit_code as if jit_code owned rbp (dwarf+fp without main). The psABI's
+ * rule at the entry gives every frame. */
+static void test_function_entry(void)
+{
+	const struct chain_build *b = &CHAIN_FP;
+	const uint64_t want[] = { at(CHAIN_JIT_CODE), at(b->ra_main_jit), at(RA_START_MAIN),
+				  at(RA_START) };
+	struct hybrid *h = new_hybrid(true);
+	static struct sampled r;
+	struct sim_stack s;
+
+	sim_start(&s);
+	sim_call(&s, RA_START);
+	sim_enter(&s, false, LOCALS_START_MAIN);
+	sim_call(&s, RA_START_MAIN);
+	sim_enter(&s, true, b->locals_main);
+	sim_call(&s, b->ra_main_jit);
+	sample_and_pick(h, b, &s, at(CHAIN_JIT_CODE), UINT32_MAX, true, 0, 1, &r);
+	report(picked(&r, METHOD_DWARF, want, 4), &r,
+	       "function entry without CFI: the walk from the psABI's rule, main kept");
+	hybrid__free(h);
+}
+
 static void test_without_walk(void)
 {
 	const struct chain_build *fp = &CHAIN_FP, *nofp = &CHAIN_NOFP;
@@ -399,6 +432,7 @@ int main(void)
 	test_stitch();
 	test_finish_and_learn();
 	test_jit();
+	test_function_entry();
 	test_without_walk();
 	unwind_table__free(chain_tables[0]);
 	unwind_table__free(chain_tables[1]);
