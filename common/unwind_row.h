@@ -91,8 +91,10 @@ enum unwind_reason {
 
 /* The rbx rule in a row's byte rbx: 0 unchanged; k in 1..UNWIND_ROW_RBX_SLOTS saved at
  * CFA - 8k (prologues push it within the first few words below the return address);
- * then undefined, then unsupported, which also takes a save at an offset of another form
- * (never seen in practice: readelf's rbx column is compared row by row). */
+ * then undefined, then unsupported, which takes every other rule: a save at an offset of
+ * another form, in another register, or by an expression (GCC's realigned frames save it
+ * relative to rbp). rbx is needed only for a CFA = rbx + N, through the frames called
+ * from there: the ld.so functions the lazy-binding trampoline calls push it. */
 #define UNWIND_ROW_RBX_UNCHANGED 0
 #define UNWIND_ROW_RBX_SLOTS 253
 #define UNWIND_ROW_RBX_UNDEFINED 254
