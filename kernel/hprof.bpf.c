@@ -838,7 +838,7 @@ static __always_inline void commit_stack_delta(__u32 tid, struct delta_state *sl
 /* When a copy to the end of the stack last woke the reader (see reader_wakeup). Shared by
  * the CPUs: a race costs one more wakeup, or one fewer. */
 __u64 last_base_wakeup_ns = 0;
-#define BASE_WAKEUP_EVERY_NS (5 * 1000 * 1000ull)
+#define BASE_WAKEUP_EVERY_NS (20 * 1000 * 1000ull)
 
 /* A copy that ran to the end of the stack (not to a learned base, not the leaf alone): the
  * thread's base is not known to the kernel yet. */
@@ -851,8 +851,10 @@ static __always_inline bool copied_to_stack_end(const struct hprof_sample *s)
 /* Waking the reader on every sample costs more than the sample itself: hprof polls every
  * 100 ms, and is woken when the buffer fills past a quarter. A thread whose base the kernel
  * does not know yet also wakes it, at most every BASE_WAKEUP_EVERY_NS: its first walk then
- * teaches the kernel within the reorder window (~10 ms), not at the next poll, and the
- * thread's copies stop running to the end of the stack after a few samples, not ~50. */
+ * teaches the kernel at the second wakeup (past the ~10-ms reorder window), not at the next
+ * poll, and the thread's copies stop running to the end of the stack after ~12 samples at
+ * 499 Hz, not ~50. Every 5 ms took ~8, but under process churn (every new process wakes
+ * it) cost hprof twice its CPU; every 20 ms costs it ~1.5 times (bench/README.md). */
 static __always_inline __u64 reader_wakeup(const struct hprof_sample *s)
 {
 	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ringbuf_wakeup_bytes)
