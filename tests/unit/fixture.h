@@ -21,23 +21,7 @@
 #include "cfi/unwind_table.h"
 #include "sample.h"
 #include "unwind/walk.h"
-
-static int failures;
-
-static inline void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static inline void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 /* ---- where the fixtures are ---- */
 

@@ -10,15 +10,7 @@
 #include <unistd.h>
 
 #include "session.h"
-
-static int failures;
-
-static void check(bool ok, const char *name)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", name);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 /* Addresses this process does not use: the session knows them only from MAPS. */
 static const char MAPS[] =

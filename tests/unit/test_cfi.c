@@ -12,25 +12,9 @@
 #include <zlib.h>
 
 #include "cfi/unwind_table.h"
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include "check.h"
 
 #include <stdarg.h>
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		failures++;
-}
-
 /* ---- byte buffers ---- */
 
 struct buf {

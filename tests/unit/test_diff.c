@@ -13,23 +13,7 @@
 #include "output/diff.h"
 #include "output/stack_set.h"
 #include "output/stats.h"
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 static bool near(double a, double b, double tol)
 {

@@ -10,15 +10,7 @@
 #include <wchar.h>
 
 #include "flamegraph.h"
-
-static int failures;
-
-static void check(bool ok, const char *name)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", name);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 struct result {
 	int ret;

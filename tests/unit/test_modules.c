@@ -13,15 +13,7 @@
 
 #include "binary/modules.h"
 #include "binary/symbols.h"
-
-static int failures;
-
-static void check(bool ok, const char *name)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", name);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 __attribute__((noinline)) void modules_test_marker(void)
 {

@@ -19,23 +19,7 @@
 #include "output/stack_set.h"
 #include "output/profile.h"
 #include "profile.pb-c.h"
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 static void test_json(void)
 {

@@ -12,26 +12,10 @@
 #include <unistd.h>
 
 #include "binary/perfmap.h"
+#include "check.h"
 
 /* No process has this pid, so a miss finds no /tmp/perf-PID.map to read. */
 #define NO_PID UINT32_MAX
-
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		failures++;
-}
 
 static struct perf_map *new_map_of(uint32_t pid)
 {

@@ -14,15 +14,7 @@
 
 #include "binary/modules.h"
 #include "binary/symbols.h"
-
-static int failures;
-
-static void check(bool ok, const char *name)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", name);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 #define MAX_PHDRS 8
 

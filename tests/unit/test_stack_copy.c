@@ -14,18 +14,10 @@
 #include "cfi/unwind_table.h"
 #include "sample.h"
 #include "unwind/walk.h"
+#include "check.h"
 
 #define BIGFRAME "build/workloads/nofp_bigframe"
 #define PAGE STACK_COPY_PAGE
-
-static int failures;
-
-static void check(bool ok, const char *name)
-{
-	printf("%s - %s\n", ok ? "ok" : "not ok", name);
-	if (!ok)
-		failures++;
-}
 
 static void put_u64(uint8_t *bytes, uint64_t off, uint64_t v)
 {
