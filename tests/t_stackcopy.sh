@@ -270,10 +270,11 @@ check "nofp_recurse: --no-stack-delta sends no delta" \
 	eval '! grep -q "^hprof: stack deltas:" "$TMP/delta_off.err"'
 # A thread's copies run to the end of its stack only until its first walk has taught the
 # kernel its base: the kernel wakes hprof for such copies, so that takes a few samples, not
-# the ~50 (at 499 Hz) of a reader that waits for its 100-ms poll.
+# the 45 or more (at 499 Hz) of a reader that waits for its 100-ms poll and the 10-ms
+# reorder window; 40 leaves a loaded machine 80 ms to answer the wakeups (~12 when idle).
 to_end=$(sed -n 's/.* \([0-9]*\) to the end of the stack,.*/\1/p' "$TMP/delta_on.err")
-check "nofp_recurse: at most 30 copies to the end of the stack before the base is known (${to_end:-?})" \
-	[ "${to_end:-99}" -le 30 ]
+check "nofp_recurse: at most 40 copies to the end of the stack before the base is known (${to_end:-?})" \
+	[ "${to_end:-99}" -le 40 ]
 
 # A delta against a copy hprof no longer holds cannot be rebuilt: HPROF_DEBUG=delta-drop:N
 # drops every Nth copy hprof keeps, unknown to the kernel. The deltas after it lose their
