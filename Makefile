@@ -18,7 +18,7 @@ endif
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
 CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -I$(BUILD)/proto -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
-LDLIBS     += -lbpf -lelf -lz -llzma -lstdc++ -lprotobuf-c -lm
+LDLIBS     += -lbpf -lelf -lz -llzma -lstdc++ -lprotobuf-c -lZydis -lm
 UNWIND_LIBS := -lunwind-generic -lunwind
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -MMD -MP \
@@ -156,6 +156,13 @@ $(BUILD)/workloads/fp_%: tests/workloads/fp_%.c tests/workloads/workload.h | $(D
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $< -o $@ $(WL_LDFLAGS)
+
+# nofp_X.c with a nofp_X.S beside it: C callers (with CFI) linked with hand-written assembly
+# that has no .cfi_* directive, so no FDE covers it (tests/t_nocfi.sh checks with readelf).
+WL_NOCFI_ASM := $(patsubst tests/workloads/%.S,$(BUILD)/workloads/%,$(wildcard tests/workloads/nofp_*.S))
+$(WL_NOCFI_ASM): $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/%.S tests/workloads/workload.h | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $< tests/workloads/$*.S -o $@
 
 # nofp_regs's DT_INIT is a function of its own (tests/t_regs.sh samples its first instruction).
 $(BUILD)/workloads/nofp_regs: WL_LDFLAGS := -Wl,-init=entry_probe

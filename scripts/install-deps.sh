@@ -24,6 +24,9 @@ packages=(
 	# pprof output: protobuf-c packs and unpacks profile.proto messages from the schema, so
 	# no hand-written wire-format code has to get varints, nesting and bounds right
 	libprotobuf-c-dev protobuf-c-compiler
+	# code without CFI is unwound by decoding it: Zydis is a maintained x86-only decoder
+	# that allocates nothing and reports every operand's reads and writes
+	libzydis-dev
 	golang-go                  # `go tool pprof`: the independent reader of --pprof in tests
 	chromium                   # tests render the differential flamegraph in a headless browser
 	time                       # /usr/bin/time -v: peak memory in bench/b_diff.sh

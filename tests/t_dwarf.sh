@@ -113,7 +113,7 @@ check "fp_deep: the summary reports the stitched stacks as dwarf+fp" \
 "$HPROF" --stack-size 1024 --folded "$TMP/short.folded" -- "$WL/nofp_recurse" 1 300 >/dev/null 2>"$TMP/short.err"
 short=$(share_matching "$TMP/short.folded" nofp_recurse '^nofp_recurse;\[truncated: copy too short\];')
 check "a 1 KiB copy truncates the deep stack under a named root ($short)" at_least 90 "$short"
-check "the summary gives the share of each method" grep -Eq "user stacks by method: fp [0-9.]+% dwarf [0-9.]+% dwarf\\+fp [0-9.]+% truncated [0-9.]+%" "$TMP/short.err"
+check "the summary gives the share of each method" grep -Eq "user stacks by method: fp [0-9.]+% dwarf [0-9.]+% dwarf\\+fp [0-9.]+% analysis [0-9.]+% scan [0-9.]+% truncated [0-9.]+%" "$TMP/short.err"
 check "the summary counts truncation reasons" grep -q "\\[truncated: copy too short\\] [0-9]" "$TMP/short.err"
 
 # Raw captures: private, and a report replays exactly what the recording wrote.

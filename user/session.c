@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/code.h"
 #include "binary/modules.h"
 #include "binary/symbols.h"
 #include "proc/processes.h"
 #include "proc/resolver.h"
+#include "unwind/code_cache.h"
 
 /* Kernel frames, then the user stack. */
 #define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES)
@@ -27,6 +29,8 @@ struct session {
 	uint64_t next_sweep_ns;          /* 0: at the first sample's time */
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *user;       /* scratch, HYBRID_MAX_FRAMES */
+	struct code_cache *code;         /* what was learned of code without CFI */
+	bool no_scan;                    /* --no-scan: exact methods only */
 };
 
 int session__new(bool dwarf, struct session **out)
@@ -44,6 +48,8 @@ int session__new(bool dwarf, struct session **out)
 		goto cleanup;
 	}
 	err = hybrid__new(dwarf, &s->hybrid);
+	if (!err && !(s->code = code_cache__new()))
+		err = -ENOMEM;
 	if (!err)
 		err = module_registry__new(&s->modules);
 	if (!err)
@@ -196,11 +202,145 @@ static bool in_start_routine(void *ctx, uint64_t pc)
 	return resolver__in_start_routine(&c->s->resolver, c->proc, pc);
 }
 
+/* The code at pc: its mapping and module, and the address the caches know it by (the ELF
+ * virtual address in a file, the address itself in JIT code). */
+struct code_at {
+	struct mapping *m;
+	struct module *mod;
+	uint64_t key;
+};
+
+static bool code_at(struct space_ctx *c, uint64_t pc, struct code_at *at)
+{
+	at->m = process__find_mapping(c->proc, pc);
+	at->mod = at->m ? resolver__module(&c->s->resolver, c->proc, at->m) : NULL;
+	if (!at->mod || at->m->bias_err)
+		return false;
+	at->key = pc - (uint64_t)at->m->bias;
+	return true;
+}
+
+/* Reads [addr, addr + len) of the code in at, clipped to its mapping. */
+static ssize_t read_code(struct space_ctx *c, const struct code_at *at, uint64_t addr,
+			 uint8_t *buf, size_t len)
+{
+	uint32_t pid = c->s->resolver.replay ? 0 : c->proc->pid;
+
+	if (addr < at->m->start) {
+		len = addr + len > at->m->start ? addr + len - at->m->start : 0;
+		addr = at->m->start;
+	}
+	return len ? code__read(at->mod, at->m, pid, addr, buf, len) : -ENOENT;
+}
+
+static int function_start(void *ctx, uint64_t pc, uint64_t *start)
+{
+	struct space_ctx *c = ctx;
+	struct code_at at;
+	uint64_t offset;
+
+	if (!code_at(c, pc, &at) || at.mod->anon_code || !at.mod->syms ||
+	    !elf_symbols__lookup(at.mod->syms, at.key, &offset))
+		return -ENOENT;
+	*start = pc - offset;
+	return 0;
+}
+
+/* How much code an analysis reads: from the function's start, if it is this close,
+ * else from a little before pc (loops branch back), to well after pc. */
+#define ANALYSIS_BEFORE (64u << 10)
+#define ANALYSIS_BACK 4096u
+#define ANALYSIS_AFTER (16u << 10)
+
+static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
+{
+	static uint8_t buf[ANALYSIS_BEFORE + ANALYSIS_AFTER];
+	struct space_ctx *c = ctx;
+	struct code_cache_stats *stats = code_cache__stats(c->s->code);
+	struct code_window window;
+	enum code_fail fail;
+	uint64_t start = 0, from;
+	struct code_at at;
+	ssize_t n;
+
+	if (!code_at(c, pc, &at))
+		return CODE_UNDECODABLE;
+	if (code_cache__rules(c->s->code, at.mod->id, at.key, &fail, rules))
+		return fail;
+	if (function_start(ctx, pc, &start) != 0 || pc - start > ANALYSIS_BEFORE)
+		start = 0;
+	from = start ? start : pc - ANALYSIS_BACK;
+	n = read_code(c, &at, from, buf, pc + ANALYSIS_AFTER - from);
+	if (n <= 0) {
+		stats->unreadable++;
+		fail = CODE_UNDECODABLE;
+	} else {
+		window = (struct code_window){ .bytes = buf, .addr = from < at.m->start ? at.m->start : from,
+					       .len = (size_t)n };
+		fail = x86_code__analyze(&window, pc, start, rules);
+		stats->analyses++;
+		stats->failed[fail]++;
+	}
+	code_cache__put_rules(c->s->code, at.mod->id, at.key, fail, rules);
+	return fail;
+}
+
+/* The longest call instruction, with prefixes. */
+#define CALL_MAX_BYTES 16
+
+static int call_before(void *ctx, uint64_t ra, uint64_t *target)
+{
+	struct space_ctx *c = ctx;
+	uint8_t buf[CALL_MAX_BYTES];
+	struct code_window window;
+	enum code_call call;
+	int64_t delta = 0;
+	struct code_at at;
+	ssize_t n;
+
+	*target = 0;
+	if (ra < CALL_MAX_BYTES || !code_at(c, ra - 1, &at))
+		return CODE_CALL_NONE;
+	if (!code_cache__call(c->s->code, at.mod->id, at.key + 1, &call, &delta)) {
+		n = read_code(c, &at, ra - CALL_MAX_BYTES, buf, CALL_MAX_BYTES);
+		call = CODE_CALL_NONE;
+		if (n > 0) {
+			uint64_t from = ra - CALL_MAX_BYTES < at.m->start ? at.m->start : ra - CALL_MAX_BYTES;
+
+			window = (struct code_window){ .bytes = buf, .addr = from, .len = (size_t)n };
+			call = x86_code__call_before(&window, ra, target);
+			delta = (int64_t)(*target - ra);
+		}
+		code_cache__stats(c->s->code)->calls_checked++;
+		code_cache__put_call(c->s->code, at.mod->id, at.key + 1, call, delta);
+	}
+	if (call == CODE_CALL_DIRECT)
+		*target = ra + (uint64_t)delta;
+	return call;
+}
+
+static bool space_is_entry_code(void *ctx, uint64_t pc, bool caller)
+{
+	return is_entry_code(ctx, pc, caller);
+}
+
+void session__set_no_scan(struct session *s, bool no_scan)
+{
+	s->no_scan = no_scan;
+}
+
+const struct code_cache_stats *session__code_stats(const struct session *s)
+{
+	return code_cache__stats(s->code);
+}
+
 static struct hybrid_space space_of(struct space_ctx *c)
 {
 	return (struct hybrid_space){
 		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id,
-			  .is_function_entry = is_function_entry },
+			  .is_function_entry = is_function_entry, .analyze = analyze,
+			  .call_before = call_before, .function_start = function_start,
+			  .is_entry_code = space_is_entry_code, .no_scan = c->s->no_scan },
 		.is_mapped = is_mapped,
 		.is_entry_code = is_entry_code,
 		.in_start_routine = in_start_routine,
@@ -373,6 +513,7 @@ void session__free(struct session *s)
 	ksyms__free(s->ksyms);
 	module_registry__free(s->modules);
 	hybrid__free(s->hybrid);
+	code_cache__free(s->code);
 	free(s->frames);
 	free(s->user);
 	free(s);

@@ -14,6 +14,7 @@
 #include "output/sample_stats.h"
 #include "output/summary.h"
 #include "sample.h"
+#include "unwind/code_cache.h"
 #include "unwind/hybrid.h"
 #include "unwind/walk.h"
 
@@ -49,6 +50,10 @@ struct module_registry *session__modules(struct session *s);
  * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without
  * a stack copy, or -ENOMEM. */
 /* The unwind rule cache's counters, for benchmarks. */
+/* --no-scan: no stack scanning through code without CFI. */
+void session__set_no_scan(struct session *s, bool no_scan);
+/* What the analysis of code without CFI did. */
+const struct code_cache_stats *session__code_stats(const struct session *s);
 void session__unwind_cache_stats(const struct session *s, struct unwind_cache_stats *stats);
 
 int session__walk_sample(struct session *s, const struct hprof_sample *sample, size_t size,

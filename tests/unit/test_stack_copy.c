@@ -170,7 +170,7 @@ static void test_walk(void)
 	static struct unwind_frame frames[8];
 	struct elf_symbols *syms = NULL;
 	struct space ctx = { 0 };
-	struct unwind_space space = { find_map, &ctx, 1, NULL };
+	struct unwind_space space = { .find_map = find_map, .ctx = &ctx, .id = 1 };
 	struct unwind_cache *cache = unwind_cache__new();
 	struct unwind_result result;
 	const struct unwind_row *row, *rows;

@@ -28,7 +28,7 @@ static void walk_with(const struct model_process *p, uint64_t space_id,
 	const struct stack_copy copy = {
 		.bytes = s->bytes + (s->sp - sim_base()), .base = s->sp, .len = len,
 	};
-	const struct unwind_space space = { model_find_map, (void *)p, space_id, NULL };
+	const struct unwind_space space = { .find_map = model_find_map, .ctx = (void *)p, .id = space_id };
 
 	unwind__walk(&regs, &copy, &space, cache, w->frames, max, &w->result);
 }
@@ -330,7 +330,7 @@ static void test_trace(void)
 	const struct unwind_regs regs = { .ip = at(PC_LEAF_LOOP), .sp = s.sp, .bp = s.bp, .bp_valid = true };
 	const struct stack_copy copy = { .bytes = s.bytes + (s.sp - sim_base()), .base = s.sp,
 					 .len = to_top(&s) };
-	const struct unwind_space space = { model_find_map, &p, 1, NULL };
+	const struct unwind_space space = { .find_map = model_find_map, .ctx = &p, .id = 1 };
 
 	unwind__trace(&regs, &copy, &space, cache, out);
 	fclose(out);

@@ -32,6 +32,7 @@ struct record_opts {
 	size_t nr_pids;
 	bool no_dwarf;
 	bool no_stack_delta; /* --no-stack-delta: every copy sent whole */
+	bool no_scan;        /* --no-scan: code without CFI by exact methods only */
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
@@ -70,6 +71,9 @@ static void usage(FILE *out)
 		"                        at most %d)\n"
 		"  --no-stack-delta      send every stack copy whole, not only the parts\n"
 		"                        that changed since the thread's previous one\n"
+		"  --no-scan             never scan the stack for a return address through\n"
+		"                        code without CFI (instruction analysis and frame\n"
+		"                        records only)\n"
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
@@ -110,7 +114,7 @@ static long long max_sample_rate(void)
 }
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
-       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA };
+       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -168,6 +172,9 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_NO_STACK_DELTA:
 		o->no_stack_delta = true;
 		return 0;
+	case OPT_NO_SCAN:
+		o->no_scan = true;
+		return 0;
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
@@ -199,6 +206,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "no-stack-delta", no_argument, NULL, OPT_NO_STACK_DELTA },
+		{ "no-scan", no_argument, NULL, OPT_NO_SCAN },
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
@@ -394,6 +402,8 @@ int cmd_record(int argc, char **argv)
 	err = validate(&o);
 	if (!err)
 		err = session__new(!o.no_dwarf, &session);
+	if (!err)
+		session__set_no_scan(session, o.no_scan);
 	/* pprof shows addresses; every other output names functions */
 	if (!err && !o.out.pprof_path)
 		err = profile__key_by_name(session__profile(session));

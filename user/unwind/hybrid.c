@@ -43,6 +43,8 @@ static const char *const method_names[METHOD_COUNT] = {
 	[METHOD_FP] = "fp",
 	[METHOD_DWARF] = "dwarf",
 	[METHOD_DWARF_FP] = "dwarf+fp",
+	[METHOD_ANALYSIS] = "analysis",
+	[METHOD_SCAN] = "scan",
 	[METHOD_TRUNCATED] = "truncated",
 };
 
@@ -240,7 +242,10 @@ static uint32_t add_fp_frames(const struct job *j, uint32_t from, struct unwind_
 	for (uint32_t i = from; i < sample->nr_user; i++) {
 		uint64_t pc = hprof_sample__user_ip(sample, i);
 
-		out[n++] = (struct unwind_frame){ .pc = pc, .exact = i == 0 };
+		out[n++] = (struct unwind_frame){
+			.pc = pc, .exact = i == 0,
+			.found = i == 0 ? UNWIND_FOUND_CONTEXT : UNWIND_FOUND_FP_CHAIN,
+		};
 		if (!j->space->is_mapped(j->space->walk.ctx, pc))
 			*all_mapped = false;
 	}
@@ -308,8 +313,7 @@ static bool finish_fp_chain(const struct job *j, struct unwind_frame *out, uint3
 	if (result.end != UNWIND_END_COMPLETE)
 		return false;
 	for (uint32_t i = 1; i < result.nr_frames; i++)
-		out[(*added)++] = (struct unwind_frame){ .pc = h->walked[i].pc,
-							 .exact = h->walked[i].exact };
+		out[(*added)++] = h->walked[i];
 	h->stats.fp_tails++;
 	h->walk_base = result.last.sp;
 	keep_tail(h, h->walked + 1, result.nr_frames - 1);
@@ -505,6 +509,22 @@ static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 		h->thread_hook(h->thread_ctx, sample->tid, ti->base, ti->fp_tail, ti->tail_ip);
 }
 
+/* A complete stack's method, given how its frames were found: one found in code without
+ * CFI makes it an analysis, one found by scanning a scan, whatever else it took. */
+static enum stack_method nocfi_method(const struct unwind_frame *frames, uint32_t n,
+				      enum stack_method method)
+{
+	uint32_t found = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		found |= 1u << frames[i].found;
+	if (found & (1u << UNWIND_FOUND_SCAN))
+		return METHOD_SCAN;
+	if (found & (1u << UNWIND_FOUND_ANALYSIS | 1u << UNWIND_FOUND_FRAME_POINTER))
+		return METHOD_ANALYSIS;
+	return method;
+}
+
 uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 			    const struct hprof_sample *sample, struct unwind_frame *out,
 			    enum stack_method *method, unsigned *reason)
@@ -524,6 +544,8 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 	h->tail_learned = false;
 	*reason = 0;
 	n = pick_user_stack(&j, out, method, reason);
+	if (*method != METHOD_TRUNCATED)
+		*method = nocfi_method(out, n, *method);
 	learn_thread(h, sample, *method, *reason);
 	return n;
 }

@@ -21,6 +21,9 @@ enum stack_method {
 	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
 	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
 	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
+	METHOD_ANALYSIS,    /* complete, through code without CFI: by analysis of its
+			     * instructions or its frame record (a walk, perhaps with the FP chain) */
+	METHOD_SCAN,        /* complete, with a frame found by scanning the stack */
 	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
 	METHOD_COUNT,
 };

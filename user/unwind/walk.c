@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unwind/x86_code.h"
+
 static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_COMPLETE] = "complete",
 	[UNWIND_END_COPY_SHORT] = "copy too short",
@@ -19,6 +21,20 @@ static const char *const end_names[UNWIND_END_COUNT] = {
 const char *unwind_end__name(enum unwind_end end)
 {
 	return end < UNWIND_END_COUNT ? end_names[end] : "?";
+}
+
+static const char *const found_names[UNWIND_FOUND_COUNT] = {
+	[UNWIND_FOUND_CONTEXT] = "context",
+	[UNWIND_FOUND_CFI] = "cfi",
+	[UNWIND_FOUND_ANALYSIS] = "analysis",
+	[UNWIND_FOUND_FRAME_POINTER] = "frame pointer",
+	[UNWIND_FOUND_SCAN] = "scan",
+	[UNWIND_FOUND_FP_CHAIN] = "fp chain",
+};
+
+const char *unwind_found__name(enum unwind_found found)
+{
+	return found < UNWIND_FOUND_COUNT ? found_names[found] : "?";
 }
 
 /* The 8 bytes at addr lie on a page of the copy marked as a hole. */
@@ -138,6 +154,11 @@ struct cached_rules {
 	struct cached_rules *next;
 	uint8_t cfa, rbp, ra, rbx; /* enum unwind_{cfa,rbp,ra,rbx}_kind */
 	bool plain;                /* see is_plain */
+	/* How the caller of a frame with these rules is found: UNWIND_FOUND_CFI or _ANALYSIS.
+	 * In a slot with no rules (cfa UNWIND_CFA_END): 0 until the code was analysed, then
+	 * UNWIND_FOUND_FRAME_POINTER (the analysis found nothing: go on to the frame-pointer
+	 * step). */
+	uint8_t found;
 	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache line");
@@ -150,6 +171,8 @@ _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache lin
 
 struct unwind_cache {
 	struct cached_rules slots[CACHE_SLOTS];
+	/* frames of a scan's trial walks (UNWIND_MAX_FRAMES) */
+	struct unwind_frame *trial;
 	/* the psABI's rules at a function's entry, for a walk that needs them (first_rules):
 	 * here rather than in the walk's locals, whose alignment would cost the walk a register */
 	struct cached_rules entry;
@@ -163,6 +186,11 @@ struct unwind_cache *unwind_cache__new(void)
 	if (!cache)
 		return NULL;
 	memset(cache, 0, sizeof(*cache));
+	cache->trial = calloc(UNWIND_MAX_FRAMES, sizeof(*cache->trial));
+	if (!cache->trial) {
+		free(cache);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < CACHE_SLOTS; i++)
 		cache->slots[i].next = &cache->slots[i];
 	return cache;
@@ -170,6 +198,8 @@ struct unwind_cache *unwind_cache__new(void)
 
 void unwind_cache__free(struct unwind_cache *cache)
 {
+	if (cache)
+		free(cache->trial);
 	free(cache);
 }
 
@@ -209,6 +239,7 @@ static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
 	const struct unwind_row *row = unwind_table__find(table, table_pc);
 	struct unwind_rules rules;
 
+	out->found = 0;
 	if (!row) {
 		out->cfa = UNWIND_CFA_END;
 		out->plain = false;
@@ -224,6 +255,7 @@ static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
 	out->rbx = rules.rbx;
 	out->rbx_offset = (int32_t)rules.rbx_offset;
 	out->plain = is_plain(out);
+	out->found = out->cfa == UNWIND_CFA_END ? 0 : UNWIND_FOUND_CFI;
 }
 
 /* The last few mappings the walk's pcs fell in: a stack crosses only a handful of
@@ -284,6 +316,9 @@ struct walker {
 	struct frame_regs replay;
 	uint64_t replay_lookup;
 	struct map_cache maps;
+	/* the first frame's pc is a return address (a scan's trial walk), not the sampled pc */
+	bool first_is_return;
+	bool may_scan; /* not within a scan's trial walk */
 };
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
@@ -574,6 +609,7 @@ static struct cached_rules *entry_rules(struct walker *w)
 		.cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
 		.ra = UNWIND_RA_AT_CFA, .ra_offset = -8,
 		.rbp = UNWIND_RBP_UNCHANGED, .rbx = UNWIND_RBX_UNCHANGED,
+		.found = UNWIND_FOUND_CFI,
 		.next = r, /* space 0 never matches: the caller is looked up */
 	};
 	r->plain = is_plain(r);
@@ -672,11 +708,174 @@ static void walker_init(struct walker *w, const struct unwind_space *space,
 	w->replayed = 0;
 	w->maps.nr = 0;
 	w->maps.next = 0;
+	w->first_is_return = false;
+	w->may_scan = !space->no_scan;
 }
 
-void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
-		  const struct unwind_space *space, struct unwind_cache *cache,
-		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+/* Code without CFI at ip: the rules its instructions give, put in the cache slot of its
+ * lookup (replacing an end-of-function slot, rules), or NULL when the analysis found none.
+ * A failed analysis is remembered in the slot, so later walks go straight on to the
+ * frame-pointer step. */
+static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, bool exact,
+					   struct cached_rules *rules)
+{
+	uint64_t lookup = exact ? ip : ip - 1;
+	struct cached_rules *slot = rules ? rules : &w->cache->slots[cache_slot(w->space_mix, lookup)];
+	struct code_rules code;
+
+	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
+		return NULL;
+	if (!w->space->analyze || w->space->analyze(w->space->ctx, ip, &code) != CODE_OK) {
+		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
+					       .cfa = UNWIND_CFA_END,
+					       .found = UNWIND_FOUND_FRAME_POINTER };
+		return NULL;
+	}
+	*slot = (struct cached_rules){
+		.space = id, .pc = lookup, .next = slot,
+		.cfa = code.cfa, .cfa_offset = code.cfa_offset,
+		.ra = UNWIND_RA_AT_CFA, .ra_offset = -8,
+		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
+		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
+		.found = UNWIND_FOUND_ANALYSIS,
+	};
+	slot->plain = is_plain(slot);
+	return slot;
+}
+
+/* ra is in the process's executable memory and follows a call instruction; *target is
+ * the call's, for a direct call (0 otherwise). */
+static enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target)
+{
+	const struct unwind_map *map;
+	int call;
+
+	*target = 0;
+	if (find_map(&w->maps, w->space, ra, &map) == -ENOENT)
+		return CODE_CALL_NONE;
+	call = w->space->call_before(w->space->ctx, ra, target);
+	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT ? call : CODE_CALL_NONE;
+}
+
+/* The frame record rbp points at, for a frame that keeps one: it lies above the frame's
+ * sp, in the copied stack, and its return address follows a call. */
+static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
+{
+	uint64_t saved_bp, ra, target;
+
+	if (!regs->bp_valid || regs->bp < regs->sp || (regs->bp & 7))
+		return false;
+	if (!read_u64(w->view, regs->bp, &saved_bp) || !read_u64(w->view, regs->bp + 8, &ra))
+		return false;
+	if (follows_call(w, ra, &target) == CODE_CALL_NONE)
+		return false;
+	regs->ip = ra;
+	regs->sp = regs->bp + 16;
+	regs->bp = saved_bp;
+	return true;
+}
+
+/* Words a scan reads above a frame's sp, and candidates it walks from at most. */
+#define SCAN_WORDS 512
+#define SCAN_TRIALS 8
+/* Without a known start, a direct call's target must be at most this far below the pc. */
+#define SCAN_MAX_FUNCTION (64u << 10)
+
+static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
+		      const struct unwind_space *space, struct unwind_cache *cache,
+		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
+		      bool first_is_return);
+
+/* A direct call at a candidate return address went into the function holding the frame's
+ * pc (lookup: the pc, or the call before a return address). */
+static bool calls_this_function(struct walker *w, uint64_t lookup, uint64_t target)
+{
+	uint64_t start;
+
+	if (w->space->function_start && w->space->function_start(w->space->ctx, lookup, &start) == 0)
+		return target == start;
+	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION;
+}
+
+/* The walk from a candidate return address, found at sp - 8, reaches the stack's start. */
+static bool trial_reaches_start(struct walker *w, uint64_t ra, uint64_t sp,
+				const struct frame_regs *regs)
+{
+	const struct unwind_regs from = { .ip = ra, .sp = sp, .bp = regs->bp,
+					  .bp_valid = regs->bp_valid };
+	struct unwind_result result;
+	const struct unwind_frame *last;
+
+	walk_from(&from, w->view->copy, w->space, w->cache, w->cache->trial, UNWIND_MAX_FRAMES,
+		  &result, true);
+	if (result.end == UNWIND_END_COMPLETE)
+		return true;
+	last = &w->cache->trial[result.nr_frames - 1];
+	return result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
+	       w->space->is_entry_code(w->space->ctx, last->pc, !last->exact);
+}
+
+/* The last resort: the first word above the frame's sp that follows a call into the
+ * frame's function (or through a pointer) and from which the walk reaches the stack's
+ * start. rbp is taken as the frame left it. */
+static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
+{
+	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
+	uint32_t trials = 0;
+
+	for (uint32_t i = 0; i < SCAN_WORDS && trials < SCAN_TRIALS; i++) {
+		uint64_t addr = regs->sp + 8 * (uint64_t)i, word, target;
+		enum code_call call;
+
+		if (!read_u64(w->view, addr, &word))
+			break;
+		call = follows_call(w, word, &target);
+		if (call == CODE_CALL_NONE)
+			continue;
+		if (call == CODE_CALL_DIRECT && !calls_this_function(w, lookup, target)) {
+			w->cache->stats.scan_rejected_code++;
+			continue;
+		}
+		trials++;
+		if (!trial_reaches_start(w, word, addr + 8, regs)) {
+			w->cache->stats.scan_rejected_walk++;
+			continue;
+		}
+		regs->ip = word;
+		regs->sp = addr + 8;
+		return true;
+	}
+	return false;
+}
+
+/* A frame whose code has no CFI and no rules by analysis: its caller by its frame record,
+ * else by a scan. Sets *found; NO_CFI when neither works. */
+static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, bool exact,
+				  uint8_t *found)
+{
+	if (!w->space->call_before)
+		return UNWIND_END_NO_CFI;
+	if (frame_pointer_step(w, regs))
+		*found = UNWIND_FOUND_FRAME_POINTER;
+	else if (w->may_scan && scan_step(w, regs, exact))
+		*found = UNWIND_FOUND_SCAN;
+	else
+		return UNWIND_END_NO_CFI;
+	w->cache->stats.nocfi_frames[*found]++;
+	return UNWIND_END_COMPLETE;
+}
+
+/* The first frame's rules: at the sampled pc, or for a trial walk, at the call before its
+ * return address. */
+static struct cached_rules *start_rules(struct walker *w, uint64_t id, uint64_t ip)
+{
+	return w->first_is_return ? find_rules(w, id, ip - 1) : first_rules(w, id, ip);
+}
+
+static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
+		      const struct unwind_space *space, struct unwind_cache *cache,
+		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
+		      bool first_is_return)
 {
 	bool hole;
 	const struct copy_view view = copy_view(copy, &hole);
@@ -684,28 +883,52 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
-	bool bp_valid = regs->bp_valid, exact = true;
+	bool bp_valid = regs->bp_valid, exact = !first_is_return;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	const uint64_t id = space->id;
 	struct cached_rules *rules;
-	uint32_t n = 0;
+	uint32_t n = 0, found_mask = 0;
+	uint8_t found = first_is_return ? UNWIND_FOUND_SCAN : UNWIND_FOUND_CONTEXT;
 
 	walker_init(&w, space, cache, &view, regs);
+	w.first_is_return = first_is_return;
+	w.may_scan &= !first_is_return;
 	result->started_stack = false;
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
 	if (max == 0)
 		goto out;
 	/* the first frame at its exact pc */
-	rules = first_rules(&w, id, ip);
+	rules = start_rules(&w, id, ip);
 	for (;;) {
 		uint64_t lookup;
 
-		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact };
-		if (!rules) {
-			end = w.miss;
-			break;
+		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact, .found = found };
+		found_mask |= 1u << found;
+		if (__builtin_expect(!rules || rules->cfa == UNWIND_CFA_END, 0)) {
+			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
+
+			end = rules ? UNWIND_END_NO_CFI : w.miss;
+			/* a stack some code started by hand: see returns_to_function_start */
+			if (end != UNWIND_END_NO_CFI || (!exact && returns_to_function_start(&w, ip)))
+				break;
+			rules = analysis_rules(&w, id, ip, exact, rules);
+			if (!rules) {
+				end = nocfi_step(&w, &cur, exact, &found);
+				if (end != UNWIND_END_COMPLETE)
+					break;
+				ip = cur.ip;
+				sp = cur.sp;
+				bp = cur.bp;
+				exact = false;
+				end = UNWIND_END_DEPTH;
+				if (ip == 0 || n == max)
+					break;
+				rules = find_rules(&w, id, ip - 1);
+				continue;
+			}
 		}
+		found = rules->found;
 		if (__builtin_expect(rules->plain, 1)) {
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			exact = false;
@@ -719,7 +942,8 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 			if (rules->cfa == UNWIND_CFA_BX_OFFSET)
 				end = step_bx(&w, rules, n - 1, &cur, &caller, &ra_undefined, &signal);
 			else
-				end = step(&w, rules, &cur, n == 1, &caller, &ra_undefined, &signal);
+				end = step(&w, rules, &cur, n == 1 && !first_is_return, &caller,
+					   &ra_undefined, &signal);
 			if (end != UNWIND_END_COMPLETE || ra_undefined)
 				break;
 			ip = caller.ip;
@@ -745,8 +969,16 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 	}
 out:
 	result->nr_frames = n;
+	result->found = found_mask;
 	result->end = short_or_hole(end, hole);
 	result->last = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp, .bp_valid = bp_valid };
+}
+
+void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
+		  const struct unwind_space *space, struct unwind_cache *cache,
+		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	walk_from(regs, copy, space, cache, frames, max, result, false);
 }
 
 /* One frame's rules as the trace prints them. */

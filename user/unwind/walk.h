@@ -55,6 +55,22 @@ enum unwind_end {
 
 const char *unwind_end__name(enum unwind_end end);
 
+/* How a frame was found (Breakpad's "found by"): the sample's registers, the rows of the
+ * callee's CFI, an analysis of the callee's code, the callee's frame record, a scan of the
+ * stack, or the kernel's frame-pointer chain. Ordered from the most to the least sure of
+ * the walk's own methods. */
+enum unwind_found {
+	UNWIND_FOUND_CONTEXT = 0,
+	UNWIND_FOUND_CFI,
+	UNWIND_FOUND_ANALYSIS,
+	UNWIND_FOUND_FRAME_POINTER,
+	UNWIND_FOUND_SCAN,
+	UNWIND_FOUND_FP_CHAIN,
+	UNWIND_FOUND_COUNT,
+};
+
+const char *unwind_found__name(enum unwind_found found);
+
 /* The executable mapping holding a pc, as the walk needs it: its range, the load bias
  * (table address = pc - bias) and its CFI table. */
 struct unwind_map {
@@ -72,14 +88,42 @@ typedef int (*unwind_find_map_fn)(void *ctx, uint64_t pc, struct unwind_map *map
  * instruction, the psABI says the return address is at rsp and the CFA is rsp + 8. */
 typedef bool (*unwind_is_function_entry_fn)(void *ctx, uint64_t pc);
 
+/* The rules at pc (an instruction's address, or a return address) of code without CFI,
+ * found by decoding it (unwind/x86_code.h). Returns CODE_OK (0) with *rules filled, or an
+ * enum code_fail. The space caches the answer per binary and pc. */
+struct code_rules;
+typedef int (*unwind_analyze_fn)(void *ctx, uint64_t pc, struct code_rules *rules);
+
+/* What precedes the return address ra in the process's code: an enum code_call, and for a
+ * direct call its target. */
+typedef int (*unwind_call_before_fn)(void *ctx, uint64_t ra, uint64_t *target);
+
+/* Where the function holding pc starts, by a symbol or a JIT's map: 0 or -ENOENT. */
+typedef int (*unwind_function_start_fn)(void *ctx, uint64_t pc, uint64_t *start);
+
+/* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
+typedef bool (*unwind_is_entry_code_fn)(void *ctx, uint64_t pc, bool caller);
+
 /* The address space a walk runs in: how to find its mappings, and an id that names this
  * set of mappings (a new one whenever they change; never 0) so cached rules can be keyed
- * by the pc alone. is_function_entry may be NULL (no entries known). */
+ * by the pc alone. is_function_entry may be NULL (no entries known).
+ *
+ * Code without CFI: where a pc has no row, the walk goes on through it, if the space can
+ * tell about its code, by the first of these that works: the rules analyze() finds in
+ * its instructions; a frame-pointer step (a frame record above sp whose return address
+ * follows a call, call_before()); and unless no_scan, a scan of the stack for a return
+ * address that follows a call into the function (function_start()) or through a pointer,
+ * from which the walk reaches the stack's start (is_entry_code()). Each may be NULL. */
 struct unwind_space {
 	unwind_find_map_fn find_map;
 	void *ctx;
 	uint64_t id;
 	unwind_is_function_entry_fn is_function_entry;
+	unwind_analyze_fn analyze;
+	unwind_call_before_fn call_before;
+	unwind_function_start_fn function_start;
+	unwind_is_entry_code_fn is_entry_code;
+	bool no_scan;
 };
 
 /* Decoded rules by (address space, pc), kept across walks: a profile's samples return
@@ -89,6 +133,11 @@ struct unwind_cache;
 
 struct unwind_cache_stats {
 	uint64_t misses; /* lookups that searched a mapping's table (the rest were hits) */
+	/* Code without CFI: frames found by each way (frame-pointer steps, scans), candidates a
+	 * scan rejected by their code (no call before them, or a direct call elsewhere) and
+	 * by a trial walk that did not reach the stack's start. */
+	uint64_t nocfi_frames[UNWIND_FOUND_COUNT];
+	uint64_t scan_rejected_code, scan_rejected_walk;
 };
 
 struct unwind_cache *unwind_cache__new(void);
@@ -98,6 +147,7 @@ void unwind_cache__stats(const struct unwind_cache *cache, struct unwind_cache_s
 struct unwind_frame {
 	uint64_t pc;
 	bool exact; /* the pc itself (first frame, or interrupted by a signal), not a return address */
+	uint8_t found; /* enum unwind_found */
 };
 
 struct unwind_result {
@@ -107,6 +157,8 @@ struct unwind_result {
 	/* complete at a stack some code started by hand (makecontext): not the thread's own
 	 * entry, so nothing to learn about where the thread's stack ends */
 	bool started_stack;
+	/* bit (1 << enum unwind_found) for each way a frame of the walk was found */
+	uint32_t found;
 };
 
 /* Walks from regs over copy, writing up to max frames (innermost first). space->id must

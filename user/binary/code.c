@@ -1,0 +1,70 @@
+#include "binary/code.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* The descriptor behind a pinned module's "/proc/self/fd/N", or -1. */
+static int pinned_fd(const struct module *mod)
+{
+	static const char prefix[] = "/proc/self/fd/";
+	char *end;
+	long fd;
+
+	if (strncmp(mod->load_path, prefix, sizeof(prefix) - 1) != 0)
+		return -1;
+	fd = strtol(mod->load_path + sizeof(prefix) - 1, &end, 10);
+	return *end == '\0' && fd >= 0 && fd < 1 << 20 ? (int)fd : -1;
+}
+
+/* A file's bytes at offset: from its pinned descriptor; a replay's (no process left to pin
+ * for) from its path, a regular file opened without blocking, as its symbols are. */
+static ssize_t read_file(const struct module *mod, uint64_t offset, uint8_t *buf, size_t len)
+{
+	int fd = pinned_fd(mod), own = -1;
+	ssize_t n;
+
+	if (fd < 0) {
+		if (mod->unpinned || mod->load_path[0] || mod->path[0] != '/')
+			return -ENOENT;
+		own = fd = open(mod->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+	}
+	n = pread(fd, buf, len, (off_t)offset);
+	if (n < 0)
+		n = -errno;
+	if (own >= 0)
+		close(own);
+	return n;
+}
+
+/* JIT code's bytes, from the live process. A page unmapped since gives a short read. */
+static ssize_t read_memory(uint32_t pid, uint64_t addr, uint8_t *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (pid == 0)
+		return -ENOENT;
+	n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t pid,
+		   uint64_t addr, uint8_t *buf, size_t len)
+{
+	if (addr < m->start || addr >= m->end)
+		return -ENOENT;
+	if (len > m->end - addr)
+		len = m->end - addr;
+	if (mod->anon_code)
+		return read_memory(pid, addr, buf, len);
+	if (mod->path[0] != '/')
+		return -ENOENT; /* the vDSO has CFI; nothing else is read by name */
+	return read_file(mod, addr - m->start + m->file_offset, buf, len);
+}

@@ -1,0 +1,22 @@
+/* The code bytes behind a process address, for the analysis of code without CFI: a
+ * file's from the very file that was mapped (its pinned descriptor), JIT code's from the
+ * process's memory. Both are input from the profiled process: the caller bounds what it
+ * asks for and treats what comes back as hostile. */
+#ifndef HPROF_BINARY_CODE_H
+#define HPROF_BINARY_CODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "binary/mapping.h"
+#include "binary/modules.h"
+
+/* Reads up to len bytes at process address addr, inside mapping m of module mod (of
+ * process pid, 0 when it cannot be read: a replay's) and never beyond it, into buf. Returns the bytes read (a short read where
+ * the file or a page ends), or -errno: -ENOENT for code that cannot be read (a file not
+ * pinned, JIT code of a process that is gone, a replay's). */
+ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t pid,
+		   uint64_t addr, uint8_t *buf, size_t len);
+
+#endif

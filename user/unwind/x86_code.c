@@ -1,0 +1,547 @@
+#include "unwind/x86_code.h"
+
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+#include "unwind_row.h"
+
+static const char *const fail_names[CODE_FAIL_COUNT] = {
+	[CODE_OK] = "ok",
+	[CODE_UNDECODABLE] = "code did not decode",
+	[CODE_NO_EXIT] = "no return found in the code",
+	[CODE_STACK_LOST] = "stack pointer lost in the code",
+};
+
+const char *code_fail__name(enum code_fail fail)
+{
+	return fail < CODE_FAIL_COUNT ? fail_names[fail] : "?";
+}
+
+/* A register's value as the analysis knows it: base + off, where a base is a value the
+ * analysis cannot know but can name. */
+enum base {
+	BASE_NONE = 0, /* not known */
+	BASE_CFA,      /* the caller's rsp (tracing from the function's start) */
+	BASE_SP0,      /* rsp at pc (tracing forward from pc) */
+	BASE_BP0,      /* rbp at pc (tracing forward from pc) */
+	BASE_BX0,      /* rbx at pc (tracing forward from pc): not an address */
+	BASE_CALLER,   /* the caller's own value of the register (rbp or rbx): not an address */
+	BASE_LOADED,   /* loaded from where the caller's value was saved (see struct reg) */
+};
+
+struct val {
+	uint8_t base;
+	int64_t off;
+};
+
+/* rbp or rbx: its value, and where the caller's value of it is in memory. */
+struct reg {
+	struct val val;
+	struct val caller_at; /* BASE_NONE: nowhere known */
+};
+
+struct state {
+	uint64_t pc;
+	struct val sp;
+	struct reg bp, bx;
+};
+
+/* One analysis: the code, the decoder, what was visited, the paths still to follow. */
+struct tracer {
+	const struct code_window *code;
+	ZydisDecoder decoder;
+	uint8_t *visited; /* a bit per byte of the window */
+	uint32_t insns;
+	uint32_t nr_pending;
+	struct state pending[CODE_MAX_BRANCHES];
+	bool decoded_any;
+};
+
+static bool val_is(struct val v, uint8_t base, int64_t off)
+{
+	return v.base == base && v.off == off;
+}
+
+/* A value an address can be computed from (rsp or rbp as a base). */
+static bool val_addressable(struct val v)
+{
+	return v.base == BASE_CFA || v.base == BASE_SP0 || v.base == BASE_BP0;
+}
+
+static struct val val_add(struct val v, int64_t delta)
+{
+	if (!val_addressable(v))
+		return (struct val){ BASE_NONE, 0 };
+	v.off += delta;
+	return v;
+}
+
+static bool in_window(const struct code_window *code, uint64_t addr)
+{
+	return addr - code->addr < code->len;
+}
+
+/* Marks addr visited; false if it was already. */
+static bool visit(struct tracer *t, uint64_t addr)
+{
+	uint64_t i = addr - t->code->addr;
+	uint8_t bit = (uint8_t)(1u << (i & 7));
+
+	if (t->visited[i >> 3] & bit)
+		return false;
+	t->visited[i >> 3] |= bit;
+	return true;
+}
+
+static void push_pending(struct tracer *t, const struct state *s, uint64_t target)
+{
+	if (t->nr_pending == CODE_MAX_BRANCHES || !in_window(t->code, target))
+		return;
+	t->pending[t->nr_pending] = *s;
+	t->pending[t->nr_pending].pc = target;
+	t->nr_pending++;
+}
+
+static bool is_reg(const ZydisDecodedOperand *op, ZydisRegister reg)
+{
+	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && op->reg.value == reg;
+}
+
+/* An immediate operand's value. */
+static bool imm_of(const ZydisDecodedOperand *op, int64_t *value)
+{
+	if (op->type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+		return false;
+	*value = op->imm.is_signed ? op->imm.value.s : (int64_t)op->imm.value.u;
+	return true;
+}
+
+/* The value of [base + disp] as lea computes it, for base rsp or rbp, no index. */
+static struct val lea_value(const struct state *s, const ZydisDecodedOperand *mem)
+{
+	struct val none = { BASE_NONE, 0 };
+
+	if (mem->type != ZYDIS_OPERAND_TYPE_MEMORY || mem->mem.index != ZYDIS_REGISTER_NONE)
+		return none;
+	if (mem->mem.base == ZYDIS_REGISTER_RSP)
+		return val_add(s->sp, mem->mem.disp.value);
+	if (mem->mem.base == ZYDIS_REGISTER_RBP)
+		return val_add(s->bp.val, mem->mem.disp.value);
+	return none;
+}
+
+/* A push of reg (or anything, reg NULL): a caller's value pushed is saved there. */
+static void do_push(struct state *s, struct reg *r, int64_t width)
+{
+	s->sp = val_add(s->sp, -width);
+	if (r && r->val.base == BASE_CALLER && val_addressable(s->sp))
+		r->caller_at = s->sp;
+}
+
+/* A pop into r: from where its caller's value was saved, it holds that value again
+ * (tracing from the start); tracing forward, the last such pop before the return is where
+ * the caller's value is. */
+static void do_pop(struct state *s, struct reg *r, int64_t width)
+{
+	struct val from = s->sp;
+
+	s->sp = val_add(s->sp, width);
+	if (!r)
+		return;
+	if (from.base == BASE_CFA) {
+		bool restores = r->caller_at.base != BASE_NONE &&
+				val_is(r->caller_at, from.base, from.off);
+
+		r->val = restores ? (struct val){ BASE_CALLER, 0 } : (struct val){ BASE_NONE, 0 };
+		return;
+	}
+	r->caller_at = val_addressable(from) ? from : (struct val){ BASE_NONE, 0 };
+	r->val = (struct val){ BASE_LOADED, 0 };
+}
+
+/* A write to r the analysis does not model: its value is lost. Tracing forward, a value
+ * restored from a save and then overwritten no longer returns to the caller; tracing from
+ * the start, a save made before still holds the caller's value. */
+static void clobber(struct reg *r)
+{
+	if (r->val.base == BASE_LOADED)
+		r->caller_at = (struct val){ BASE_NONE, 0 };
+	r->val = (struct val){ BASE_NONE, 0 };
+}
+
+static struct reg *tracked(struct state *s, ZydisRegister reg)
+{
+	if (reg == ZYDIS_REGISTER_RBP)
+		return &s->bp;
+	if (reg == ZYDIS_REGISTER_RBX)
+		return &s->bx;
+	return NULL;
+}
+
+/* Writes the instruction makes to rsp, rbp and rbx that the cases in apply() did not
+ * model: through its explicit operands (a 32-bit write to ebx clobbers rbx too). */
+static void clobber_written(struct state *s, const ZydisDecodedInstruction *insn,
+			    const ZydisDecodedOperand *ops)
+{
+	for (uint8_t i = 0; i < insn->operand_count_visible; i++) {
+		ZydisRegister reg;
+
+		if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		reg = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, ops[i].reg.value);
+		if (reg == ZYDIS_REGISTER_RSP)
+			s->sp = (struct val){ BASE_NONE, 0 };
+		else if (tracked(s, reg))
+			clobber(tracked(s, reg));
+	}
+}
+
+/* mov, lea, add, sub on rsp and rbp: the ways functions set up and tear down frames. */
+static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
+			const ZydisDecodedOperand *ops)
+{
+	int64_t imm;
+
+	if (insn->operand_count_visible < 2)
+		return false;
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_ADD:
+	case ZYDIS_MNEMONIC_SUB:
+		if (!is_reg(&ops[0], ZYDIS_REGISTER_RSP) || !imm_of(&ops[1], &imm))
+			return false;
+		s->sp = val_add(s->sp, insn->mnemonic == ZYDIS_MNEMONIC_ADD ? imm : -imm);
+		return true;
+	case ZYDIS_MNEMONIC_LEA:
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP)) {
+			s->sp = lea_value(s, &ops[1]);
+			return true;
+		}
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RBP)) {
+			clobber(&s->bp);
+			s->bp.val = lea_value(s, &ops[1]);
+			return true;
+		}
+		return false;
+	case ZYDIS_MNEMONIC_MOV:
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RBP) && is_reg(&ops[1], ZYDIS_REGISTER_RSP)) {
+			clobber(&s->bp);
+			s->bp.val = s->sp;
+			return true;
+		}
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP) && is_reg(&ops[1], ZYDIS_REGISTER_RBP)) {
+			s->sp = val_addressable(s->bp.val) ? s->bp.val : (struct val){ BASE_NONE, 0 };
+			return true;
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* What an instruction does to the control flow. */
+enum flow {
+	FLOW_NEXT,   /* on to the next instruction */
+	FLOW_JUMP,   /* to *target only */
+	FLOW_BRANCH, /* to the next instruction, or *target */
+	FLOW_RETURN, /* the return address is at rsp */
+	FLOW_END,    /* nowhere the analysis can follow */
+};
+
+static enum flow flow_of(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
+			 uint64_t pc, uint64_t *target)
+{
+	bool direct = insn->operand_count_visible > 0 &&
+		      ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative;
+
+	switch (insn->meta.category) {
+	case ZYDIS_CATEGORY_RET:
+		return FLOW_RETURN;
+	case ZYDIS_CATEGORY_UNCOND_BR:
+		if (!direct)
+			return FLOW_END; /* an indirect jump: a switch, or a tail call */
+		*target = pc + insn->length + (uint64_t)ops[0].imm.value.s;
+		return FLOW_JUMP;
+	case ZYDIS_CATEGORY_COND_BR:
+		if (!direct)
+			return FLOW_END;
+		*target = pc + insn->length + (uint64_t)ops[0].imm.value.s;
+		return FLOW_BRANCH;
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSTEM:
+		/* int3, ud2-like traps and hlt end a path; syscall returns */
+		return insn->mnemonic == ZYDIS_MNEMONIC_SYSCALL ? FLOW_NEXT : FLOW_END;
+	default:
+		return insn->mnemonic == ZYDIS_MNEMONIC_UD2 || insn->mnemonic == ZYDIS_MNEMONIC_UD0 ||
+				       insn->mnemonic == ZYDIS_MNEMONIC_UD1
+			       ? FLOW_END
+			       : FLOW_NEXT;
+	}
+}
+
+/* The instruction's effect on rsp, rbp and rbx. */
+static void apply(struct state *s, const ZydisDecodedInstruction *insn,
+		  const ZydisDecodedOperand *ops)
+{
+	int64_t width = insn->operand_width / 8, imm;
+	struct reg *r;
+
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_PUSH:
+		r = ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER ? tracked(s, ops[0].reg.value) : NULL;
+		do_push(s, r, width);
+		return;
+	case ZYDIS_MNEMONIC_POP:
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP)) {
+			s->sp = (struct val){ BASE_NONE, 0 };
+			return;
+		}
+		r = ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER ? tracked(s, ops[0].reg.value) : NULL;
+		do_pop(s, r, width);
+		if (!r)
+			clobber_written(s, insn, ops);
+		return;
+	case ZYDIS_MNEMONIC_PUSHFQ:
+		do_push(s, NULL, 8);
+		return;
+	case ZYDIS_MNEMONIC_POPFQ:
+		do_pop(s, NULL, 8);
+		return;
+	case ZYDIS_MNEMONIC_LEAVE:
+		/* mov %rbp,%rsp; pop %rbp */
+		s->sp = val_addressable(s->bp.val) ? s->bp.val : (struct val){ BASE_NONE, 0 };
+		do_pop(s, &s->bp, 8);
+		return;
+	case ZYDIS_MNEMONIC_ENTER:
+		/* push %rbp; mov %rsp,%rbp; sub $size,%rsp (nesting level 0 only) */
+		if (!imm_of(&ops[0], &imm) || !imm_of(&ops[1], &width) || width != 0) {
+			s->sp = (struct val){ BASE_NONE, 0 };
+			clobber(&s->bp);
+			return;
+		}
+		do_push(s, &s->bp, 8);
+		s->bp.val = s->sp;
+		s->sp = val_add(s->sp, -imm);
+		return;
+	default:
+		if (!apply_arith(s, insn, ops))
+			clobber_written(s, insn, ops);
+	}
+}
+
+/* Decodes the instruction at s->pc. */
+static bool decode(struct tracer *t, uint64_t pc, ZydisDecodedInstruction *insn,
+		   ZydisDecodedOperand *ops)
+{
+	const struct code_window *code = t->code;
+	uint64_t off = pc - code->addr;
+
+	if (off >= code->len)
+		return false;
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&t->decoder, code->bytes + off, code->len - off,
+						 insn, ops)))
+		return false;
+	t->decoded_any = true;
+	return true;
+}
+
+/* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
+ * a return instruction; conditional branches are followed both ways, the fall-through
+ * first (a loop's exit comes before its back edge), each address at most once. Returns
+ * CODE_OK with *at the state there. */
+static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, struct state *at)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	bool lost = false;
+
+	push_pending(t, &s, s.pc);
+	while (t->nr_pending > 0) {
+		s = t->pending[--t->nr_pending];
+		while (t->insns < CODE_MAX_INSNS && in_window(t->code, s.pc) && visit(t, s.pc)) {
+			uint64_t target = 0;
+			enum flow flow;
+
+			if (goal && s.pc == goal) {
+				*at = s;
+				return CODE_OK;
+			}
+			t->insns++;
+			if (!decode(t, s.pc, &insn, ops))
+				break;
+			flow = flow_of(&insn, ops, s.pc, &target);
+			if (flow == FLOW_RETURN && !goal) {
+				if (val_addressable(s.sp)) {
+					*at = s;
+					return CODE_OK;
+				}
+				lost = true;
+			}
+			if (flow == FLOW_RETURN || flow == FLOW_END)
+				break;
+			apply(&s, &insn, ops);
+			if (flow == FLOW_BRANCH)
+				push_pending(t, &s, target);
+			s.pc = flow == FLOW_JUMP ? target : s.pc + insn.length;
+		}
+	}
+	if (!t->decoded_any)
+		return CODE_UNDECODABLE;
+	return lost ? CODE_STACK_LOST : CODE_NO_EXIT;
+}
+
+/* A saved register's rule, with the CFA at cfa: untouched when it still holds the value it
+ * had (unchanged), else saved where its caller's value is. */
+static void saved_rule(const struct reg *r, struct val unchanged, struct val cfa, uint8_t *kind,
+		       int32_t *offset, bool is_bp)
+{
+	*offset = 0;
+	if (val_is(r->val, unchanged.base, unchanged.off)) {
+		*kind = is_bp ? UNWIND_RBP_UNCHANGED : UNWIND_RBX_UNCHANGED;
+		return;
+	}
+	if (r->caller_at.base != BASE_NONE && r->caller_at.base == cfa.base) {
+		*kind = is_bp ? UNWIND_RBP_AT_CFA : UNWIND_RBX_AT_CFA;
+		*offset = (int32_t)(r->caller_at.off - cfa.off);
+		return;
+	}
+	if (is_bp && r->caller_at.base == BASE_SP0) {
+		*kind = UNWIND_RBP_AT_SP;
+		*offset = (int32_t)r->caller_at.off;
+		return;
+	}
+	*kind = is_bp ? UNWIND_RBP_UNDEFINED : UNWIND_RBX_UNDEFINED;
+}
+
+/* Offsets beyond these are not a frame: the analysis went astray. */
+#define CODE_MAX_FRAME (1 << 24)
+
+static bool offset_sane(int64_t off)
+{
+	return off > 0 && off < CODE_MAX_FRAME;
+}
+
+/* Tracing from the start: at pc, rsp or rbp is CFA + off. */
+static enum code_fail rules_from_start(const struct state *s, struct code_rules *out)
+{
+	struct val cfa = { BASE_CFA, 0 };
+
+	if (s->sp.base == BASE_CFA && offset_sane(-s->sp.off)) {
+		out->cfa = UNWIND_CFA_SP_OFFSET;
+		out->cfa_offset = (int32_t)-s->sp.off;
+	} else if (s->bp.val.base == BASE_CFA && offset_sane(-s->bp.val.off)) {
+		out->cfa = UNWIND_CFA_BP_OFFSET;
+		out->cfa_offset = (int32_t)-s->bp.val.off;
+	} else {
+		return CODE_STACK_LOST;
+	}
+	/* rules below are relative to the CFA itself: a save at CFA + off */
+	saved_rule(&s->bp, (struct val){ BASE_CALLER, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
+	saved_rule(&s->bx, (struct val){ BASE_CALLER, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
+	out->from_start = true;
+	return CODE_OK;
+}
+
+/* Tracing forward: at the return, rsp is SP0 or BP0 + off and the return address is
+ * there. */
+static enum code_fail rules_at_return(const struct state *s, struct code_rules *out)
+{
+	struct val cfa = val_add(s->sp, 8);
+
+	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off)
+				 : cfa.off <= -CODE_MAX_FRAME || cfa.off >= CODE_MAX_FRAME)
+		return CODE_STACK_LOST;
+	out->cfa = cfa.base == BASE_SP0 ? UNWIND_CFA_SP_OFFSET : UNWIND_CFA_BP_OFFSET;
+	out->cfa_offset = (int32_t)cfa.off;
+	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
+	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
+	out->from_start = false;
+	return CODE_OK;
+}
+
+/* Visited bits for the largest window analysed. */
+#define CODE_MAX_WINDOW (256u << 10)
+
+static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start,
+				   struct code_rules *out)
+{
+	struct state s = { .pc = start }, at;
+	enum code_fail fail;
+
+	if (start) {
+		s.sp = (struct val){ BASE_CFA, -8 };
+		s.bp.val = (struct val){ BASE_CALLER, 0 };
+		s.bx.val = (struct val){ BASE_CALLER, 0 };
+		fail = trace(t, s, pc, &at);
+		return fail == CODE_OK ? rules_from_start(&at, out) : fail;
+	}
+	s.pc = pc;
+	s.sp = (struct val){ BASE_SP0, 0 };
+	s.bp.val = (struct val){ BASE_BP0, 0 };
+	s.bx.val = (struct val){ BASE_BX0, 0 };
+	fail = trace(t, s, 0, &at);
+	return fail == CODE_OK ? rules_at_return(&at, out) : fail;
+}
+
+static void tracer_init(struct tracer *t, const struct code_window *code, uint8_t *visited)
+{
+	t->code = code;
+	t->visited = visited;
+	t->insns = 0;
+	t->nr_pending = 0;
+	t->decoded_any = false;
+	memset(visited, 0, (code->len + 7) / 8);
+	ZydisDecoderInit(&t->decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+}
+
+enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, uint64_t start,
+				 struct code_rules *out)
+{
+	static __thread uint8_t visited[CODE_MAX_WINDOW / 8];
+	struct code_window window = *code;
+	struct tracer t;
+	enum code_fail fail = CODE_UNDECODABLE;
+
+	memset(out, 0, sizeof(*out));
+	if (window.len > CODE_MAX_WINDOW)
+		window.len = CODE_MAX_WINDOW;
+	if (!in_window(&window, pc))
+		return CODE_UNDECODABLE;
+	if (start && start <= pc && in_window(&window, start)) {
+		tracer_init(&t, &window, visited);
+		fail = analyze_from(&t, pc, start, out);
+		if (fail == CODE_OK)
+			return fail;
+	}
+	tracer_init(&t, &window, visited);
+	return analyze_from(&t, pc, 0, out);
+}
+
+enum code_call x86_code__call_before(const struct code_window *code, uint64_t ra,
+				     uint64_t *target)
+{
+	ZydisDecoder decoder;
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+
+	ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	/* call rel32 is 5 bytes; indirect calls 2 (call *%rax) to 7 (call *disp32(%rsp)), 8 and
+	 * 9 with prefixes. The instruction must end exactly at ra. */
+	for (uint64_t len = 2; len <= 9; len++) {
+		uint64_t at = ra - len;
+
+		if (ra < len || !in_window(code, at) || at - code->addr + len > code->len)
+			continue;
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code->bytes + (at - code->addr),
+							 len, &insn, ops)) ||
+		    insn.length != len || insn.mnemonic != ZYDIS_MNEMONIC_CALL)
+			continue;
+		if (ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[0].imm.is_relative) {
+			*target = ra + (uint64_t)ops[0].imm.value.s;
+			return CODE_CALL_DIRECT;
+		}
+		return CODE_CALL_INDIRECT;
+	}
+	return CODE_CALL_NONE;
+}

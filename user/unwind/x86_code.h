@@ -1,0 +1,64 @@
+/* Instruction analysis of x86-64 code that has no CFI (hand-written assembly, JIT code,
+ * trampolines): decode the function's instructions to find where its return address is
+ * and where it saved its caller's rbp and rbx, in the shape of a CFI row's rules. Pure:
+ * works on a window of code bytes that the caller read, which it treats as hostile (every
+ * path, instruction and branch bounded). Decoding is Zydis's. */
+#ifndef HPROF_X86_CODE_H
+#define HPROF_X86_CODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Code bytes: bytes[i] is the byte at address addr + i. */
+struct code_window {
+	const uint8_t *bytes;
+	uint64_t addr;
+	size_t len;
+};
+
+/* The rules the analysis found at a pc, with the meanings of common/unwind_row.h's kinds:
+ * cfa is UNWIND_CFA_SP_OFFSET or UNWIND_CFA_BP_OFFSET, the return address is at CFA - 8;
+ * rbp is UNWIND_RBP_UNCHANGED, _AT_CFA, _AT_SP or _UNDEFINED; rbx is UNWIND_RBX_UNCHANGED,
+ * _AT_CFA or _UNDEFINED. */
+struct code_rules {
+	uint8_t cfa, rbp, rbx;
+	bool from_start;    /* found by tracing from the function's start, not forward from pc */
+	int32_t cfa_offset, rbp_offset, rbx_offset;
+};
+
+/* Why an analysis found nothing. */
+enum code_fail {
+	CODE_OK = 0,
+	CODE_UNDECODABLE,   /* the pc's instruction, or every path from it, did not decode */
+	CODE_NO_EXIT,       /* no return instruction within the bounds (loops, indirect jumps) */
+	CODE_STACK_LOST,    /* rsp was set from something the analysis cannot follow */
+	CODE_FAIL_COUNT,
+};
+
+const char *code_fail__name(enum code_fail fail);
+
+/* Most instructions one analysis decodes, and pending branches it keeps. */
+#define CODE_MAX_INSNS 4096
+#define CODE_MAX_BRANCHES 64
+
+/* The rules at pc (an instruction's address: the sampled pc, or a return address), from
+ * the function's start when it is known (start != 0, start <= pc) and pc is reached from
+ * there, else by following the code forward from pc to a return instruction. Returns
+ * CODE_OK with *out filled, or why not. */
+enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, uint64_t start,
+				 struct code_rules *out);
+
+/* What the bytes before a return address hold. */
+enum code_call {
+	CODE_CALL_NONE = 0,
+	CODE_CALL_DIRECT,   /* call rel32: *target is where it goes */
+	CODE_CALL_INDIRECT, /* call through a register or memory */
+};
+
+/* Whether the instruction that ends at ra (code must hold the bytes just before ra) is a
+ * call. */
+enum code_call x86_code__call_before(const struct code_window *code, uint64_t ra,
+				     uint64_t *target);
+
+#endif
