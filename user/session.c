@@ -348,6 +348,24 @@ static struct hybrid_space space_of(struct space_ctx *c)
 	};
 }
 
+/* What the walks and the analysis did with code without CFI, for the summary. */
+static void count_nocfi(struct session *s)
+{
+	const struct code_cache_stats *code = code_cache__stats(s->code);
+	struct nocfi_stats *n = &s->stats.nocfi;
+	struct unwind_cache_stats walk;
+
+	hybrid__cache_stats(s->hybrid, &walk);
+	n->analyses = code->analyses;
+	memcpy(n->failed, code->failed, sizeof(n->failed));
+	n->failed[CODE_OK] = 0;
+	n->unreadable = code->unreadable;
+	n->frame_pointer_frames = walk.nocfi_frames[UNWIND_FOUND_FRAME_POINTER];
+	n->scan_frames = walk.nocfi_frames[UNWIND_FOUND_SCAN];
+	n->scan_rejected_code = walk.scan_rejected_code;
+	n->scan_rejected_walk = walk.scan_rejected_walk;
+}
+
 /* The sample's user stack, resolved to frames in out. */
 static uint32_t user_stack(struct session *s, struct process *proc,
 			   const struct hprof_sample *sample, struct frame *out,
@@ -358,6 +376,7 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	uint32_t n = hybrid__user_stack(s->hybrid, &space, sample, s->user, method, reason);
 
 	s->stats.unwind = *hybrid__stats(s->hybrid);
+	count_nocfi(s);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!resolver__frame(&s->resolver, proc, s->user[i].pc, !s->user[i].exact, &out[i]))
 			s->stats.frames_unmapped++;

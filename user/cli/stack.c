@@ -435,6 +435,9 @@ static void print_thread(struct session *s, pid_t pid, const struct thread *t,
 		if (mod)
 			fprintf(out, " (%s)", mod->name);
 		fputc('\n', out);
+		/* as Breakpad says how each frame was found; only where it was not by CFI */
+		if (walked[i].found > UNWIND_FOUND_CFI)
+			fprintf(out, "     found by %s\n", unwind_found__name(walked[i].found));
 		free(name);
 	}
 	if (result.end != UNWIND_END_COMPLETE)

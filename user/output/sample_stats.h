@@ -6,6 +6,20 @@
 #include <stdint.h>
 
 #include "unwind/hybrid.h"
+#include "unwind/x86_code.h"
+
+/* Code without CFI: what the analysis of its instructions did, and the frames found by
+ * the methods after it. */
+struct nocfi_stats {
+	uint64_t analyses;                 /* code regions analysed (once per binary and pc) */
+	uint64_t failed[CODE_FAIL_COUNT];  /* ... that found no rules, by why */
+	uint64_t unreadable;               /* analyses without the code's bytes */
+	uint64_t frame_pointer_frames;     /* frames found by a frame record */
+	uint64_t scan_frames;              /* frames found by scanning */
+	uint64_t scan_rejected_code;       /* scan candidates with no call before them, or a
+					    * direct call into another function */
+	uint64_t scan_rejected_walk;       /* scan candidates from which no walk reached the start */
+};
 
 struct sample_stats {
 	uint64_t samples;           /* samples received from the kernel */
@@ -14,6 +28,7 @@ struct sample_stats {
 	uint64_t bytes;             /* bytes of sample records received */
 	uint64_t malformed;         /* lost: record shorter than its header says */
 	struct hybrid_stats unwind; /* FP chains complete, and finished from their end */
+	struct nocfi_stats nocfi;
 	uint64_t tail_windows;      /* samples carrying the stack at the FP chain's end */
 	uint64_t kernel_only;       /* samples with no user stack (kernel threads) */
 	uint64_t no_maps;           /* samples of processes whose mappings could not be read */

@@ -27,6 +27,54 @@ static void count_and_percent(struct json_writer *w, const char *key, uint64_t n
 	json__end_object(w);
 }
 
+/* Code without CFI, as the JSON summary gives it. */
+static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
+{
+	json__key(w, "code_without_cfi");
+	json__begin_object(w);
+	json__key(w, "analyses");
+	json__uint(w, n->analyses);
+	json__key(w, "analyses_failed");
+	json__begin_object(w);
+	for (int f = CODE_OK + 1; f < CODE_FAIL_COUNT; f++) {
+		json__key(w, code_fail__name(f));
+		json__uint(w, n->failed[f]);
+	}
+	json__end_object(w);
+	json__key(w, "analyses_unreadable");
+	json__uint(w, n->unreadable);
+	json__key(w, "frames_by_frame_pointer");
+	json__uint(w, n->frame_pointer_frames);
+	json__key(w, "frames_by_scan");
+	json__uint(w, n->scan_frames);
+	json__key(w, "scan_rejected_by_code");
+	json__uint(w, n->scan_rejected_code);
+	json__key(w, "scan_rejected_by_walk");
+	json__uint(w, n->scan_rejected_walk);
+	json__end_object(w);
+}
+
+/* Code without CFI, one line, when a walk met any. */
+static void print_nocfi(const struct nocfi_stats *n, FILE *out)
+{
+	uint64_t failed = 0;
+
+	if (!n->analyses && !n->unreadable && !n->frame_pointer_frames && !n->scan_frames)
+		return;
+	for (int f = CODE_OK + 1; f < CODE_FAIL_COUNT; f++)
+		failed += n->failed[f];
+	fprintf(out, "hprof: code without CFI: %" PRIu64 " regions analysed, %" PRIu64
+			" without rules (", n->analyses, failed);
+	for (int f = CODE_OK + 1; f < CODE_FAIL_COUNT; f++)
+		fprintf(out, "%s%s %" PRIu64, f > CODE_OK + 1 ? ", " : "", code_fail__name(f),
+			n->failed[f]);
+	fprintf(out, "), %" PRIu64 " unreadable; frames found by frame records %" PRIu64
+			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
+			" by a walk)\n",
+		n->unreadable, n->frame_pointer_frames, n->scan_frames, n->scan_rejected_code,
+		n->scan_rejected_walk);
+}
+
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
 {
 	const struct sample_stats *st = r->stats;
@@ -58,6 +106,7 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__uint(w, st->unwind.fp_tails);
 	json__key(w, "fp_chains_finished_with_learned_frames");
 	json__uint(w, st->unwind.fp_tails_learned);
+	json_nocfi(w, &st->nocfi);
 	json__key(w, "truncated_by_reason");
 	json__begin_object(w);
 	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
@@ -379,6 +428,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 	fprintf(out, " (FP chains finished from their end: %" PRIu64 " by the DWARF walk, %" PRIu64
 			" with the thread's learned frames)\n",
 		st->unwind.fp_tails, st->unwind.fp_tails_learned);
+	print_nocfi(&st->nocfi, out);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(out, "hprof: truncated stacks:");
 		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
