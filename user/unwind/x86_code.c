@@ -139,16 +139,9 @@ static void do_push(struct state *s, struct reg *r, int64_t width)
 		r->caller_at = s->sp;
 }
 
-/* A pop into r: from where its caller's value was saved, it holds that value again
- * (tracing from the start); tracing forward, the last such pop before the return is where
- * the caller's value is. */
-static void do_pop(struct state *s, struct reg *r, int64_t width)
+/* A load into r from [from] (mov %rbx, -8(%rbp) in an epilogue): as a pop, but rsp stays. */
+static void do_load(struct reg *r, struct val from)
 {
-	struct val from = s->sp;
-
-	s->sp = val_add(s->sp, width);
-	if (!r)
-		return;
 	if (from.base == BASE_CFA) {
 		bool restores = r->caller_at.base != BASE_NONE &&
 				val_is(r->caller_at, from.base, from.off);
@@ -158,6 +151,18 @@ static void do_pop(struct state *s, struct reg *r, int64_t width)
 	}
 	r->caller_at = val_addressable(from) ? from : (struct val){ BASE_NONE, 0 };
 	r->val = (struct val){ BASE_LOADED, 0 };
+}
+
+/* A pop into r: from where its caller's value was saved, it holds that value again
+ * (tracing from the start); tracing forward, the last such pop before the return is where
+ * the caller's value is. */
+static void do_pop(struct state *s, struct reg *r, int64_t width)
+{
+	struct val from = s->sp;
+
+	s->sp = val_add(s->sp, width);
+	if (r)
+		do_load(r, from);
 }
 
 /* A write to r the analysis does not model: its value is lost. Tracing forward, a value
@@ -232,6 +237,12 @@ static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
 		}
 		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP) && is_reg(&ops[1], ZYDIS_REGISTER_RBP)) {
 			s->sp = val_addressable(s->bp.val) ? s->bp.val : (struct val){ BASE_NONE, 0 };
+			return true;
+		}
+		/* a 64-bit load of rbp or rbx from the frame: a restore, as a pop is */
+		if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && tracked(s, ops[0].reg.value) &&
+		    ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[1].size == 64) {
+			do_load(tracked(s, ops[0].reg.value), lea_value(s, &ops[1]));
 			return true;
 		}
 		return false;
