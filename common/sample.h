@@ -105,6 +105,9 @@ struct hprof_sample {
 	 * address (glibc's __vfork). */
 	__u64 user_bx;
 	__u64 user_di;
+	/* The registers GCC's realigned frames keep their CFA in, in their prologue and
+	 * epilogue (the DRAP register: r10, else one of r12-r15). */
+	__u64 user_r10, user_r12, user_r13, user_r14, user_r15;
 	__u32 pid; /* tgid */
 	__u32 tid;
 	__u32 cpu;
@@ -128,7 +131,7 @@ struct hprof_sample {
 	__u32 interrupted_holes; /* the interrupted copy's unreadable pages */
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 120, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 160, "hprof_sample layout is shared with BPF");
 
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \

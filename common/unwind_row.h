@@ -22,6 +22,11 @@ enum unwind_dwarf_reg {
 	UNWIND_DWARF_RDI = 5,
 	UNWIND_DWARF_RBP = 6,
 	UNWIND_DWARF_RSP = 7,
+	UNWIND_DWARF_R10 = 10,
+	UNWIND_DWARF_R12 = 12,
+	UNWIND_DWARF_R13 = 13,
+	UNWIND_DWARF_R14 = 14,
+	UNWIND_DWARF_R15 = 15,
 	UNWIND_DWARF_RIP = 16, /* the return-address column */
 };
 
@@ -36,6 +41,15 @@ enum unwind_cfa_kind {
 				   * arg is 11 for .plt, 10 for the IBT .plt layout */
 	UNWIND_CFA_EXPR_DEREF_SP, /* CFA = *(rsp + arg): signal trampolines (__restore_rt) */
 	UNWIND_CFA_EXPR_DEREF_BP, /* CFA = *(rbp + arg): GCC's dynamic stack realignment (DRAP) */
+	/* CFA = r10 (r12, ..., r15) + arg: GCC's realigned frames in their prologue and
+	 * epilogue, where the DRAP register holds the CFA. Only the sampled frame's value of
+	 * these registers is known, and only there do such rules occur: no call is made
+	 * between the prologue and the epilogue. */
+	UNWIND_CFA_R10_OFFSET,
+	UNWIND_CFA_R12_OFFSET,
+	UNWIND_CFA_R13_OFFSET,
+	UNWIND_CFA_R14_OFFSET,
+	UNWIND_CFA_R15_OFFSET,
 	UNWIND_CFA_UNSUPPORTED,   /* arg = enum unwind_reason */
 	UNWIND_CFA_KIND_COUNT,
 };
@@ -76,7 +90,7 @@ enum unwind_rbx_kind {
 /* Why a rule is UNSUPPORTED. */
 enum unwind_reason {
 	UNWIND_REASON_NONE = 0,
-	UNWIND_REASON_CFA_REGISTER,   /* CFA = reg + offset, reg not rsp, rbp or rbx */
+	UNWIND_REASON_CFA_REGISTER,   /* CFA = reg + offset, reg not rsp, rbp, rbx, r10 or r12-r15 */
 	UNWIND_REASON_EXPRESSION,     /* a DWARF expression hprof does not recognise */
 	UNWIND_REASON_VAL_EXPRESSION, /* DW_CFA_val_expression */
 	UNWIND_REASON_REGISTER,       /* DW_CFA_register: the value lives in another register */

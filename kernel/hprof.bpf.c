@@ -125,6 +125,11 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 		s->user_bp = ctx->regs.bp;
 		s->user_bx = ctx->regs.bx;
 		s->user_di = ctx->regs.di;
+		s->user_r10 = ctx->regs.r10;
+		s->user_r12 = ctx->regs.r12;
+		s->user_r13 = ctx->regs.r13;
+		s->user_r14 = ctx->regs.r14;
+		s->user_r15 = ctx->regs.r15;
 		return true;
 	}
 	s->flags |= SAMPLE_IN_KERNEL;
@@ -136,6 +141,11 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	s->user_bp = BPF_CORE_READ(regs, bp);
 	s->user_bx = BPF_CORE_READ(regs, bx);
 	s->user_di = BPF_CORE_READ(regs, di);
+	s->user_r10 = BPF_CORE_READ(regs, r10);
+	s->user_r12 = BPF_CORE_READ(regs, r12);
+	s->user_r13 = BPF_CORE_READ(regs, r13);
+	s->user_r14 = BPF_CORE_READ(regs, r14);
+	s->user_r15 = BPF_CORE_READ(regs, r15);
 	return s->user_ip != 0;
 }
 

@@ -7,7 +7,7 @@ every row hprof prints must start at a location readelf also knows (a row start,
 start or an FDE end). readelf is the independent oracle: nothing here reads hprof's code.
 
 Vocabulary (readelf -> what hprof must print):
-  CFA  rsp+N / rbp+N / rbx+N -> the same
+  CFA  rsp+N / rbp+N / rbx+N / r10+N / r12+N..r15+N -> the same
        rK+N (other reg)     -> ?cfa-register
        exp                  -> the kind of the expression `readelf -wf` shows there:
                                the PLT expression with DW_OP_litN -> exp:pltN,
@@ -244,7 +244,7 @@ def expect_cfa(v, snap):
             return {'exp:*(%s%+d)' % (m.group(2), int(m.group(3)))}
         return {'?expression'}
     m = re.match(r'^(\w+)([+-]\d+)$', v)
-    if m and m.group(1) in ('rsp', 'rbp', 'rbx'):
+    if m and m.group(1) in ('rsp', 'rbp', 'rbx', 'r10', 'r12', 'r13', 'r14', 'r15'):
         return {'%s%+d' % (m.group(1), int(m.group(2)))}
     return {'?cfa-register'}
 

@@ -471,7 +471,7 @@ static void test_state_ops(void)
 	u8(&p, 0x41); u8(&p, 0x09); uleb(&p, 6); uleb(&p, 3);                /* 12: register rbx */
 	u8(&p, 0x41); u8(&p, 0x12); uleb(&p, 6); sleb(&p, -2);              /* 13: def_cfa_sf rbp+16 */
 	u8(&p, 0x41); u8(&p, 0x13); sleb(&p, -3);                            /* 14: def_cfa_offset_sf 24 */
-	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 10); uleb(&p, 0);               /* 15: def_cfa r10+0 */
+	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 11); uleb(&p, 0);               /* 15: def_cfa r11+0 */
 	u8(&p, 0x41); u8(&p, 0x2e); uleb(&p, 64); u8(&p, 0x00); u8(&p, 0x2d); /* 16: args_size, nop, window_save */
 	u8(&p, 0x41); u8(&p, 0x07); uleb(&p, 16);                            /* 17: ra undefined */
 	r = compile_fde(p.b, p.n, 0x2000, 0x40);
@@ -499,7 +499,7 @@ static void test_state_ops(void)
 	check(is_bp(at(r.t, 0x200d), 16), "opcodes: DW_CFA_def_cfa_sf (factored, negative)");
 	check(is_bp(at(r.t, 0x200e), 24), "opcodes: DW_CFA_def_cfa_offset_sf");
 	check(at(r.t, 0x200f).cfa == UNWIND_CFA_UNSUPPORTED && at(r.t, 0x200f).cfa_reason == UNWIND_REASON_CFA_REGISTER,
-	      "opcodes: CFA in r10 is unsupported (cfa-register)");
+	      "opcodes: CFA in r11 is unsupported (cfa-register)");
 	check(at(r.t, 0x2010).cfa == UNWIND_CFA_UNSUPPORTED && ra_default(at(r.t, 0x2010)),
 	      "opcodes: GNU_args_size, nop and GNU_window_save change nothing");
 	check(at(r.t, 0x2011).ra == UNWIND_RA_UNDEFINED, "opcodes: return address undefined (outermost frame)");
@@ -549,6 +549,33 @@ static void test_expressions(void)
 	      at(r.t, 0x2008).cfa == UNWIND_CFA_UNSUPPORTED,
 	      "expressions: DW_CFA_val_expression is unsupported; def_cfa_offset keeps an expression CFA");
 	check(is_sp(at(r.t, 0x2009), 99), "expressions: def_cfa_register after an expression uses the offset");
+	unwind_table__free(r.t);
+}
+
+/* GCC's realigned frames: the CFA in the DRAP register (r10, or r12-r15) in the prologue
+ * and epilogue, then *(rbp - 8) in the body. */
+static void test_drap_registers(void)
+{
+	struct buf p = { 0 };
+	struct result r;
+
+	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 10); uleb(&p, 0);               /* 1: def_cfa r10+0 */
+	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 13); uleb(&p, 8);               /* 2: def_cfa r13+8 */
+	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 15); uleb(&p, 0);               /* 3: def_cfa r15+0 */
+	u8(&p, 0x41); u8(&p, 0x0c); uleb(&p, 9); uleb(&p, 0);                /* 4: def_cfa r9+0 */
+	r = compile_fde(p.b, p.n, 0x2000, 0x10);
+	free(p.b);
+	check(r.ret == 0, "DRAP registers: program compiles (%s)", r.err);
+	if (r.ret)
+		return;
+	check(at(r.t, 0x2001).cfa == UNWIND_CFA_R10_OFFSET && at(r.t, 0x2001).cfa_offset == 0,
+	      "DRAP registers: CFA = r10 + 0");
+	check(at(r.t, 0x2002).cfa == UNWIND_CFA_R13_OFFSET && at(r.t, 0x2002).cfa_offset == 8,
+	      "DRAP registers: CFA = r13 + 8");
+	check(at(r.t, 0x2003).cfa == UNWIND_CFA_R15_OFFSET, "DRAP registers: CFA = r15 + 0");
+	check(at(r.t, 0x2004).cfa == UNWIND_CFA_UNSUPPORTED &&
+	      at(r.t, 0x2004).cfa_reason == UNWIND_REASON_CFA_REGISTER,
+	      "DRAP registers: a CFA in r9, which the sample does not carry, is unsupported");
 	unwind_table__free(r.t);
 }
 
@@ -1140,6 +1167,7 @@ int main(void)
 	test_state_ops();
 	test_expressions();
 	test_rbx();
+	test_drap_registers();
 	test_wide();
 	test_many_rows();
 	test_encodings();

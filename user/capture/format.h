@@ -18,7 +18,7 @@
 #define CAPTURE_MAGIC "HPROFCAP"
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi. */
-#define CAPTURE_VERSION 4
+#define CAPTURE_VERSION 5
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 

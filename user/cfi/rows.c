@@ -121,6 +121,12 @@ static void state_rules(const struct cfi_state *st, struct unwind_rules *r)
 	} else if (st->cfa.reg == UNWIND_DWARF_RBX) {
 		r->cfa = UNWIND_CFA_BX_OFFSET;
 		r->cfa_offset = st->cfa.offset;
+	} else if (st->cfa.reg == UNWIND_DWARF_R10) {
+		r->cfa = UNWIND_CFA_R10_OFFSET;
+		r->cfa_offset = st->cfa.offset;
+	} else if (st->cfa.reg >= UNWIND_DWARF_R12 && st->cfa.reg <= UNWIND_DWARF_R15) {
+		r->cfa = UNWIND_CFA_R12_OFFSET + (int)(st->cfa.reg - UNWIND_DWARF_R12);
+		r->cfa_offset = st->cfa.offset;
 	} else {
 		r->cfa = UNWIND_CFA_UNSUPPORTED;
 		r->cfa_reason = UNWIND_REASON_CFA_REGISTER;

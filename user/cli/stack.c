@@ -399,7 +399,8 @@ static int copy_threads(struct stack_cmd *cmd)
 		}
 		t->regs = (struct unwind_regs){
 			.ip = regs.rip, .sp = regs.rsp, .bp = regs.rbp, .bx = regs.rbx, .di = regs.rdi,
-			.bp_valid = true, .bx_valid = true, .di_valid = true,
+			.bp_valid = true, .bx_valid = true, .di_valid = true, .drap_valid = true,
+			.drap = { regs.r10, 0, regs.r12, regs.r13, regs.r14, regs.r15 },
 		};
 		read_comm(cmd->pid, t->tid, t->comm, sizeof(t->comm));
 		err = copy_stack(cmd, t);

@@ -32,6 +32,15 @@ static void fmt_cfa(char *buf, size_t len, const struct unwind_rules *r)
 	case UNWIND_CFA_BX_OFFSET:
 		snprintf(buf, len, "rbx%+lld", off);
 		break;
+	case UNWIND_CFA_R10_OFFSET:
+		snprintf(buf, len, "r10%+lld", off);
+		break;
+	case UNWIND_CFA_R12_OFFSET:
+	case UNWIND_CFA_R13_OFFSET:
+	case UNWIND_CFA_R14_OFFSET:
+	case UNWIND_CFA_R15_OFFSET:
+		snprintf(buf, len, "r%d%+lld", 12 + (r->cfa - UNWIND_CFA_R12_OFFSET), off);
+		break;
 	case UNWIND_CFA_EXPR_PLT:
 		snprintf(buf, len, "exp:plt%lld", off);
 		break;

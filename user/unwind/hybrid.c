@@ -556,6 +556,9 @@ struct unwind_regs hybrid__sample_regs(const struct hprof_sample *sample)
 		.ip = sample->user_ip, .sp = sample->user_sp, .bp = sample->user_bp,
 		.bx = sample->user_bx, .di = sample->user_di,
 		.bp_valid = true, .bx_valid = true, .di_valid = true,
+		.drap_valid = true,
+		.drap = { sample->user_r10, 0, sample->user_r12, sample->user_r13, sample->user_r14,
+			  sample->user_r15 },
 	};
 }
 

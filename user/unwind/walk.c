@@ -370,13 +370,36 @@ static enum unwind_end bx_value(const struct walker *w, uint64_t bx_at, uint64_t
 	return read_u64(w->view, bx_at, bx) ? UNWIND_END_COMPLETE : UNWIND_END_COPY_SHORT;
 }
 
+/* The sampled value of a DRAP register, the CFA's base in a rule of kind cfa: known in the
+ * first frame only. */
+static bool drap_value(const struct walker *w, uint8_t cfa, bool leaf, uint64_t *value)
+{
+	unsigned reg = cfa == UNWIND_CFA_R10_OFFSET
+			       ? 0
+			       : UNWIND_DWARF_R12 - UNWIND_DWARF_R10 + (unsigned)(cfa - UNWIND_CFA_R12_OFFSET);
+
+	if (!leaf || !w->sampled->drap_valid || w->first_is_return)
+		return false;
+	*value = w->sampled->drap[reg];
+	return true;
+}
+
 /* CFA for the rules at regs->ip. Returns an unwind_end; COMPLETE means "computed". */
 static enum unwind_end compute_cfa(const struct walker *w, const struct cached_rules *rules,
-				   const struct frame_regs *regs, uint64_t *cfa)
+				   const struct frame_regs *regs, bool leaf, uint64_t *cfa)
 {
 	enum unwind_end end;
 
 	switch (rules->cfa) {
+	case UNWIND_CFA_R10_OFFSET:
+	case UNWIND_CFA_R12_OFFSET:
+	case UNWIND_CFA_R13_OFFSET:
+	case UNWIND_CFA_R14_OFFSET:
+	case UNWIND_CFA_R15_OFFSET:
+		if (!drap_value(w, rules->cfa, leaf, cfa))
+			return UNWIND_END_UNSUPPORTED;
+		*cfa += rules->cfa_offset;
+		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_SP_OFFSET:
 		*cfa = regs->sp + rules->cfa_offset;
 		return UNWIND_END_COMPLETE;
@@ -506,7 +529,7 @@ static enum unwind_end step(const struct walker *w, const struct cached_rules *r
 		*ra_undefined = true;
 		return UNWIND_END_COMPLETE;
 	}
-	end = compute_cfa(w, rules, regs, &cfa);
+	end = compute_cfa(w, rules, regs, leaf, &cfa);
 	if (end != UNWIND_END_COMPLETE)
 		return end;
 	end = return_address(w, rules, regs, cfa, leaf, &caller->ip, &in_register);

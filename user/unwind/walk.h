@@ -23,6 +23,10 @@ struct unwind_regs {
 	 * false when not known; a walk's result has neither. */
 	bool bx_valid, di_valid;
 	uint64_t bx, di;
+	/* r10 and r12-r15: only the first frame's, where a realigned frame's prologue or
+	 * epilogue keeps its CFA in one (indexed by DWARF number - UNWIND_DWARF_R10). */
+	bool drap_valid;
+	uint64_t drap[6];
 };
 
 /* User memory from base to base + len, copied at sample time, and more memory copied
