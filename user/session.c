@@ -233,17 +233,26 @@ static ssize_t read_code(struct space_ctx *c, const struct code_at *at, uint64_t
 	return len ? code__read(at->mod, at->m, pid, addr, buf, len) : -ENOENT;
 }
 
-static int function_start(void *ctx, uint64_t pc, uint64_t *start)
+/* The function holding pc by its binary's symbols: [*start, *end), end 0 when the
+ * symbol has no size. */
+static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, uint64_t *end)
 {
-	struct space_ctx *c = ctx;
 	struct code_at at;
-	uint64_t offset;
+	uint64_t vstart, size;
 
 	if (!code_at(c, pc, &at) || at.mod->anon_code || !at.mod->syms ||
-	    !elf_symbols__lookup(at.mod->syms, at.key, &offset))
+	    elf_symbols__function(at.mod->syms, at.key, &vstart, &size) != 0)
 		return -ENOENT;
-	*start = pc - offset;
+	*start = pc - (at.key - vstart);
+	*end = size ? *start + size : 0;
 	return 0;
+}
+
+static int function_start(void *ctx, uint64_t pc, uint64_t *start)
+{
+	uint64_t end;
+
+	return function_bounds(ctx, pc, start, &end);
 }
 
 /* How much code an analysis reads: from the function's start, if it is this close,
@@ -259,7 +268,7 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 	struct code_cache_stats *stats = code_cache__stats(c->s->code);
 	struct code_window window;
 	enum code_fail fail;
-	uint64_t start = 0, from;
+	uint64_t start = 0, end = 0, from;
 	struct code_at at;
 	ssize_t n;
 
@@ -267,8 +276,8 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 		return CODE_UNDECODABLE;
 	if (code_cache__rules(c->s->code, at.mod->id, at.key, &fail, rules))
 		return fail;
-	if (function_start(ctx, pc, &start) != 0 || pc - start > ANALYSIS_BEFORE)
-		start = 0;
+	if (function_bounds(c, pc, &start, &end) != 0 || pc - start > ANALYSIS_BEFORE)
+		start = end = 0;
 	from = start ? start : pc - ANALYSIS_BACK;
 	n = read_code(c, &at, from, buf, pc + ANALYSIS_AFTER - from);
 	if (n <= 0) {
@@ -277,7 +286,7 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 	} else {
 		window = (struct code_window){ .bytes = buf, .addr = from < at.m->start ? at.m->start : from,
 					       .len = (size_t)n };
-		fail = x86_code__analyze(&window, pc, start, rules);
+		fail = x86_code__analyze(&window, pc, start, end, rules);
 		stats->analyses++;
 		stats->failed[fail]++;
 	}
@@ -360,6 +369,7 @@ static void count_nocfi(struct session *s)
 	memcpy(n->failed, code->failed, sizeof(n->failed));
 	n->failed[CODE_OK] = 0;
 	n->unreadable = code->unreadable;
+	n->analysis_rejected = walk.analysis_rejected;
 	n->frame_pointer_frames = walk.nocfi_frames[UNWIND_FOUND_FRAME_POINTER];
 	n->scan_frames = walk.nocfi_frames[UNWIND_FOUND_SCAN];
 	n->scan_rejected_code = walk.scan_rejected_code;

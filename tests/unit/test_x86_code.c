@@ -80,7 +80,7 @@ static const struct want wants[] = {
 	  UNWIND_RBP_UNCHANGED, 0, UNWIND_RBX_UNCHANGED, 0 },
 	{ "pushes from its start, at the start", F_PUSHES, F_PUSHES, UNWIND_CFA_SP_OFFSET, 8,
 	  UNWIND_RBP_UNCHANGED, 0, UNWIND_RBX_UNCHANGED, 0 },
-	{ "frame pointer from its start, body", F_FP_BODY, F_FP, UNWIND_CFA_SP_OFFSET, 48,
+	{ "frame pointer from its start, body", F_FP_BODY, F_FP, UNWIND_CFA_BP_OFFSET, 16,
 	  UNWIND_RBP_AT_CFA, -16, UNWIND_RBX_UNCHANGED, 0 },
 	{ "several returns from the start, in the loop", F_MULTI_LOOP, F_MULTI,
 	  UNWIND_CFA_SP_OFFSET, 16, UNWIND_RBP_UNCHANGED, 0, UNWIND_RBX_AT_CFA, -16 },
@@ -96,7 +96,7 @@ static void test_rules(void)
 	for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
 		const struct want *w = &wants[i];
 		struct code_rules r;
-		enum code_fail fail = x86_code__analyze(&window, w->pc, w->start, &r);
+		enum code_fail fail = x86_code__analyze(&window, w->pc, w->start, 0, &r);
 
 		check(fail == CODE_OK && r.cfa == w->cfa && r.cfa_offset == w->cfa_offset,
 		      "%s: CFA (%s, kind %u%+d)", w->what, code_fail__name(fail), r.cfa, r.cfa_offset);
@@ -117,17 +117,17 @@ static void test_failures(void)
 	const struct code_window away_w = { away, 0x2000, sizeof(away) };
 	struct code_rules r;
 
-	check(x86_code__analyze(&window, F_JIT_LOOP, 0, &r) == CODE_NO_EXIT,
+	check(x86_code__analyze(&window, F_JIT_LOOP, 0, 0, &r) == CODE_NO_EXIT,
 	      "a loop with no exit: no return found");
-	check(x86_code__analyze(&bad_w, 0x2000, 0, &r) == CODE_UNDECODABLE,
+	check(x86_code__analyze(&bad_w, 0x2000, 0, 0, &r) == CODE_UNDECODABLE,
 	      "bytes that do not decode: undecodable");
-	check(x86_code__analyze(&lost_w, 0x2000, 0, &r) == CODE_STACK_LOST,
+	check(x86_code__analyze(&lost_w, 0x2000, 0, 0, &r) == CODE_STACK_LOST,
 	      "rsp loaded from a register: stack lost");
-	check(x86_code__analyze(&away_w, 0x2000, 0, &r) == CODE_NO_EXIT,
+	check(x86_code__analyze(&away_w, 0x2000, 0, 0, &r) == CODE_NO_EXIT,
 	      "a jump out of the code read: no return found");
-	check(x86_code__analyze(&window, 0x9000, 0, &r) == CODE_UNDECODABLE,
+	check(x86_code__analyze(&window, 0x9000, 0, 0, &r) == CODE_UNDECODABLE,
 	      "a pc outside the window: undecodable");
-	check(x86_code__analyze(&window, F_LEAF_BODY + 1, 0, &r) != CODE_OK ||
+	check(x86_code__analyze(&window, F_LEAF_BODY + 1, 0, 0, &r) != CODE_OK ||
 		      r.cfa == UNWIND_CFA_SP_OFFSET,
 	      "a pc inside an instruction gives no wrong frame pointer rule");
 }

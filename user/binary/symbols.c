@@ -808,6 +808,18 @@ const char *elf_symbols__lookup(const struct elf_symbols *es, uint64_t vaddr, ui
 	return es->names + s->name;
 }
 
+int elf_symbols__function(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start,
+			  uint64_t *size)
+{
+	uint64_t offset;
+
+	if (!elf_symbols__lookup(es, vaddr, &offset))
+		return -ENOENT;
+	*start = vaddr - offset;
+	*size = es->syms[find_floor(es->syms, es->nr_syms, vaddr)].size;
+	return 0;
+}
+
 enum elf_symbols_source elf_symbols__source(const struct elf_symbols *es)
 {
 	return es ? es->source : ELF_SYMBOLS_NONE;

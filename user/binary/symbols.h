@@ -43,6 +43,10 @@ int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t map_of
 				 uint64_t file_offset, uint64_t *vaddr);
 /* The function holding vaddr and vaddr's offset into it, or NULL. */
 const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *offset);
+/* The function holding vaddr: its start, and its size (0 when the symbol gives none).
+ * Returns 0, or -ENOENT. */
+int elf_symbols__function(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *start,
+			  uint64_t *size);
 /* Where the function symbols came from. */
 enum elf_symbols_source elf_symbols__source(const struct elf_symbols *syms);
 const char *elf_symbols_source__name(enum elf_symbols_source source);

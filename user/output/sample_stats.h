@@ -14,6 +14,9 @@ struct nocfi_stats {
 	uint64_t analyses;                 /* code regions analysed (once per binary and pc) */
 	uint64_t failed[CODE_FAIL_COUNT];  /* ... that found no rules, by why */
 	uint64_t unreadable;               /* analyses without the code's bytes */
+	uint64_t analysis_rejected;        /* steps by an analysis whose return address
+					    * followed no call (the frame record or a scan
+					    * was tried instead) */
 	uint64_t frame_pointer_frames;     /* frames found by a frame record */
 	uint64_t scan_frames;              /* frames found by scanning */
 	uint64_t scan_rejected_code;       /* scan candidates with no call before them, or a

@@ -761,8 +761,8 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,
+		.plain = false, /* analysis_step checks each return address it gives */
 	};
-	slot->plain = is_plain(slot);
 	return slot;
 }
 
@@ -888,6 +888,25 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 	return UNWIND_END_COMPLETE;
 }
 
+/* A step by the rules an analysis gave, whose return address must follow a call; else
+ * the frame record or a scan, as for code the analysis found nothing in. */
+static enum unwind_end analysis_step(struct walker *w, const struct cached_rules *rules,
+				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found)
+{
+	struct frame_regs caller;
+	bool ra_undefined, signal;
+	uint64_t target;
+	enum unwind_end end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
+
+	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
+	    (!w->space->call_before || follows_call(w, caller.ip, &target) != CODE_CALL_NONE)) {
+		*cur = caller;
+		return end;
+	}
+	w->cache->stats.analysis_rejected++;
+	return nocfi_step(w, cur, exact, found);
+}
+
 /* The first frame's rules: at the sampled pc, or for a trial walk, at the call before its
  * return address. */
 static struct cached_rules *start_rules(struct walker *w, uint64_t id, uint64_t ip)
@@ -956,6 +975,18 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			exact = false;
 			/* caller frames: look up ra-1, the call instruction, not the one after it */
+			lookup = ip - 1;
+		} else if (rules->found == UNWIND_FOUND_ANALYSIS) {
+			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
+
+			end = analysis_step(&w, rules, &cur, n == 1 && !first_is_return, exact, &found);
+			if (end != UNWIND_END_COMPLETE)
+				break;
+			ip = cur.ip;
+			sp = cur.sp;
+			bp = cur.bp;
+			bp_valid = cur.bp_valid;
+			exact = false;
 			lookup = ip - 1;
 		} else {
 			/* where rbx is matters only to a CFA = rbx + N: step_bx finds it */

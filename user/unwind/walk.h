@@ -142,6 +142,8 @@ struct unwind_cache_stats {
 	 * by a trial walk that did not reach the stack's start. */
 	uint64_t nocfi_frames[UNWIND_FOUND_COUNT];
 	uint64_t scan_rejected_code, scan_rejected_walk;
+	/* steps by an analysis's rules whose return address followed no call */
+	uint64_t analysis_rejected;
 };
 
 struct unwind_cache *unwind_cache__new(void);

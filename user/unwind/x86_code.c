@@ -11,6 +11,7 @@ static const char *const fail_names[CODE_FAIL_COUNT] = {
 	[CODE_UNDECODABLE] = "code did not decode",
 	[CODE_NO_EXIT] = "no return found in the code",
 	[CODE_STACK_LOST] = "stack pointer lost in the code",
+	[CODE_AMBIGUOUS] = "returns that disagree",
 };
 
 const char *code_fail__name(enum code_fail fail)
@@ -45,14 +46,17 @@ struct state {
 	uint64_t pc;
 	struct val sp;
 	struct reg bp, bx;
+	bool from_start; /* tracing from the function's start, not forward from pc */
 };
 
 /* One analysis: the code, the decoder, what was visited, the paths still to follow. */
 struct tracer {
 	const struct code_window *code;
+	uint64_t start, end; /* the function's bounds when known, else 0 */
 	ZydisDecoder decoder;
 	uint8_t *visited; /* a bit per byte of the window */
 	uint32_t insns;
+	uint32_t nr_exits; /* returns found tracing forward */
 	uint32_t nr_pending;
 	struct state pending[CODE_MAX_BRANCHES];
 	bool decoded_any;
@@ -80,6 +84,12 @@ static struct val val_add(struct val v, int64_t delta)
 static bool in_window(const struct code_window *code, uint64_t addr)
 {
 	return addr - code->addr < code->len;
+}
+
+/* addr is in the function, when its bounds are known. */
+static bool in_function(const struct tracer *t, uint64_t addr)
+{
+	return !t->end || (addr >= t->start && addr < t->end);
 }
 
 /* Marks addr visited; false if it was already. */
@@ -139,17 +149,26 @@ static void do_push(struct state *s, struct reg *r, int64_t width)
 		r->caller_at = s->sp;
 }
 
-/* A load into r from [from] (mov %rbx, -8(%rbp) in an epilogue): as a pop, but rsp stays. */
-static void do_load(struct reg *r, struct val from)
-{
-	if (from.base == BASE_CFA) {
-		bool restores = r->caller_at.base != BASE_NONE &&
-				val_is(r->caller_at, from.base, from.off);
+static void clobber(struct reg *r);
 
-		r->val = restores ? (struct val){ BASE_CALLER, 0 } : (struct val){ BASE_NONE, 0 };
+/* A load into r from [from] (a pop, or mov -8(%rbp),%rbx in an epilogue). Tracing from the
+ * start, a load from where the caller's value was saved gives it back; tracing forward,
+ * the last load from the frame before the return is where the caller's value is. A load
+ * from anywhere else (a pointer's target) is a plain write. */
+static void do_load(const struct state *s, struct reg *r, struct val from)
+{
+	if (s->from_start) {
+		if (r->caller_at.base != BASE_NONE && val_is(r->caller_at, from.base, from.off))
+			r->val = (struct val){ BASE_CALLER, 0 };
+		else
+			clobber(r);
 		return;
 	}
-	r->caller_at = val_addressable(from) ? from : (struct val){ BASE_NONE, 0 };
+	if (!val_addressable(from)) {
+		clobber(r);
+		return;
+	}
+	r->caller_at = from;
 	r->val = (struct val){ BASE_LOADED, 0 };
 }
 
@@ -162,7 +181,7 @@ static void do_pop(struct state *s, struct reg *r, int64_t width)
 
 	s->sp = val_add(s->sp, width);
 	if (r)
-		do_load(r, from);
+		do_load(s, r, from);
 }
 
 /* A write to r the analysis does not model: its value is lost. Tracing forward, a value
@@ -242,7 +261,7 @@ static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
 		/* a 64-bit load of rbp or rbx from the frame: a restore, as a pop is */
 		if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && tracked(s, ops[0].reg.value) &&
 		    ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[1].size == 64) {
-			do_load(tracked(s, ops[0].reg.value), lea_value(s, &ops[1]));
+			do_load(s, tracked(s, ops[0].reg.value), lea_value(s, &ops[1]));
 			return true;
 		}
 		return false;
@@ -357,6 +376,12 @@ static bool decode(struct tracer *t, uint64_t pc, ZydisDecodedInstruction *insn,
 	return true;
 }
 
+/* Two returns found tracing forward give the same caller: the same rsp at the return. */
+static bool same_exit(const struct state *a, const struct state *b)
+{
+	return val_is(a->sp, b->sp.base, b->sp.off);
+}
+
 /* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
  * a return instruction; conditional branches are followed both ways, the fall-through
  * first (a loop's exit comes before its back edge), each address at most once. Returns
@@ -374,20 +399,31 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			uint64_t target = 0;
 			enum flow flow;
 
+			/* the goal may be the function's end: the return address of a call
+			 * that does not return */
 			if (goal && s.pc == goal) {
 				*at = s;
 				return CODE_OK;
 			}
+			if (!in_function(t, s.pc))
+				break;
 			t->insns++;
 			if (!decode(t, s.pc, &insn, ops))
 				break;
 			flow = flow_of(&insn, ops, s.pc, &target);
+			/* Tracing forward, a jump out of the function is a tail call: the return
+			 * address is at rsp, as at a return. */
+			if (flow == FLOW_JUMP && !goal && !in_function(t, target))
+				flow = FLOW_RETURN;
 			if (flow == FLOW_RETURN && !goal) {
-				if (val_addressable(s.sp)) {
+				if (!val_addressable(s.sp))
+					lost = true;
+				else if (t->nr_exits++ == 0)
 					*at = s;
+				else if (!same_exit(at, &s))
+					return CODE_AMBIGUOUS;
+				if (t->nr_exits == CODE_EXITS)
 					return CODE_OK;
-				}
-				lost = true;
 			}
 			if (flow == FLOW_RETURN || flow == FLOW_END)
 				break;
@@ -397,6 +433,8 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			s.pc = flow == FLOW_JUMP ? target : s.pc + insn.length;
 		}
 	}
+	if (t->nr_exits > 0)
+		return CODE_OK;
 	if (!t->decoded_any)
 		return CODE_UNDECODABLE;
 	return lost ? CODE_STACK_LOST : CODE_NO_EXIT;
@@ -438,12 +476,16 @@ static enum code_fail rules_from_start(const struct state *s, struct code_rules 
 {
 	struct val cfa = { BASE_CFA, 0 };
 
-	if (s->sp.base == BASE_CFA && offset_sane(-s->sp.off)) {
-		out->cfa = UNWIND_CFA_SP_OFFSET;
-		out->cfa_offset = (int32_t)-s->sp.off;
-	} else if (s->bp.val.base == BASE_CFA && offset_sane(-s->bp.val.off)) {
+	/* A frame pointer (rbp at the frame record, CFA - 16) first, as compilers' CFI has
+	 * it: it holds through alloca and anything else that moves rsp in ways the trace may
+	 * not follow. rbp set from rsp elsewhere (a pointer to a local) only where rsp is lost. */
+	if (val_is(s->bp.val, BASE_CFA, -16) ||
+	    (s->sp.base != BASE_CFA && s->bp.val.base == BASE_CFA && offset_sane(-s->bp.val.off))) {
 		out->cfa = UNWIND_CFA_BP_OFFSET;
 		out->cfa_offset = (int32_t)-s->bp.val.off;
+	} else if (s->sp.base == BASE_CFA && offset_sane(-s->sp.off)) {
+		out->cfa = UNWIND_CFA_SP_OFFSET;
+		out->cfa_offset = (int32_t)-s->sp.off;
 	} else {
 		return CODE_STACK_LOST;
 	}
@@ -481,6 +523,7 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	enum code_fail fail;
 
 	if (start) {
+		s.from_start = true;
 		s.sp = (struct val){ BASE_CFA, -8 };
 		s.bp.val = (struct val){ BASE_CALLER, 0 };
 		s.bx.val = (struct val){ BASE_CALLER, 0 };
@@ -495,11 +538,15 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	return fail == CODE_OK ? rules_at_return(&at, out) : fail;
 }
 
-static void tracer_init(struct tracer *t, const struct code_window *code, uint8_t *visited)
+static void tracer_init(struct tracer *t, const struct code_window *code, uint64_t start,
+			uint64_t end, uint8_t *visited)
 {
 	t->code = code;
+	t->start = end > start ? start : 0;
+	t->end = end > start ? end : 0;
 	t->visited = visited;
 	t->insns = 0;
+	t->nr_exits = 0;
 	t->nr_pending = 0;
 	t->decoded_any = false;
 	memset(visited, 0, (code->len + 7) / 8);
@@ -507,7 +554,7 @@ static void tracer_init(struct tracer *t, const struct code_window *code, uint8_
 }
 
 enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, uint64_t start,
-				 struct code_rules *out)
+				 uint64_t end, struct code_rules *out)
 {
 	static __thread uint8_t visited[CODE_MAX_WINDOW / 8];
 	struct code_window window = *code;
@@ -519,13 +566,15 @@ enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, ui
 		window.len = CODE_MAX_WINDOW;
 	if (!in_window(&window, pc))
 		return CODE_UNDECODABLE;
+	if (end && (pc < start || pc > end))
+		start = end = 0; /* bounds that do not hold pc are not its function's */
 	if (start && start <= pc && in_window(&window, start)) {
-		tracer_init(&t, &window, visited);
+		tracer_init(&t, &window, start, end, visited);
 		fail = analyze_from(&t, pc, start, out);
 		if (fail == CODE_OK)
 			return fail;
 	}
-	tracer_init(&t, &window, visited);
+	tracer_init(&t, &window, start, end, visited);
 	return analyze_from(&t, pc, 0, out);
 }
 

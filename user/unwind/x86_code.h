@@ -33,6 +33,8 @@ enum code_fail {
 	CODE_UNDECODABLE,   /* the pc's instruction, or every path from it, did not decode */
 	CODE_NO_EXIT,       /* no return instruction within the bounds (loops, indirect jumps) */
 	CODE_STACK_LOST,    /* rsp was set from something the analysis cannot follow */
+	CODE_AMBIGUOUS,     /* tracing forward, returns found on different paths disagree
+			     * (one ran into another function, past a call that does not return) */
 	CODE_FAIL_COUNT,
 };
 
@@ -41,13 +43,22 @@ const char *code_fail__name(enum code_fail fail);
 /* Most instructions one analysis decodes, and pending branches it keeps. */
 #define CODE_MAX_INSNS 4096
 #define CODE_MAX_BRANCHES 64
+/* Returns that must agree, tracing forward, before the analysis trusts them. One: past a
+ * call that does not return (abort, __stack_chk_fail) the trace runs into the next
+ * function, whose returns then disagree with the true ones, and requiring agreement
+ * turned half the right answers on libc's code into failures (bench/bench_analyze.c). The
+ * walk checks each return address the analysis gives instead. */
+#define CODE_EXITS 1
 
 /* The rules at pc (an instruction's address: the sampled pc, or a return address), from
  * the function's start when it is known (start != 0, start <= pc) and pc is reached from
- * there, else by following the code forward from pc to a return instruction. Returns
- * CODE_OK with *out filled, or why not. */
+ * there, else by following the code forward from pc to its returns (up to CODE_EXITS of
+ * them, on different paths, which must agree). With the
+ * function's end known too (end != 0: [start, end) holds it, as a symbol's size says), the
+ * trace stays inside it: a jump out is a tail call, a fall-through out (after a call that
+ * does not return) goes nowhere. Returns CODE_OK with *out filled, or why not. */
 enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, uint64_t start,
-				 struct code_rules *out);
+				 uint64_t end, struct code_rules *out);
 
 /* What the bytes before a return address hold. */
 enum code_call {
