@@ -1082,6 +1082,25 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 		else if (cur.bx_at != BX_SAMPLED)
 			fprintf(out, " bx at %#" PRIx64, cur.bx_at);
 		fprintf(out, ": ");
+		if ((!rules && w.miss == UNWIND_END_NO_CFI) || (rules && rules->cfa == UNWIND_CFA_END)) {
+			struct cached_rules *found = analysis_rules(&w, space->id, cur.ip, exact, rules);
+
+			if (!found) {
+				uint8_t how = 0;
+
+				fprintf(out, "no CFI, no rules by analysis at %#" PRIx64, cur.ip);
+				end = nocfi_step(&w, &cur, exact, &how);
+				if (end != UNWIND_END_COMPLETE) {
+					fputc('\n', out);
+					break;
+				}
+				fprintf(out, " -> by %s: cfa %#" PRIx64 " ra %#" PRIx64 "\n",
+					unwind_found__name(how), cur.sp, cur.ip);
+				exact = false;
+				continue;
+			}
+			rules = found;
+		}
 		if (!rules) {
 			end = w.miss;
 			fprintf(out, "no rules at %#" PRIx64 "\n", lookup);
@@ -1089,6 +1108,8 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 		}
 		if (rules == &w.cache->entry)
 			fprintf(out, "(function entry) ");
+		if (rules->found == UNWIND_FOUND_ANALYSIS)
+			fprintf(out, "(analysis) ");
 		trace_rules(out, rules);
 		end = step(&w, rules, &cur, n == 0, &caller, &ra_undefined, &signal);
 		if (end != UNWIND_END_COMPLETE || ra_undefined) {
