@@ -107,7 +107,7 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 					   struct hprof_sample *s)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs;
+	struct pt_regs *regs, saved;
 
 	/* An exiting task tears its address space down (it may already be gone), and in
 	 * execve the registers belong to the program being replaced: neither has a user stack
@@ -134,18 +134,20 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	}
 	s->flags |= SAMPLE_IN_KERNEL;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs)
+	/* one read of the saved registers, not one per register: ten probe reads cost more
+	 * than the copy */
+	if (!regs || bpf_probe_read_kernel(&saved, sizeof(saved), regs) != 0)
 		return false;
-	s->user_ip = BPF_CORE_READ(regs, ip);
-	s->user_sp = BPF_CORE_READ(regs, sp);
-	s->user_bp = BPF_CORE_READ(regs, bp);
-	s->user_bx = BPF_CORE_READ(regs, bx);
-	s->user_di = BPF_CORE_READ(regs, di);
-	s->user_r10 = BPF_CORE_READ(regs, r10);
-	s->user_r12 = BPF_CORE_READ(regs, r12);
-	s->user_r13 = BPF_CORE_READ(regs, r13);
-	s->user_r14 = BPF_CORE_READ(regs, r14);
-	s->user_r15 = BPF_CORE_READ(regs, r15);
+	s->user_ip = saved.ip;
+	s->user_sp = saved.sp;
+	s->user_bp = saved.bp;
+	s->user_bx = saved.bx;
+	s->user_di = saved.di;
+	s->user_r10 = saved.r10;
+	s->user_r12 = saved.r12;
+	s->user_r13 = saved.r13;
+	s->user_r14 = saved.r14;
+	s->user_r15 = saved.r15;
 	return s->user_ip != 0;
 }
 
