@@ -844,6 +844,7 @@ static bool trial_reaches_start(struct walker *w, uint64_t ra, uint64_t sp,
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
+	const struct unwind_map *map;
 	uint32_t trials = 0;
 
 	for (uint32_t i = 0; i < SCAN_WORDS && trials < SCAN_TRIALS; i++) {
@@ -853,8 +854,12 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 		if (!read_u64(w->view, addr, &word))
 			break;
 		call = follows_call(w, word, &target);
-		if (call == CODE_CALL_NONE)
+		if (call == CODE_CALL_NONE) {
+			/* a pointer into code that follows no call (data words are not counted) */
+			if (find_map(&w->maps, w->space, word, &map) != -ENOENT)
+				w->cache->stats.scan_rejected_code++;
 			continue;
+		}
 		if (call == CODE_CALL_DIRECT && !calls_this_function(w, lookup, target)) {
 			w->cache->stats.scan_rejected_code++;
 			continue;
