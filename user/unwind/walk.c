@@ -159,6 +159,8 @@ struct cached_rules {
 	 * UNWIND_FOUND_FRAME_POINTER (the analysis found nothing: go on to the frame-pointer
 	 * step). */
 	uint8_t found;
+	/* pc + 1 is a return address that follows a call (an analysis's step checked it) */
+	bool ra_checked;
 	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache line");
@@ -335,6 +337,7 @@ static struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cach
 		return NULL;
 	}
 	decode_rules(map->table, pc - map->bias, slot);
+	slot->ra_checked = false;
 	slot->space = w->space->id;
 	slot->pc = pc;
 	return slot;
@@ -761,8 +764,9 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,
-		.plain = false, /* analysis_step checks each return address it gives */
 	};
+	/* plain or not, each return address it gives is checked (analysed_return) */
+	slot->plain = is_plain(slot);
 	return slot;
 }
 
@@ -893,23 +897,65 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 	return UNWIND_END_COMPLETE;
 }
 
+/* The return address ra follows a call: known from the caller's cache slot (the walk
+ * looks it up next anyway), else checked and remembered there. */
+static bool return_address_checked(struct walker *w, uint64_t id, struct cached_rules *rules,
+				   uint64_t ra)
+{
+	struct cached_rules *caller = caller_rules(w, id, rules, ra - 1);
+	uint64_t target;
+
+	if (caller && caller->ra_checked)
+		return true;
+	if (follows_call(w, ra, &target) == CODE_CALL_NONE)
+		return false;
+	if (caller)
+		caller->ra_checked = true;
+	return true;
+}
+
 /* A step by the rules an analysis gave, whose return address must follow a call; else
  * the frame record or a scan, as for code the analysis found nothing in. */
-static enum unwind_end analysis_step(struct walker *w, const struct cached_rules *rules,
+static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
 				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found)
 {
-	struct frame_regs caller;
-	bool ra_undefined, signal;
-	uint64_t target;
-	enum unwind_end end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
+	struct frame_regs caller = *cur;
+	bool ra_undefined = false, signal;
+	enum unwind_end end;
 
+	if (is_plain(rules))
+		end = step_plain(rules, w->view, &caller.ip, &caller.sp, &caller.bp, &caller.bp_valid);
+	else
+		end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
 	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
-	    (!w->space->call_before || follows_call(w, caller.ip, &target) != CODE_CALL_NONE)) {
+	    (!w->space->call_before || return_address_checked(w, id, rules, caller.ip))) {
 		*cur = caller;
 		return end;
 	}
 	w->cache->stats.analysis_rejected++;
 	return nocfi_step(w, cur, exact, found);
+}
+
+/* After a plain step by an analysis's rules from callee to *ip: true when the return
+ * address follows a call; else the frame record or a scan from callee, true when one
+ * found the caller (into *ip.., *found), false with *end set when none did. Out of line:
+ * the walk's loop only tests for it. */
+static __attribute__((noinline)) bool
+analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struct frame_regs callee,
+		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
+		enum unwind_end *end)
+{
+	if (!w->space->call_before || return_address_checked(w, id, rules, *ip))
+		return true;
+	w->cache->stats.analysis_rejected++;
+	*end = nocfi_step(w, &callee, exact, found);
+	if (*end != UNWIND_END_COMPLETE)
+		return false;
+	*ip = callee.ip;
+	*sp = callee.sp;
+	*bp = callee.bp;
+	*bp_valid = callee.bp_valid;
+	return true;
 }
 
 /* The first frame's rules: at the sampled pc, or for a trial walk, at the call before its
@@ -977,14 +1023,22 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		}
 		found = rules->found;
 		if (__builtin_expect(rules->plain, 1)) {
+			const struct frame_regs callee = { ip, sp, bp, BX_LOST, bp_valid };
+
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
+			/* an analysis's step stands only if its return address follows a call */
+			if (__builtin_expect(rules->found == UNWIND_FOUND_ANALYSIS, 0) &&
+			    end == UNWIND_END_COMPLETE &&
+			    !analysed_return(&w, id, rules, callee, exact, &ip, &sp, &bp, &bp_valid,
+					     &found, &end))
+				break;
 			exact = false;
 			/* caller frames: look up ra-1, the call instruction, not the one after it */
 			lookup = ip - 1;
 		} else if (rules->found == UNWIND_FOUND_ANALYSIS) {
 			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
 
-			end = analysis_step(&w, rules, &cur, n == 1 && !first_is_return, exact, &found);
+			end = analysis_step(&w, id, rules, &cur, n == 1 && !first_is_return, exact, &found);
 			if (end != UNWIND_END_COMPLETE)
 				break;
 			ip = cur.ip;
