@@ -19,7 +19,8 @@
  */
 #include <string.h>
 
-#include "check.h"
+#include "fixture.h"
+#include "nocfi_expect.h"
 #include "unwind/x86_code.h"
 #include "unwind_row.h"
 
@@ -151,8 +152,131 @@ static void test_calls(void)
 	      "an address with too few bytes before it in the window");
 }
 
+/* ---- tests/fixtures/nocfi.o against the rules worked out by hand (nocfi_expect.h) ---- */
+
+/* nocfi.o's .text: at file offset 0x40, 0xf8 bytes (readelf -S), linked at 0. */
+#define NOCFI_TEXT_OFFSET 0x40
+#define NOCFI_TEXT_SIZE 0xf8
+
+/* The functions' starts, in order (nm -n): the analysis's "symbols". */
+static const uint64_t nocfi_functions[] = { 0x00, 0x10, 0x30, 0x80, 0xa0, 0xc0, 0xf0 };
+#define NR_NOCFI_FUNCTIONS (sizeof(nocfi_functions) / sizeof(nocfi_functions[0]))
+
+static void nocfi_bounds(uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	for (size_t i = 0; i < NR_NOCFI_FUNCTIONS; i++) {
+		if (pc >= nocfi_functions[i]) {
+			*start = nocfi_functions[i];
+			*end = i + 1 < NR_NOCFI_FUNCTIONS ? nocfi_functions[i + 1] : NOCFI_TEXT_SIZE;
+		}
+	}
+}
+
+/* The CFA as the analysis gives it is the table's: its rule, or rsp + the distance the
+ * table gives where rbp is the table's base and rsp is at a known distance too. */
+static bool same_cfa(const struct nocfi_expect *e, const struct code_rules *r)
+{
+	if (e->cfa.base == NOCFI_RSP || e->cfa.base == NOCFI_RBP) {
+		uint8_t kind = e->cfa.base == NOCFI_RSP ? UNWIND_CFA_SP_OFFSET : UNWIND_CFA_BP_OFFSET;
+
+		if (r->cfa == kind && r->cfa_offset == e->cfa.offset)
+			return true;
+	}
+	return e->cfa_minus_rsp != NOCFI_RSP_UNKNOWN && r->cfa == UNWIND_CFA_SP_OFFSET &&
+	       r->cfa_offset == e->cfa_minus_rsp;
+}
+
+/* A saved register's rule says where the table does. Tracing from the start, "unchanged"
+ * is right too for a register saved but not yet written: the trace knows it still holds
+ * its caller's value (the table names the save). */
+static bool same_saved(const struct nocfi_expect *x, const struct nocfi_rule *e, uint8_t kind,
+		       int32_t offset, bool is_bp, bool from_start, bool written)
+{
+	uint8_t unchanged = is_bp ? UNWIND_RBP_UNCHANGED : UNWIND_RBX_UNCHANGED;
+	uint8_t at_cfa = is_bp ? UNWIND_RBP_AT_CFA : UNWIND_RBX_AT_CFA;
+
+	/* Tracing forward from a prologue, the save an epilogue restores from may lie below
+	 * sp still: the walk takes such a rule as "unchanged" (the register holds the value
+	 * until it is pushed), as the table does. */
+	if (e->base == NOCFI_SAME)
+		return kind == unchanged ||
+		       (kind == at_cfa && x->cfa_minus_rsp != NOCFI_RSP_UNKNOWN &&
+			offset < -x->cfa_minus_rsp);
+	if (e->base == NOCFI_AT_CFA)
+		return (kind == at_cfa && offset == e->offset) ||
+		       (from_start && !written && kind == unchanged);
+	return false;
+}
+
+/* Labels where the register was written after its save (nocfi.S): rbp, multiret's counter.
+ * (At nocfi_fp_body, rbx is written by the instruction there, not yet.) */
+static bool written_after_save(const char *label, bool is_bp)
+{
+	return is_bp && (strcmp(label, "nocfi_multiret_loop") == 0 ||
+			 strcmp(label, "nocfi_multiret_after_lea") == 0);
+}
+
+/* The table's bases the analysis has no rule for (a CFA in r10, or read through rbp): it
+ * must then find nothing rather than something wrong. */
+static bool beyond_analysis(const struct nocfi_expect *e)
+{
+	return e->cfa.base == NOCFI_R10 || e->cfa.base == NOCFI_DEREF_RBP ||
+	       e->rbp.base == NOCFI_AT_RBP || e->rbx.base == NOCFI_AT_RBP;
+}
+
+static void test_fixture(void)
+{
+	size_t len;
+	uint8_t *file = fixture_read("nocfi.o", &len);
+	const struct code_window code = { file + NOCFI_TEXT_OFFSET, 0, NOCFI_TEXT_SIZE };
+	unsigned right[2] = { 0 }, none[2] = { 0 };
+
+	if (len < NOCFI_TEXT_OFFSET + NOCFI_TEXT_SIZE) {
+		check(false, "nocfi.o: holds its .text");
+		return;
+	}
+	for (size_t i = 0; i < NOCFI_EXPECT_COUNT; i++) {
+		const struct nocfi_expect *e = &nocfi_expect[i];
+
+		for (int mode = 0; mode < 2; mode++) {
+			uint64_t start = 0, end = 0;
+			struct code_rules r;
+			enum code_fail fail;
+			bool ok;
+
+			if (mode)
+				nocfi_bounds(e->text_offset, &start, &end);
+			fail = x86_code__analyze(&code, e->text_offset, start, end, &r);
+			if (fail != CODE_OK) {
+				/* Tracing forward through a DRAP epilogue (lea -8(%r10),%rsp, r10
+				 * reloaded from the frame) loses rsp: a failure, not a wrong rule
+				 * (GCC's DRAP frames come with CFI, whose r10 rules hprof follows). */
+				bool drap = !mode && strncmp(e->label, "nocfi_drap", 10) == 0;
+
+				none[mode]++;
+				check(beyond_analysis(e) || drap, "nocfi.o %s, %s: %s", e->label,
+				      mode ? "from the start" : "forward", code_fail__name(fail));
+				continue;
+			}
+			ok = !beyond_analysis(e) && same_cfa(e, &r) &&
+			     same_saved(e, &e->rbp, r.rbp, r.rbp_offset, true, r.from_start,
+					written_after_save(e->label, true)) &&
+			     same_saved(e, &e->rbx, r.rbx, r.rbx_offset, false, r.from_start,
+					written_after_save(e->label, false));
+			right[mode] += ok;
+			check(ok, "nocfi.o %s, %s: cfa kind %u%+d, rbp kind %u%+d, rbx kind %u%+d",
+			      e->label, mode ? "from the start" : "forward", r.cfa, r.cfa_offset, r.rbp,
+			      r.rbp_offset, r.rbx, r.rbx_offset);
+		}
+	}
+	printf("# nocfi.o: %u of %zu labels right forward (%u without rules), %u from the start (%u)\n",
+	       right[0], NOCFI_EXPECT_COUNT, none[0], right[1], none[1]);
+	free(file);
+}
+
 int main(void)
 {
+	test_fixture();
 	test_rules();
 	test_failures();
 	test_calls();

@@ -1,0 +1,82 @@
+/* No frame pointers; C callers (with CFI) of assembly functions without CFI
+ * (nofp_asm.S), for tests/t_nocfi.sh. Usage: nofp_asm SECONDS, SECONDS of CPU time. True
+ * call chains:
+ *
+ *   main -> call_direct_leaf      -> asm_leaf
+ *   main -> call_via_ptr_leaf     -> asm_leaf
+ *   main -> call_direct_pushes    -> asm_pushes -> c_callee
+ *   main -> call_via_ptr_pushes   -> asm_pushes -> c_callee
+ *   main -> call_direct_multiret  -> asm_multiret
+ *   main -> call_via_ptr_multiret -> asm_multiret
+ *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
+ *
+ * Each assembly function is called directly and through a function pointer, so that its
+ * return address lies after both kinds of call instruction. */
+#include <stdio.h>
+
+#include "workload.h"
+
+unsigned long asm_leaf(unsigned long n);
+unsigned long asm_pushes(unsigned long n);
+unsigned long asm_multiret(unsigned long n);
+unsigned long c_callee(unsigned long n);
+
+typedef unsigned long (*asm_fn)(unsigned long n);
+
+/* volatile: the compiler cannot turn the calls through them into direct calls. */
+static asm_fn volatile leaf_ptr = asm_leaf;
+static asm_fn volatile pushes_ptr = asm_pushes;
+static asm_fn volatile multiret_ptr = asm_multiret;
+
+static volatile unsigned long sink;
+
+/* Called by asm_pushes: a loop of its own, so that samples land below the assembly. */
+__attribute__((noinline)) unsigned long c_callee(unsigned long n)
+{
+	unsigned long sum = 0;
+
+	for (unsigned long i = 0; i < 150; i++) {
+		sum += i ^ n;
+		__asm__ volatile("" : "+r"(sum));
+	}
+	return sum;
+}
+
+/* call_direct_NAME(n) calls asm_NAME(n); call_via_ptr_NAME(n) calls it through NAME_ptr. */
+#define CALLERS(name)                                                       \
+	__attribute__((noinline)) void call_direct_##name(unsigned long n)  \
+	{                                                                   \
+		sink += asm_##name(n);                                      \
+	}                                                                   \
+	__attribute__((noinline)) void call_via_ptr_##name(unsigned long n) \
+	{                                                                   \
+		sink += name##_ptr(n);                                      \
+	}
+
+CALLERS(leaf)
+CALLERS(pushes)
+CALLERS(multiret)
+
+int main(int argc, char **argv)
+{
+	double seconds = workload_seconds(argc, argv, 3.0), start = workload_cpu_now();
+	unsigned seed = 1;
+
+	/* Every caller once a round, each call well under a sample period and of varying
+	 * length, so that samples do not lock onto the sampling's phase. */
+	while (workload_cpu_now() - start < seconds) {
+		unsigned long r;
+
+		seed = seed * 1103515245u + 12345u;
+		r = seed >> 8;
+		call_direct_leaf(150000 + r % 150000);
+		call_via_ptr_leaf(150000 + (r >> 3) % 150000);
+		call_direct_pushes(800 + r % 800);
+		call_via_ptr_pushes(800 + (r >> 5) % 800);
+		/* n & 3 picks asm_multiret's exit: all four are taken */
+		call_direct_multiret(150000 + r % 150000);
+		call_via_ptr_multiret(150000 + (r >> 7) % 150000);
+		call_direct_multiret(0);
+	}
+	return 0;
+}

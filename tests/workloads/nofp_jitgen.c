@@ -1,0 +1,289 @@
+/* No frame pointers in the C part; two functions of x86-64 machine code generated into an
+ * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
+ * Usage: nofp_jitgen SECONDS [--fp] [--perf-map] [--jitdump], SECONDS of CPU time. True
+ * call chains:
+ *
+ *   main -> run_generated -> jitgen_a -> jitgen_b
+ *   main -> setup -> (libc)                        code, map files, before the loop
+ *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
+ *
+ * jitgen_a(n) counts n / 4 + 1 down over a local, then calls jitgen_b(n) (call rel32);
+ * jitgen_b(n) counts n down over a local. Without --fp neither touches rbp: they push a
+ * callee-saved register and take locals with sub, free them with add, pop and ret. With
+ * --fp both keep a frame record (push %rbp; mov %rsp,%rbp ... leave; ret).
+ *   --perf-map  writes /tmp/perf-PID.map naming both functions, and prints "map PATH"
+ *   --jitdump   writes /tmp/jit-PID.dump in perf's jitdump format (a JIT_CODE_LOAD record
+ *               for each function) and maps its first page executable once, the marker
+ *               perf looks for; prints "jitdump PATH"
+ * Without either the functions have no name anywhere. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "workload.h"
+
+#define CODE_SIZE 4096
+/* jitgen_b's offset in the mapping; jitgen_a is at 0. */
+#define B_OFFSET 128
+
+typedef void (*generated_fn)(unsigned long n);
+
+struct options {
+	bool fp, perf_map, jitdump;
+};
+
+/* Machine code being written into a buffer. */
+struct code {
+	unsigned char *base;
+	size_t len;
+};
+
+struct function {
+	const char *name;
+	uintptr_t start;
+	size_t size;
+};
+
+static volatile unsigned long sink;
+
+#define PUT(c, ...)                                                     \
+	do {                                                            \
+		static const unsigned char bytes_[] = { __VA_ARGS__ };  \
+		memcpy((c)->base + (c)->len, bytes_, sizeof(bytes_));   \
+		(c)->len += sizeof(bytes_);                             \
+	} while (0)
+
+/* jitgen_b(n): counts rax = n down to 0, storing it into a local each round. */
+static void emit_b(struct code *c, bool fp)
+{
+	if (fp)
+		PUT(c, 0x55,			/* push %rbp */
+		       0x48, 0x89, 0xe5,	/* mov %rsp,%rbp */
+		       0x48, 0x83, 0xec, 0x10);	/* sub $0x10,%rsp */
+	else
+		PUT(c, 0x41, 0x54,		/* push %r12 */
+		       0x48, 0x83, 0xec, 0x10);	/* sub $0x10,%rsp */
+	PUT(c, 0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
+	       0x48, 0x89, 0x04, 0x24,		/* 1: mov %rax,(%rsp) */
+	       0x48, 0xff, 0xc8,		/* dec %rax */
+	       0x75, 0xf7);			/* jne 1b */
+	if (fp)
+		PUT(c, 0xc9,			/* leave */
+		       0xc3);			/* ret */
+	else
+		PUT(c, 0x48, 0x83, 0xc4, 0x10,	/* add $0x10,%rsp */
+		       0x41, 0x5c,		/* pop %r12 */
+		       0xc3);			/* ret */
+}
+
+/* jitgen_a(n): counts n / 4 + 1 down, storing it into a local each round, then calls
+ * jitgen_b(n) at b. */
+static void emit_a(struct code *c, bool fp, const unsigned char *b)
+{
+	int32_t rel;
+
+	if (fp)
+		PUT(c, 0x55,			/* push %rbp */
+		       0x48, 0x89, 0xe5,	/* mov %rsp,%rbp */
+		       0x53,			/* push %rbx */
+		       0x48, 0x83, 0xec, 0x18);	/* sub $0x18,%rsp */
+	else
+		PUT(c, 0x53,			/* push %rbx */
+		       0x48, 0x83, 0xec, 0x20);	/* sub $0x20,%rsp */
+	PUT(c, 0x48, 0x89, 0xfb,		/* mov %rdi,%rbx */
+	       0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
+	       0x48, 0xc1, 0xe8, 0x02,		/* shr $2,%rax */
+	       0x48, 0x83, 0xc0, 0x01,		/* add $1,%rax */
+	       0x48, 0x89, 0x44, 0x24, 0x08,	/* 1: mov %rax,0x8(%rsp) */
+	       0x48, 0xff, 0xc8,		/* dec %rax */
+	       0x75, 0xf6,			/* jne 1b */
+	       0x48, 0x89, 0xdf,		/* mov %rbx,%rdi */
+	       0xe8);				/* call b (rel32 from the next instruction) */
+	rel = (int32_t)(b - (c->base + c->len + 4));
+	memcpy(c->base + c->len, &rel, sizeof(rel));
+	c->len += sizeof(rel);
+	if (fp)
+		PUT(c, 0x48, 0x8b, 0x5d, 0xf8,	/* mov -0x8(%rbp),%rbx */
+		       0xc9,			/* leave */
+		       0xc3);			/* ret */
+	else
+		PUT(c, 0x48, 0x83, 0xc4, 0x20,	/* add $0x20,%rsp */
+		       0x5b,			/* pop %rbx */
+		       0xc3);			/* ret */
+}
+
+/* Writes both functions into a new executable mapping; fills fns[0] (a), fns[1] (b). */
+static int generate(bool fp, struct function fns[2])
+{
+	unsigned char *base = mmap(NULL, CODE_SIZE, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct code a = { base, 0 }, b = { base + B_OFFSET, 0 };
+
+	if (base == MAP_FAILED)
+		return -1;
+	memset(base, 0xcc, CODE_SIZE); /* int3 between the functions */
+	emit_b(&b, fp);
+	emit_a(&a, fp, b.base);
+	if (mprotect(base, CODE_SIZE, PROT_READ | PROT_EXEC) < 0)
+		return -1;
+	fns[0] = (struct function){ "jitgen_a", (uintptr_t)a.base, a.len };
+	fns[1] = (struct function){ "jitgen_b", (uintptr_t)b.base, b.len };
+	return 0;
+}
+
+static int write_perf_map(const struct function fns[2])
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	printf("map %s\n", path);
+	fflush(stdout);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	for (int i = 0; i < 2; i++)
+		fprintf(f, "%lx %zx %s\n", (unsigned long)fns[i].start, fns[i].size, fns[i].name);
+	return fclose(f);
+}
+
+/* perf's jitdump format (tools/perf/util/jitdump.h): a header, then records. */
+struct jitdump_header {
+	uint32_t magic, version, total_size, elf_mach, pad1, pid;
+	uint64_t timestamp, flags;
+};
+
+struct jitdump_code_load {
+	uint32_t id, total_size;
+	uint64_t timestamp;
+	uint32_t pid, tid;
+	uint64_t vma, code_addr, code_size, code_index;
+	/* then the name, NUL-terminated, then the code */
+};
+
+#define JITDUMP_MAGIC 0x4A695444 /* "JiTD" */
+#define JITDUMP_CODE_LOAD 0
+#define EM_X86_64_ 62
+
+/* perf's default clock for jitdump timestamps. */
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int write_code_load(FILE *f, const struct function *fn, uint64_t index)
+{
+	size_t name_len = strlen(fn->name) + 1;
+	struct jitdump_code_load rec = {
+		.id = JITDUMP_CODE_LOAD,
+		.total_size = (uint32_t)(sizeof(rec) + name_len + fn->size),
+		.timestamp = monotonic_ns(),
+		.pid = (uint32_t)getpid(),
+		.tid = (uint32_t)gettid(),
+		.vma = fn->start,
+		.code_addr = fn->start,
+		.code_size = fn->size,
+		.code_index = index,
+	};
+
+	return fwrite(&rec, sizeof(rec), 1, f) == 1 && fwrite(fn->name, name_len, 1, f) == 1 &&
+	       fwrite((const void *)fn->start, fn->size, 1, f) == 1 ? 0 : -1;
+}
+
+/* The dump's first page mapped executable is perf's marker: it finds the file through
+ * that mapping. The mapping stays for the process's life, as perf's JIT agents keep it. */
+static int write_jitdump(const struct function fns[2])
+{
+	struct jitdump_header hdr = {
+		.magic = JITDUMP_MAGIC,
+		.version = 1,
+		.total_size = sizeof(hdr),
+		.elf_mach = EM_X86_64_,
+		.pid = (uint32_t)getpid(),
+		.timestamp = monotonic_ns(),
+	};
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/jit-%d.dump", (int)getpid());
+	printf("jitdump %s\n", path);
+	fflush(stdout);
+	f = fopen(path, "w+");
+	if (!f || fwrite(&hdr, sizeof(hdr), 1, f) != 1 || fflush(f) != 0)
+		return -1;
+	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE,
+		 fileno(f), 0) == MAP_FAILED)
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (write_code_load(f, &fns[i], (uint64_t)i) < 0)
+			return -1;
+	return fclose(f);
+}
+
+/* Everything before the loop: the code, then the files naming it. */
+__attribute__((noinline)) generated_fn setup(const struct options *o)
+{
+	struct function fns[2];
+
+	if (generate(o->fp, fns) < 0) {
+		perror("nofp_jitgen: code");
+		return NULL;
+	}
+	if ((o->perf_map && write_perf_map(fns) < 0) || (o->jitdump && write_jitdump(fns) < 0)) {
+		perror("nofp_jitgen: map file");
+		return NULL;
+	}
+	return (generated_fn)fns[0].start;
+}
+
+__attribute__((noinline)) void run_generated(generated_fn fn, unsigned long n)
+{
+	fn(n);
+	sink++;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--fp") == 0)
+			o->fp = true;
+		else if (strcmp(argv[i], "--perf-map") == 0)
+			o->perf_map = true;
+		else if (strcmp(argv[i], "--jitdump") == 0)
+			o->jitdump = true;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = workload_seconds(argc, argv, 3.0), start;
+	struct options o = { 0 };
+	generated_fn fn;
+	unsigned seed = 1;
+
+	if (parse_options(argc, argv, &o) < 0) {
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--perf-map] [--jitdump]\n");
+		return 2;
+	}
+	fn = setup(&o);
+	if (!fn)
+		return 1;
+	start = workload_cpu_now();
+	/* Calls well under a sample period, of varying length (see fp_jit.c). */
+	while (workload_cpu_now() - start < seconds) {
+		seed = seed * 1103515245u + 12345u;
+		run_generated(fn, 100 * 1000 + (seed >> 8) % (100 * 1000));
+	}
+	return 0;
+}
