@@ -8,6 +8,12 @@
                                    meets it), libc's base, ip, sp, bp, copy base, the bytes
   seeds.py stackdelta - OUTDIR     fuzz_stackdelta inputs: runs of delta records made as the
                                    BPF program makes them (common/sample.h)
+  seeds.py jitdump - OUTDIR        fuzz_jitdump inputs: jitdump files laid out as CPython and
+                                   V8 write them, and one with bad records
+  seeds.py jitdump FILE OUTDIR     the same from a real jitdump file: its first records, up to
+                                   4 KiB, then each code load with an .eh_frame and its
+                                   unwinding info, up to 8 KiB, as OUTDIR/real_NAME (NAME:
+                                   FILE's without .dump)
 """
 import struct
 import sys
@@ -150,5 +156,91 @@ def stackdelta(_, outdir):
                 f.write(struct.pack("<H", len(r) & 0xffff) + r)
 
 
+JIT_LOAD, JIT_MOVE, JIT_DEBUG_INFO, JIT_CLOSE, JIT_UNWINDING_INFO = range(5)
+EM_X86_64 = 62
+
+
+def jit_header(total=40, flags=0):
+    return struct.pack("<IIIIIIQQ", 0x4A695444, 1, total, EM_X86_64, 0, 1234, 0, flags) + \
+        bytes(total - 40)
+
+
+def jit_record(rid, body, pad=False):
+    size = 16 + len(body)
+    padding = (-size) % 8 if pad else 0
+    return struct.pack("<IIQ", rid, size + padding, 0) + body + bytes(padding)
+
+
+def jit_load(name, addr, size, index, vma=None):
+    code = bytes((addr + i) & 0xff for i in range(size))
+    body = struct.pack("<IIQQQQ", 1234, 1235, addr if vma is None else vma, addr, size, index)
+    return jit_record(JIT_LOAD, body + name.encode() + b"\0" + code)
+
+
+def jit_move(index, old, new, size):
+    return jit_record(JIT_MOVE, struct.pack("<IIQQQQQ", 1234, 1235, new, old, new, size, index))
+
+
+def tramp_eh_frame(code_size, terminate):
+    """A CIE and an FDE for push %rbp; mov %rsp,%rbp; call; pop %rbp; ret (CPython's
+    trampoline), the FDE's pc_begin pointing back code_size rounded to 8 bytes."""
+    cie = struct.pack("<II", 20, 0) + bytes([1]) + b"zR\0" + bytes([1, 0x78, 16, 1, 0x1b,
+                                                                    0x0c, 7, 8, 0x90, 1, 0, 0])
+    pc_begin = -(((code_size + 7) & ~7) + len(cie) + 8)
+    fde = struct.pack("<IIiI", 28, len(cie) + 4, pc_begin, code_size) + \
+        bytes([0, 0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6, 0x43, 0x0c, 7, 8, 0, 0, 0])
+    return cie + fde + (bytes(4) if terminate else b"")
+
+
+def jit_unwind(code_size, terminate=False, hdr_only=False):
+    eh = b"" if hdr_only else tramp_eh_frame(code_size, terminate)
+    hdr = struct.pack("<BBBBiIii", 1, 0x1b, 0x03, 0x3b, -(len(eh) + 4), 0 if hdr_only else 1,
+                      -(((code_size + 7) & ~7) + len(eh)), -(len(eh) - 24))
+    data = eh + hdr
+    mapped = 0 if hdr_only else (len(data) + 15) & ~15
+    return jit_record(JIT_UNWINDING_INFO, struct.pack("<QQQ", len(data), len(hdr), mapped) + data,
+                      pad=True)
+
+
+def jitdump(path, outdir):
+    if path != "-":
+        data = open(path, "rb").read()
+        pos = struct.unpack_from("<I", data, 8)[0]
+        kept, unwind = [data[:pos]], None
+        while pos + 16 <= len(data):
+            rid, size = struct.unpack_from("<II", data, pos)
+            rec = data[pos:pos + size]
+            if size < 16 or pos + size > len(data):
+                break
+            pos += size
+            has_eh = unwind is not None and struct.unpack_from("<QQ", unwind, 16) != (20, 20)
+            if sum(map(len, kept)) + len(rec) <= 4096:
+                kept.append(rec)
+            elif rid == JIT_LOAD and has_eh and sum(map(len, kept)) + len(unwind + rec) <= 8192:
+                kept += [unwind, rec]
+            unwind = rec if rid == JIT_UNWINDING_INFO else None
+        name = path.rsplit("/", 1)[-1].removesuffix(".dump")
+        open(f"{outdir}/real_{name}", "wb").write(bytes([0]) + b"".join(kept))
+        return
+    base = 0x7f3a1c000000
+    cpython = jit_header()
+    for i in range(3):
+        cpython += jit_unwind(16) + jit_load(f"py::f{i}:/app/m.py", base + 0x60 * i, 16, i + 1)
+    v8 = jit_header() + jit_load("Builtin:ArgumentsAdaptorTrampoline", base, 0x40, 0, vma=0)
+    v8 += jit_record(JIT_DEBUG_INFO, struct.pack("<QQ", base + 0x100, 1) +
+                     struct.pack("<QII", base + 0x140, 3, 1) + b"/app/a.js\0", pad=True)
+    v8 += jit_unwind(16, terminate=True) + jit_load("JS:~f /app/a.js:1", base + 0x100, 16, 1, vma=0)
+    v8 += jit_unwind(24, hdr_only=True) + jit_load("JS:*g /app/a.js:5", base + 0x200, 24, 2, vma=0)
+    v8 += jit_move(1, base + 0x100, base + 0x1000, 16) + jit_record(JIT_CLOSE, b"")
+    bad = jit_header(total=48, flags=1) + jit_record(JIT_LOAD, bytes(10))
+    bad += jit_record(JIT_UNWINDING_INFO, struct.pack("<QQQ", 4096, 20, 0))
+    bad += jit_load("wraps", 2**64 - 8, 16, 1) + jit_move(77, 0, 0x1000, 16)
+    bad += jit_record(99, bytes(8)) + jit_load("ok", 0x5000, 8, 2) + struct.pack("<II", 0, 8)
+    for name, data, step in (("cpython", cpython, 0), ("cpython_pieces", cpython, 7),
+                             ("v8", v8, 0), ("v8_pieces", v8, 13), ("bad_records", bad, 0)):
+        open(f"{outdir}/{name}", "wb").write(bytes([step]) + data)
+
+
 if __name__ == "__main__":
-    {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta,
+     "jitdump": jitdump}[sys.argv[1]](sys.argv[2], sys.argv[3])

@@ -1,8 +1,9 @@
 #include "binary/perfmap.h"
+#include "binary/jit_file.h"
 #include "util/grow.h"
+#include "util/range_map.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,25 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One line of the file, in file order (seq). */
-struct item {
-	uint64_t start, end; /* [start, end) */
-	uint32_t name;       /* offset in names */
-	uint32_t seq;        /* later lines win */
-};
-
-/* The table: disjoint ranges, sorted, each naming the latest line that covers it. */
-struct segment {
-	uint64_t start, end;
-	uint32_t name;
-};
-
 struct perf_map {
 	uint32_t pid;
-	bool uid_known;
-	uid_t uid; /* the process's effective uid: whose map files are trusted */
-	struct segment *segs;
-	size_t nr_segs;
+	struct jit_file_owner owner; /* whose map files are trusted */
+	struct range_map table;      /* each range's value: its name's offset in names */
 	char *names; /* NUL-terminated names, back to back */
 	size_t names_len, names_cap;
 	/* The file as last read: complete lines up to read_off are in the table. */
@@ -57,15 +43,14 @@ int perf_map__new(uint32_t pid, struct perf_map **out)
 	if (!*out)
 		return -ENOMEM;
 	(*out)->pid = pid;
+	(*out)->owner.pid = pid;
 	return 0;
 }
 
 /* The file was rewritten (truncated or replaced): its old lines no longer apply. */
 static void reset_table(struct perf_map *pm)
 {
-	free(pm->segs);
-	pm->segs = NULL;
-	pm->nr_segs = 0;
+	range_map__release(&pm->table);
 	pm->names_len = 0;
 	pm->size = 0;
 	pm->read_off = 0;
@@ -147,142 +132,8 @@ static int add_name(struct perf_map *pm, const char *name, size_t len, uint32_t 
 	return 0;
 }
 
-static int compare_item_start(const void *a, const void *b)
-{
-	const struct item *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* A max-heap of item indices by seq: the latest line covering the sweep's position. */
-struct heap {
-	uint32_t *idx;
-	size_t n;
-	const struct item *items;
-};
-
-static bool heap_later(const struct heap *h, size_t a, size_t b)
-{
-	return h->items[h->idx[a]].seq > h->items[h->idx[b]].seq;
-}
-
-static void heap_swap(struct heap *h, size_t a, size_t b)
-{
-	uint32_t t = h->idx[a];
-
-	h->idx[a] = h->idx[b];
-	h->idx[b] = t;
-}
-
-static void heap_push(struct heap *h, uint32_t i)
-{
-	size_t c = h->n++;
-
-	h->idx[c] = i;
-	while (c > 0 && heap_later(h, c, (c - 1) / 2)) {
-		heap_swap(h, c, (c - 1) / 2);
-		c = (c - 1) / 2;
-	}
-}
-
-static void heap_pop(struct heap *h)
-{
-	size_t c = 0;
-
-	h->idx[0] = h->idx[--h->n];
-	for (;;) {
-		size_t l = 2 * c + 1, r = l + 1, top = c;
-
-		if (l < h->n && heap_later(h, l, top))
-			top = l;
-		if (r < h->n && heap_later(h, r, top))
-			top = r;
-		if (top == c)
-			return;
-		heap_swap(h, c, top);
-		c = top;
-	}
-}
-
-/* Sweeps the boundaries of items (sorted by start) left to right; between two boundaries
- * the latest covering item wins. Writes at most 2n segments to out; returns how many. */
-static size_t sweep(const struct item *items, size_t n, const uint64_t *points, size_t nr_points,
-		    uint32_t *heap_idx, struct segment *out)
-{
-	struct heap h = { .idx = heap_idx, .items = items };
-	size_t next = 0, nr = 0;
-
-	for (size_t i = 0; i + 1 < nr_points; i++) {
-		uint64_t x = points[i];
-		const struct item *top;
-
-		while (next < n && items[next].start <= x)
-			heap_push(&h, (uint32_t)next++);
-		while (h.n && items[h.idx[0]].end <= x)
-			heap_pop(&h);
-		if (!h.n)
-			continue;
-		top = &items[h.idx[0]];
-		if (nr && out[nr - 1].end == x && out[nr - 1].name == top->name)
-			out[nr - 1].end = points[i + 1];
-		else
-			out[nr++] = (struct segment){ .start = x, .end = points[i + 1], .name = top->name };
-	}
-	return nr;
-}
-
-/* Rebuilds the table from its segments and the new lines, which are later than all of
- * them. Returns 0 or -ENOMEM. */
-static int merge(struct perf_map *pm, const struct item *added, size_t nr_added)
-{
-	size_t n = pm->nr_segs + nr_added, nr_points = 0;
-	struct item *items = malloc(n * sizeof(*items));
-	uint64_t *points = malloc(2 * n * sizeof(*points));
-	uint32_t *heap_idx = malloc(n * sizeof(*heap_idx));
-	struct segment *out = malloc(2 * n * sizeof(*out));
-	int err = 0;
-
-	if (!items || !points || !heap_idx || !out) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < pm->nr_segs; i++)
-		items[i] = (struct item){ pm->segs[i].start, pm->segs[i].end, pm->segs[i].name, 0 };
-	for (size_t i = 0; i < nr_added; i++) {
-		items[pm->nr_segs + i] = added[i];
-		items[pm->nr_segs + i].seq = (uint32_t)(i + 1);
-	}
-	qsort(items, n, sizeof(*items), compare_item_start);
-	for (size_t i = 0; i < n; i++) {
-		points[2 * i] = items[i].start;
-		points[2 * i + 1] = items[i].end;
-	}
-	qsort(points, 2 * n, sizeof(*points), compare_u64);
-	for (size_t i = 0; i < 2 * n; i++) {
-		if (nr_points == 0 || points[nr_points - 1] != points[i])
-			points[nr_points++] = points[i];
-	}
-	free(pm->segs);
-	pm->segs = out;
-	pm->nr_segs = sweep(items, n, points, nr_points, heap_idx, out);
-	out = NULL;
-cleanup:
-	free(items);
-	free(points);
-	free(heap_idx);
-	free(out);
-	return err;
-}
-
 /* One complete line (without its newline): an item, or a bad line counted. */
-static int add_line(struct perf_map *pm, const char *s, size_t len, struct item *item,
+static int add_line(struct perf_map *pm, const char *s, size_t len, struct range_map_seg *item,
 		    bool *added)
 {
 	uint64_t start, size;
@@ -295,7 +146,7 @@ static int add_line(struct perf_map *pm, const char *s, size_t len, struct item 
 		pm->bad_lines++;
 		return 0;
 	}
-	err = add_name(pm, name, name_len, &item->name);
+	err = add_name(pm, name, name_len, &item->value);
 	if (err)
 		return err;
 	item->start = start;
@@ -307,7 +158,7 @@ static int add_line(struct perf_map *pm, const char *s, size_t len, struct item 
 
 int perf_map__add_text(struct perf_map *pm, const char *text, size_t len, size_t *consumed)
 {
-	struct item *items = NULL;
+	struct range_map_seg *items = NULL;
 	size_t nr = 0, cap = 0, pos = 0;
 	int err = 0;
 
@@ -343,95 +194,36 @@ int perf_map__add_text(struct perf_map *pm, const char *text, size_t len, size_t
 			pm->cut_short = true;
 	}
 	if (nr)
-		err = merge(pm, items, nr);
+		err = range_map__add(&pm->table, items, nr);
 cleanup:
 	free(items);
 	*consumed = pos;
 	return err;
 }
 
-/* The effective uid in /proc/PID/status ("Uid:\treal\teffective\tsaved\tfs"). */
-static int read_euid(uint32_t pid, uid_t *uid)
-{
-	char path[64], buf[4096];
-	unsigned real, effective;
-	const char *line;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = '\0';
-	line = strstr(buf, "\nUid:");
-	if (!line || sscanf(line + 5, "%u %u", &real, &effective) != 2)
-		return -EINVAL;
-	*uid = effective;
-	return 0;
-}
-
-/* Root's files and the process's own are trusted; anyone could have planted the others
- * in /tmp. The uid is read once, while the process lives. */
-static int check_owner(struct perf_map *pm, uid_t owner)
-{
-	if (owner == 0)
-		return 0;
-	if (!pm->uid_known && read_euid(pm->pid, &pm->uid) == 0)
-		pm->uid_known = true;
-	return pm->uid_known && owner == pm->uid ? 0 : -EPERM;
-}
-
 /* Reads the file's bytes from read_off up to end into the table. */
 static int read_new(struct perf_map *pm, int fd, uint64_t end)
 {
-	size_t len = end - pm->read_off, got = 0, consumed;
+	size_t len = end - pm->read_off, got, consumed;
 	char *buf = malloc(len ? len : 1);
 	int err;
 
 	if (!buf)
 		return -ENOMEM;
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(pm->read_off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = jit_file__pread(fd, buf, len, pm->read_off);
 	err = perf_map__add_text(pm, buf, got, &consumed);
 	pm->read_off += consumed;
 	free(buf);
 	return err;
 }
 
-/* Opens the map file without blocking on a FIFO or following a symlink, and keeps it only
- * if it is a regular file with a trusted owner. Returns an fd or -errno. */
+/* The map file, if jit_file.h's rules let it be used. Returns an fd or -errno. */
 static int open_map_file(struct perf_map *pm, struct stat *st)
 {
 	char path[64];
-	int fd, err;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pm->pid);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, st) < 0)
-		err = -errno;
-	else if (!S_ISREG(st->st_mode) || st->st_nlink != 1)
-		err = -EPERM; /* a second name: a hard link to a file of root's, planted in /tmp */
-	else
-		err = check_owner(pm, st->st_uid);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
+	return jit_file__open(path, &pm->owner, st);
 }
 
 int perf_map__load(struct perf_map *pm)
@@ -470,20 +262,9 @@ cleanup:
 
 static const char *find(const struct perf_map *pm, uint64_t addr)
 {
-	size_t lo = 0, hi = pm->nr_segs;
+	uint32_t name;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct segment *s = &pm->segs[mid];
-
-		if (addr < s->start)
-			hi = mid;
-		else if (addr >= s->end)
-			lo = mid + 1;
-		else
-			return pm->names + s->name;
-	}
-	return NULL;
+	return range_map__find(&pm->table, addr, &name) ? pm->names + name : NULL;
 }
 
 const char *perf_map__lookup(struct perf_map *pm, uint64_t addr)
@@ -512,7 +293,7 @@ void perf_map__free(struct perf_map *pm)
 {
 	if (!pm)
 		return;
-	free(pm->segs);
+	range_map__release(&pm->table);
 	free(pm->names);
 	free(pm);
 }

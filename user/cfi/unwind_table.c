@@ -84,23 +84,19 @@ cleanup:
 	return err;
 }
 
-static int from_image(const uint8_t *img, size_t size, const char *name, unsigned int sources,
-		      struct unwind_table **out, struct cfi_err *e)
+/* Compiles the sections elf found into *out. */
+static int from_sections(struct cfi_elf *elf, const char *name, struct unwind_table **out,
+			 struct cfi_err *e)
 {
-	struct unwind_table *t = NULL;
-	struct cfi_elf elf;
+	struct unwind_table *t;
 	int err;
 
-	*out = NULL;
-	err = cfi_elf__locate(img, size, sources, &elf, e);
-	if (err)
-		return err;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = compile(&elf, t, e);
+	err = compile(elf, t, e);
 	if (err)
 		goto cleanup;
 	t->stats.table_bytes = sizeof(*t) + t->nr_rows * sizeof(*t->rows) +
@@ -112,6 +108,20 @@ cleanup:
 	if (err == -ENOMEM)
 		cfi_fail(e, NULL, 0, "out of memory compiling %s", name);
 	unwind_table__free(t);
+	return err;
+}
+
+static int from_image(const uint8_t *img, size_t size, const char *name, unsigned int sources,
+		      struct unwind_table **out, struct cfi_err *e)
+{
+	struct cfi_elf elf;
+	int err;
+
+	*out = NULL;
+	err = cfi_elf__locate(img, size, sources, &elf, e);
+	if (err)
+		return err;
+	err = from_sections(&elf, name, out, e);
 	cfi_elf__release(&elf);
 	return err;
 }
@@ -127,6 +137,29 @@ int unwind_table__from_image(const void *image, size_t size, const char *name,
 	if (!image || !out)
 		return -EINVAL;
 	return from_image(image, size, e.file, sources, out, &e);
+}
+
+int unwind_table__from_eh_frame(const void *eh_frame, size_t size, uint64_t section_addr,
+				const char *name, struct unwind_table **out, char *err,
+				size_t errlen)
+{
+	struct cfi_err e = { .file = name ? name : "<memory>", .buf = err, .len = errlen };
+	struct cfi_elf elf = { .nr_sec = 1 };
+
+	if (errlen)
+		err[0] = '\0';
+	if (!eh_frame || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (size == 0) {
+		cfi_fail(&e, NULL, 0, "empty .eh_frame");
+		return -ENOENT;
+	}
+	/* as .eh_frame found through .eh_frame_hdr: its end is a zero terminator, if any */
+	elf.sec[0] = (struct cfi_section){ .data = eh_frame, .size = size, .vaddr = section_addr,
+					   .is_eh = true, .stop_at_zero = true,
+					   .name = ".eh_frame" };
+	return from_sections(&elf, e.file, out, &e);
 }
 
 int unwind_table__from_file(const char *path, unsigned int sources, struct unwind_table **out,

@@ -31,6 +31,15 @@ int unwind_table__from_image(const void *image, size_t size, const char *name,
 			     unsigned int sources, struct unwind_table **out, char *err,
 			     size_t errlen);
 
+/* Compiles one .eh_frame held in memory with no ELF file around it (a JIT's unwinding info,
+ * as perf's jitdump carries it), its pc-relative pointers taken as if its first byte lay at
+ * section_addr; the rows' pcs are the addresses its FDEs give. A zero length entry ends it.
+ * name only labels error messages. The bytes are not kept. Returns 0 or -errno as
+ * unwind_table__from_file does; -ENOENT for an empty .eh_frame. */
+int unwind_table__from_eh_frame(const void *eh_frame, size_t size, uint64_t section_addr,
+				const char *name, struct unwind_table **out, char *err,
+				size_t errlen);
+
 /* Accepts NULL. */
 void unwind_table__free(struct unwind_table *table);
 
