@@ -149,6 +149,20 @@ struct space_ctx {
 	struct process *proc;
 };
 
+/* JIT code with unwinding info in its jitdump: the code load's range and rows. */
+static int jit_unwind_map(struct module *mod, uint64_t pc, struct unwind_map *map)
+{
+	const struct unwind_table *table;
+	struct jitdump_code code;
+
+	if (!mod->jitdump || jitdump__find(mod->jitdump, pc, &code) != 0 ||
+	    jitdump__unwind_table(mod->jitdump, pc, &table, NULL, 0) != 0)
+		return -ENODATA;
+	*map = (struct unwind_map){ .start = code.start, .end = code.start + code.size,
+				    .bias = 0, .table = table };
+	return 0;
+}
+
 static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 {
 	struct space_ctx *c = ctx;
@@ -160,6 +174,8 @@ static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 	mod = resolver__module(&c->s->resolver, c->proc, m);
 	if (!mod || m->bias_err)
 		return -ENODATA;
+	if (mod->anon_code)
+		return jit_unwind_map(mod, pc, map);
 	map->table = module_registry__unwind_table(c->s->modules, mod);
 	if (!map->table)
 		return -ENODATA;
@@ -233,14 +249,28 @@ static ssize_t read_code(struct space_ctx *c, const struct code_at *at, uint64_t
 	return len ? code__read(at->mod, at->m, pid, addr, buf, len) : -ENOENT;
 }
 
-/* The function holding pc by its binary's symbols: [*start, *end), end 0 when the
- * symbol has no size. */
+/* JIT code's function, by its jitdump's code load. */
+static int jit_function_bounds(struct module *mod, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	struct jitdump_code code;
+
+	if (!mod->jitdump || jitdump__find(mod->jitdump, pc, &code) != 0 || code.size == 0)
+		return -ENOENT;
+	*start = code.start;
+	*end = code.start + code.size;
+	return 0;
+}
+
+/* The function holding pc by its binary's symbols (JIT code's by its jitdump): [*start,
+ * *end), end 0 when the symbol has no size. */
 static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, uint64_t *end)
 {
 	struct code_at at;
 	uint64_t vstart, size;
 
-	if (!code_at(c, pc, &at) || at.mod->anon_code || !at.mod->syms ||
+	if (code_at(c, pc, &at) && at.mod->anon_code)
+		return jit_function_bounds(at.mod, pc, start, end);
+	if (!code_at(c, pc, &at) || !at.mod->syms ||
 	    elf_symbols__function(at.mod->syms, at.key, &vstart, &size) != 0)
 		return -ENOENT;
 	*start = pc - (at.key - vstart);

@@ -27,6 +27,7 @@ struct module_entry {
 struct process_code {
 	uint32_t pid;
 	struct perf_map *map; /* NULL: not read (replays) */
+	struct jitdump *jitdump; /* NULL as map is */
 	struct module_entry **modules;
 	size_t nr_modules, modules_cap;
 	UT_hash_handle hh;
@@ -50,6 +51,7 @@ struct module_registry {
 	struct mapped_files *files;
 	struct process_code *processes;
 	struct perf_map_stats gone_perf_maps; /* of processes that exited */
+	struct jitdump_stats gone_jitdumps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr;
 	size_t cap;
@@ -152,12 +154,15 @@ static struct mapped_file_id file_id(const struct mapping *m)
 	return (struct mapped_file_id){ m->dev_major, m->dev_minor, m->inode };
 }
 
+static void use_mapped_jitdump(struct module_registry *reg, uint32_t pid, const char *path);
+
 int module_registry__pin(struct module_registry *reg, uint32_t pid, const struct mapping *m)
 {
 	struct mapped_file_id id = file_id(m);
 
 	if (m->path[0] != '/' || m->inode == 0)
 		return -ENOENT;
+	use_mapped_jitdump(reg, pid, m->path);
 	return mapped_files__pin(reg->files, pid, m->start, m->end, m->path, &id);
 }
 
@@ -217,7 +222,10 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 	if (pc)
 		return pc;
 	pc = calloc(1, sizeof(*pc));
-	if (!pc || (with_perf_map && perf_map__new(pid, &pc->map) != 0)) {
+	if (!pc || (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
+				      jitdump__new(pid, NULL, &pc->jitdump) != 0))) {
+		if (pc)
+			perf_map__free(pc->map);
 		free(pc);
 		return NULL;
 	}
@@ -257,6 +265,7 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	e->mod.load_err = -ENOENT;
 	/* Without its perf map the module still names frames by mapping. */
 	e->mod.perf_map = pc->map;
+	e->mod.jitdump = pc->jitdump;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
 }
@@ -272,11 +281,16 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 		return;
 	for (size_t i = 0; i < pc->nr_modules; i++) {
 		pc->modules[i]->mod.perf_map = NULL;
+		pc->modules[i]->mod.jitdump = NULL;
 		HASH_DEL(reg->by_anon, pc->modules[i]);
 	}
 	if (pc->map) {
 		perf_map__stats(pc->map, &reg->gone_perf_maps);
 		perf_map__free(pc->map);
+	}
+	if (pc->jitdump) {
+		jitdump__stats(pc->jitdump, &reg->gone_jitdumps);
+		jitdump__free(pc->jitdump);
 	}
 	HASH_DEL(reg->processes, pc);
 	free(pc->modules);
@@ -293,6 +307,40 @@ void module_registry__perf_map_stats(const struct module_registry *reg,
 		if (pc->map)
 			perf_map__stats(pc->map, stats);
 	}
+}
+
+void module_registry__jitdump_stats(const struct module_registry *reg,
+				    struct jitdump_stats *stats)
+{
+	const struct process_code *pc;
+
+	*stats = reg->gone_jitdumps;
+	for (pc = reg->processes; pc; pc = pc->hh.next) {
+		if (pc->jitdump)
+			jitdump__stats(pc->jitdump, stats);
+	}
+}
+
+/* A process maps the jitdump file it writes (perf's marker: V8 writes it to its working
+ * directory, CPython to /tmp): read that one. Live processes only, as for perf maps. */
+static void use_mapped_jitdump(struct module_registry *reg, uint32_t pid, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char want[32], tmp[48];
+	struct process_code *pc;
+	struct jitdump *jd;
+
+	snprintf(want, sizeof(want), "jit-%u.dump", pid);
+	snprintf(tmp, sizeof(tmp), "/tmp/%s", want);
+	if (!base || strcmp(base + 1, want) != 0 || strcmp(path, tmp) == 0)
+		return;
+	pc = process_code(reg, pid, true);
+	if (!pc || !pc->jitdump || jitdump__new(pid, path, &jd) != 0)
+		return;
+	jitdump__free(pc->jitdump);
+	pc->jitdump = jd;
+	for (size_t i = 0; i < pc->nr_modules; i++)
+		pc->modules[i]->mod.jitdump = jd;
 }
 
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id)
@@ -504,6 +552,7 @@ void module_registry__free(struct module_registry *reg)
 	HASH_ITER(hh, reg->processes, pc, ptmp) {
 		HASH_DEL(reg->processes, pc);
 		perf_map__free(pc->map);
+		jitdump__free(pc->jitdump);
 		free(pc->modules);
 		free(pc);
 	}

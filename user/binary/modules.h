@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "binary/jitdump.h"
 #include "binary/mapped_files.h"
 #include "binary/perfmap.h"
 #include "binary/mapping.h"
@@ -36,6 +37,9 @@ struct module {
 	 * and once the process is gone). */
 	bool anon_code;
 	struct perf_map *perf_map;
+	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
+	 * and unwinding info of its JIT code; NULL as perf_map is. */
+	struct jitdump *jitdump;
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
@@ -83,6 +87,9 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid);
 /* The perf map files' counts, summed over processes. */
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats);
+/* The jitdump files' counts, summed over processes. */
+void module_registry__jitdump_stats(const struct module_registry *reg,
+				    struct jitdump_stats *stats);
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id);
 /* Translates a process address inside mapping m of module mod to the module's ELF
  * virtual address. Returns 0 or -ENOENT (unreadable ELF or no segment holds it). */

@@ -53,11 +53,14 @@ static char *unnamed_frame_name(struct module_registry *modules, struct module *
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
 }
 
-/* JIT code: its process's perf map entry, else its mapping's name, never an address. */
+/* JIT code: its process's perf map entry, else its jitdump's code load, else its
+ * mapping's name, never an address. */
 static char *anon_code_name(const struct module *mod, uint64_t pc)
 {
 	const char *name = perf_map__lookup(mod->perf_map, pc);
 
+	if (!name && mod->jitdump)
+		name = jitdump__lookup(mod->jitdump, pc);
 	return strdup(name ? name : mod->name);
 }
 

@@ -27,6 +27,34 @@ static void count_and_percent(struct json_writer *w, const char *key, uint64_t n
 	json__end_object(w);
 }
 
+/* A name and a count, as JSON. */
+static void json_count(struct json_writer *w, const char *key, uint64_t n)
+{
+	json__key(w, key);
+	json__uint(w, n);
+}
+
+static void json_jitdumps(struct json_writer *w, struct module_registry *modules)
+{
+	struct jitdump_stats jd;
+
+	module_registry__jitdump_stats(modules, &jd);
+	json__key(w, "jitdumps");
+	json__begin_object(w);
+	json_count(w, "files_read", jd.read);
+	json_count(w, "files_refused", jd.refused);
+	json_count(w, "bad_headers", jd.bad_header);
+	json_count(w, "files_cut_short", jd.cut_short);
+	json_count(w, "code_loads", jd.code_loads);
+	json_count(w, "code_moves", jd.code_moves);
+	json_count(w, "unwinding_infos", jd.unwind_infos);
+	json_count(w, "bad_records", jd.bad_records);
+	json_count(w, "cut_records", jd.cut_records);
+	json_count(w, "unwind_tables", jd.unwind_tables);
+	json_count(w, "unwind_tables_failed", jd.unwind_failed);
+	json__end_object(w);
+}
+
 /* Code without CFI, as the JSON summary gives it. */
 static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 {
@@ -206,6 +234,7 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__key(w, "files_cut_short");
 	json__uint(w, pm.cut_short);
 	json__end_object(w);
+	json_jitdumps(w, r->modules);
 	json__key(w, "bytes_per_sample");
 	json__double(w, summary__bytes_per_sample(r));
 	json__key(w, "frame_pointers_only");
@@ -334,6 +363,22 @@ cleanup:
 }
 
 /* Only when some process with JIT code had a map file. */
+/* jitdump files, one line when a process had one. */
+static void print_jitdump_summary(struct module_registry *modules, FILE *out)
+{
+	struct jitdump_stats jd;
+
+	module_registry__jitdump_stats(modules, &jd);
+	if (!jd.read && !jd.refused && !jd.bad_header)
+		return;
+	fprintf(out, "hprof: jitdump files: %" PRIu64 " code loads, %" PRIu64 " moves, %" PRIu64
+			" with unwinding info (%" PRIu64 " compiled, %" PRIu64 " failed); %" PRIu64
+			" files read, %" PRIu64 " refused (owner or file type), %" PRIu64
+			" with a bad header; %" PRIu64 " bad records skipped, %" PRIu64 " cut short\n",
+		jd.code_loads, jd.code_moves, jd.unwind_infos, jd.unwind_tables, jd.unwind_failed,
+		jd.read, jd.refused, jd.bad_header, jd.bad_records, jd.cut_records + jd.cut_short);
+}
+
 static void print_perf_map_summary(struct module_registry *modules, FILE *out)
 {
 	struct perf_map_stats pm;
@@ -459,6 +504,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 		ps->events[MAP_EVENT_MMAP], ps->events[MAP_EVENT_EXEC], ps->events[MAP_EVENT_FORK],
 		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, r->sideband_lost);
 	print_perf_map_summary(r->modules, out);
+	print_jitdump_summary(r->modules, out);
 	fprintf(out, "hprof: %.0f bytes received per sample", summary__bytes_per_sample(r));
 	if (r->no_dwarf)
 		fprintf(out, " (frame pointers only, no stack copies)\n");

@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# Code without CFI, on real processes under the real BPF program: hand-written assembly
+# (nofp_asm), JIT code with and without frame records, named by a perf map or a jitdump or
+# not at all (nofp_jitgen), a CPython-like trampoline copied into executable memory or in
+# place (nofp_trampoline), gcc's stack realignment through a DRAP sampled in its prologue
+# and epilogue (nofp_drap), and a leaf whose frame holds planted decoys for a stack scan
+# (nofp_decoys). Every workload has known call chains (expect_chains below); each sampled
+# stack of the workload is judged frame by frame against them:
+#   right      the program's start-up frames (whatever hprof names above main in most
+#              stacks: libc's, not written here), then exactly a prefix of a true chain
+#   truncated  under a [truncated: ...] root, and its frames are a run of a true chain
+#   wrong      any other stack: a frame that is not on the stack, or a frame missing
+# Stacks with none of the chains' frames (the dynamic loader's start-up, exit, kernel-only
+# samples) and other processes' are not judged. Each run must be >= 99% right with no wrong
+# stack at all. Frames below workload_cpu_now, the workloads' clock, are the host's (libc,
+# the vDSO): any are allowed there. The workloads run for so many seconds of CPU time, so
+# that a busy machine makes the runs longer rather than poorer in samples.
+source "$(dirname "$0")/lib.sh"
+
+# nofp_jitgen prints "map PATH" and "jitdump PATH": remove every file this test made.
+trap 'rm -f $(sed -n "s,^\(map\|jitdump\) \(/tmp/\(perf\|jit\)-[0-9]*\.\(map\|dump\)\)$,\2,p" \
+	"$TMP"/*.out 2>/dev/null); rm -rf "$TMP"' EXIT
+
+KERNEL='(;[^;]*_\[k\])*'
+# The least a judged run must hold; a run of S seconds at 999 Hz takes ~999 * S.
+MIN_SAMPLES=500
+TOTAL_SAMPLES=0
+
+# ---- judging stacks against true chains ----
+
+# judge FOLDED COMM CHAINS: judges COMM's stacks in FOLDED against the chains in the file
+# CHAINS, one a line: frames from main inwards, ';'-separated; a last frame '*' stands for
+# any frames (none of them a frame the chains name). Prints
+#   counts RIGHT WRONG TRUNCATED UNJUDGED
+#   startup FRAMES          (the start-up frames above main, as most stacks have them)
+#   wrong|truncated COUNT STACK   (each such stack)
+judge() {
+	awk -v comm="$2" -v chains_file="$3" '
+	# the user frames of a folded line, outermost first, named without the suffixes of
+	# the copies gcc makes of a function (workload_seconds.constprop.0)
+	function user_frames(line, u,    f, n, i, k) {
+		sub(/ [0-9]+$/, "", line)
+		n = split(line, f, ";")
+		k = 0
+		for (i = 2; i <= n; i++) {
+			if (f[i] ~ /_\[k\]$/)
+				continue
+			while (sub(/\.(constprop|isra|part|cold)(\.[0-9]+)?$/, "", f[i]))
+				;
+			u[++k] = f[i]
+		}
+		return k
+	}
+	# F[from..n] matches C from position start on ("*" takes the rest, if none of it is ours)
+	function run_matches(F, from, n, C, m, start,    j, i) {
+		for (j = 0; from + j <= n; j++) {
+			if (start + j > m)
+				return 0
+			if (C[start + j] == "*") {
+				for (i = from + j; i <= n; i++)
+					if (F[i] in ours)
+						return 0
+				return 1
+			}
+			if (F[from + j] != C[start + j])
+				return 0
+		}
+		return 1
+	}
+	# a true chain from the entry of the program: the start-up frames, then chain c
+	function full_chain(c, C) {
+		return split(nstart ? startup ";" chain[c] : chain[c], C, ";")
+	}
+	# right: F is the start-up frames, then a prefix (main at least) of a chain
+	function is_right(F, n,    c, C, m) {
+		if (n <= nstart)
+			return 0
+		for (c = 1; c <= nchains; c++) {
+			m = full_chain(c, C)
+			if (run_matches(F, 1, n, C, m, 1))
+				return 1
+		}
+		return 0
+	}
+	# consistent: F[2..n] (under the truncated root) is a run of some full chain
+	function is_run(F, n,    c, C, m, s) {
+		for (c = 1; c <= nchains; c++) {
+			m = full_chain(c, C)
+			for (s = 1; s <= m; s++)
+				if (run_matches(F, 2, n, C, m, s))
+					return 1
+		}
+		return 0
+	}
+	function has_ours(F, n,    i) {
+		for (i = 1; i <= n; i++)
+			if (F[i] in ours)
+				return 1
+		return 0
+	}
+	BEGIN {
+		while ((getline line < chains_file) > 0) {
+			chain[++nchains] = line
+			m = split(line, C, ";")
+			for (i = 1; i <= m; i++)
+				if (C[i] != "*")
+					ours[C[i]] = 1
+		}
+	}
+	# First pass: the commonest frames above main in complete stacks.
+	NR == FNR {
+		split($0, head, ";")
+		if (head[1] != comm)
+			next
+		n = user_frames($0, F)
+		if (n == 0 || F[1] ~ /^\[truncated/)
+			next
+		for (i = 1; i <= n && F[i] != "main"; i++)
+			;
+		if (i > n)
+			next
+		p = ""
+		for (j = 1; j < i; j++)
+			p = p (j > 1 ? ";" : "") F[j]
+		above[p] += $NF
+		next
+	}
+	FNR == 1 {
+		best = -1
+		for (p in above)
+			if (above[p] > best) { best = above[p]; startup = p }
+		if (best < 0)
+			startup = "(no stack reaches main)"
+		nstart = split(startup, S, ";")
+		if (startup == "")
+			nstart = 0
+	}
+	{
+		split($0, head, ";")
+		if (head[1] != comm)
+			next
+		count = $NF
+		n = user_frames($0, F)
+		stack = $0
+		sub(/ [0-9]+$/, "", stack)
+		if (n == 0 || !has_ours(F, n)) {
+			unjudged += count
+		} else if (F[1] ~ /^\[truncated/) {
+			if (is_run(F, n)) {
+				truncated += count
+				print "truncated", count, stack
+			} else {
+				wrong += count
+				print "wrong", count, stack
+			}
+		} else if (is_right(F, n)) {
+			right += count
+		} else {
+			wrong += count
+			print "wrong", count, stack
+		}
+	}
+	END {
+		print "counts", right + 0, wrong + 0, truncated + 0, unjudged + 0
+		print "startup", startup
+	}' "$1" "$1"
+}
+
+# chains_of NAME: the file with NAME's true chains (written by expect_chains).
+chains_of() { echo "$TMP/$1.chains"; }
+
+# expect_chains NAME CHAIN...: NAME's runs are judged against these chains, and those of
+# workload.h's helpers, which main calls into libc: its arguments, its clock.
+expect_chains() {
+	local name=$1; shift
+	printf '%s\n' "$@" 'main;workload_seconds;*' 'main;workload_cpu_now;*' >"$(chains_of "$name")"
+}
+
+# report_judged NAME COMM: prints the judgement of run NAME and checks it: >= 99% right,
+# no wrong stack, at least MIN_SAMPLES judged.
+report_judged() {
+	local name=$1 comm=$2 judged right wrong truncated unjudged startup total
+	judged=$(judge "$TMP/$name.folded" "$comm" "$(chains_of "$name")")
+	read -r _ right wrong truncated unjudged < <(grep '^counts ' <<<"$judged")
+	startup=$(sed -n 's/^startup //p' <<<"$judged")
+	total=$((right + wrong + truncated))
+	TOTAL_SAMPLES=$((TOTAL_SAMPLES + total))
+	echo "# $name: $total stacks judged: right $right ($(percent "$right" "$total")), wrong $wrong" \
+		"($(percent "$wrong" "$total")), truncated $truncated ($(percent "$truncated" "$total"));" \
+		"$unjudged not judged"
+	echo "#   start-up frames: $startup"
+	if [ "$total" -ge "$MIN_SAMPLES" ] && at_least 99 "$right/$total"; then
+		ok "$name: >= 99% of $total stacks complete and right ($right)"
+	else
+		fail "$name: $right of $total stacks complete and right (want >= 99% of >= $MIN_SAMPLES)"
+		show_worst "$judged" truncated
+	fi
+	if [ "$wrong" -eq 0 ]; then
+		ok "$name: no stack with a wrong frame"
+	else
+		fail "$name: $wrong stacks with a wrong frame"
+		show_worst "$judged" wrong
+	fi
+}
+
+# percent PART WHOLE: PART as a percentage of WHOLE, one decimal.
+percent() { awk -v p="$1" -v w="$2" 'BEGIN { printf "%.1f%%", w ? 100 * p / w : 0 }'; }
+
+# show_worst JUDGED KIND: the 5 commonest stacks of KIND (wrong, truncated) in judge's output.
+show_worst() {
+	grep "^$2 " <<<"$1" | sort -k2,2 -rn | head -5 | cut -c1-400 | sed 's/^/#   /'
+}
+
+# judge_selftest: the judge on a folded file made by hand, whose answers are known.
+judge_selftest() {
+	local out
+	expect_chains selftest 'main;f;g'
+	cat >"$TMP/selftest.folded" <<-'EOF'
+	w;_start;libc_start;main;f;g 10
+	w;_start;libc_start;main;f;g;irq_[k];tick_[k] 4
+	w;_start;libc_start;main;f 3
+	w;_start;libc_start;main;f.constprop.0;g 1
+	w;_start;libc_start;main;workload_cpu_now;clock_gettime;[vdso]+0x780 2
+	w;_start;libc_start;main;g 1
+	w;_start;libc_start;main;workload_cpu_now;g 1
+	w;main;f;g 1
+	w;[truncated: no CFI for pc];f;g 2
+	w;[truncated: no CFI for pc];g;f 3
+	w;_start;libc_start;exit;_IO_cleanup 5
+	w;entry_SYSCALL_64_[k];do_exit_[k] 1
+	other;_start;libc_start;main;x 7
+	EOF
+	out=$(judge "$TMP/selftest.folded" w "$(chains_of selftest)")
+	# right 10 + 4 + 3 + 1 + 2; wrong: main;g, g below workload_cpu_now, no start-up, g;f
+	# under the truncated root; truncated f;g; not judged: exit's and the kernel-only sample.
+	[ "$(grep '^counts ' <<<"$out")" = "counts 20 6 2 6" ] &&
+		[ "$(grep '^startup ' <<<"$out")" = "startup _start;libc_start" ] &&
+		[ "$(grep -c '^wrong ' <<<"$out")" -eq 4 ]
+}
+
+check "the judge classifies a hand-made folded file as known" judge_selftest
+require_bpf "nocfi"
+
+# ---- what the workloads are built as ----
+
+# fde_rows BIN FUNCTION: readelf -wF's rows of the FDE that starts at FUNCTION.
+fde_rows() {
+	local at
+	at=$(nm "$1" | awk -v f="$2" '$3 == f { print $1 }')
+	readelf -wF "$1" | awk -v a="pc=$at" 'index($0, a) { on = 1; next } on && NF == 0 { exit } on'
+}
+
+# uncovered BIN FUNCTION...: no FDE (in .eh_frame or .debug_frame) covers any byte of the
+# FUNCTIONs (nm -S).
+uncovered() {
+	local bin=$1 fn start size from to
+	shift
+	for fn in "$@"; do
+		read -r start size < <(nm -S "$bin" | awk -v f="$fn" '$4 == f { print $1, $2 }')
+		[ -n "$start" ] || { echo "no symbol $fn in $bin" >&2; return 1; }
+		while read -r from to; do
+			if ((16#$from < 16#$start + 16#$size && 16#$to > 16#$start)); then
+				echo "an FDE ($from..$to) covers $fn" >&2
+				return 1
+			fi
+		done < <(readelf -wF "$bin" | sed -n 's/.* FDE .*pc=\([0-9a-f]*\)\.\.\([0-9a-f]*\)$/\1 \2/p')
+	done
+}
+
+check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret (readelf -wF)" \
+	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret
+check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
+	uncovered "$WL/nofp_trampoline" py_trampoline
+check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
+	uncovered "$WL/nofp_decoys" asm_decoy_leaf decoy_stale decoy_unused
+check "nofp_drap: drap_realigned's CFA is r10 in the prologue (DRAP) (readelf -wF)" \
+	grep -q '^[0-9a-f]* r10+0 ' <(fde_rows "$WL/nofp_drap" drap_realigned)
+check "nofp_drap: drap_realigned's CFA is an expression in the body (readelf -wF)" \
+	grep -q '^[0-9a-f]* exp ' <(fde_rows "$WL/nofp_drap" drap_realigned)
+
+# ---- the runs ----
+
+# record NAME [hprof options] -- WORKLOAD SECONDS [args]: profiles the workload at 999 Hz.
+record() {
+	local name=$1; shift
+	local opts=() workload
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	workload=$2
+	shift 2
+	timeout 60 "$HPROF" -F 999 "${opts[@]}" --folded "$TMP/$name.folded" -- "$WL/$workload" "$@" \
+		>"$TMP/$name.out" 2>"$TMP/$name.err" ||
+		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
+}
+
+# leaf_share NAME COMM REGEX: share of COMM's samples in run NAME whose innermost user
+# frame matches REGEX (what the workload spends its time in: no unwinding involved).
+leaf_share() { share_matching "$TMP/$1.folded" "$2" ";($3)$KERNEL\$"; }
+
+# expect_leaves NAME COMM PCT FUNCTION...: each FUNCTION is the leaf of >= PCT% of samples.
+expect_leaves() {
+	local name=$1 comm=$2 pct=$3 fn share
+	shift 3
+	for fn in "$@"; do
+		share=$(leaf_share "$name" "$comm" "$fn")
+		check "$name: the workload runs in $fn ($share samples its leaf)" at_least "$pct" "$share"
+	done
+}
+
+# Assembly without CFI called from C (with CFI), directly and through pointers.
+expect_chains asm \
+	'main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf' \
+	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee' \
+	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
+if record asm -- nofp_asm 3; then
+	expect_leaves asm nofp_asm 5 asm_leaf asm_pushes asm_multiret c_callee
+	report_judged asm nofp_asm
+fi
+
+# JIT code: jitgen_a calls jitgen_b; both are [jit] unless a perf map names them.
+jit_chains() {
+	expect_chains "$1" "main;run_generated;$2;$3" 'main;setup;*'
+}
+jit_chains jit_nofp '[jit]' '[jit]'
+if record jit_nofp -- nofp_jitgen 1.5; then
+	expect_leaves jit_nofp nofp_jitgen 90 '\[jit\]'
+	report_judged jit_nofp nofp_jitgen
+fi
+jit_chains jit_fp '[jit]' '[jit]'
+record jit_fp -- nofp_jitgen 1 --fp && report_judged jit_fp nofp_jitgen
+jit_chains jit_map jitgen_a jitgen_b
+if record jit_map -- nofp_jitgen 1 --perf-map; then
+	expect_leaves jit_map nofp_jitgen 5 jitgen_a jitgen_b
+	report_judged jit_map nofp_jitgen
+fi
+# A jitdump file names the functions; its first page is mapped executable (perf's marker),
+# a mapping of a file that is no ELF. Unnamed JIT frames are judged as the unwinding's, the
+# names apart.
+expect_chains jit_dump 'main;run_generated;jitgen_a;jitgen_b' 'main;run_generated;[jit];[jit]' \
+	'main;setup;*'
+if record jit_dump -- nofp_jitgen 1 --jitdump; then
+	named=$(leaf_share jit_dump nofp_jitgen 'jitgen_a|jitgen_b')
+	check "jit_dump: the JIT code is named from the dump (jitgen_a or jitgen_b is the leaf of $named samples)" \
+		at_least 90 "$named"
+	report_judged jit_dump nofp_jitgen
+fi
+
+# A trampoline between two C functions: a copy in executable memory ([jit]), or in place.
+expect_chains tramp 'main;eval_caller;[jit];py_eval_like' 'main;setup;*'
+if record tramp -- nofp_trampoline 1.5; then
+	expect_leaves tramp nofp_trampoline 90 py_eval_like
+	report_judged tramp nofp_trampoline
+fi
+expect_chains tramp_in_place 'main;eval_caller;py_trampoline;py_eval_like' 'main;setup;*'
+record tramp_in_place -- nofp_trampoline 1 --in-place && report_judged tramp_in_place nofp_trampoline
+
+# drap_leaf_pcs PROFILE: "ADDRESS COUNT" for each pc (hex, as nm prints them) at which
+# nofp_drap's samples had drap_realigned as their innermost user frame (go tool pprof -raw
+# lists every sample's locations, leaf first, then the locations' addresses).
+drap_leaf_pcs() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '
+		/^Samples:/ { part = "samples"; next }
+		/^Locations/ { part = "locations"; next }
+		/^Mappings/ { part = "" }
+		part == "samples" && /^ +[0-9]+ +[0-9]+: / {
+			n++; count[n] = $1; ids[n] = $0; sub(/^[^:]*: */, "", ids[n]); next }
+		part == "samples" && /comm:\[/ { comm[n] = $0 ~ /comm:\[nofp_drap\]/ }
+		part == "locations" && /^ +[0-9]+: 0x/ {
+			id = $1; sub(/:$/, "", id); addr[id] = $2; fn[id] = $4; kernel[id] = $0 ~ /kallsyms/ }
+		END {
+			for (i = 1; i <= n; i++) {
+				if (!comm[i])
+					continue
+				k = split(ids[i], loc, " ")
+				for (j = 1; j <= k && kernel[loc[j]]; j++)
+					;
+				if (j <= k && fn[loc[j]] == "drap_realigned")
+					at[addr[loc[j]]] += count[i]
+			}
+			for (a in at)
+				print a, at[a]
+		}'
+}
+
+# drap_regions PROFILE: "PROLOGUE BODY EPILOGUE": samples in drap_realigned before, in and
+# after the rows whose CFA is an expression (readelf -wF), where rsp is realigned.
+drap_regions() {
+	local body_from body_to addr count pro=0 body=0 epi=0
+	read -r body_from body_to < <(fde_rows "$WL/nofp_drap" drap_realigned |
+		awk '$2 == "exp" && !from { from = $1 } from && $2 != "exp" && !to { to = $1 } END { print from, to }')
+	while read -r addr count; do
+		if ((addr < 16#$body_from)); then
+			pro=$((pro + count))
+		elif ((addr < 16#$body_to)); then
+			body=$((body + count))
+		else
+			epi=$((epi + count))
+		fi
+	done < <(drap_leaf_pcs "$1")
+	echo "$pro $body $epi"
+}
+
+# gcc's stack realignment through a DRAP (r10), with CFI: the prologue and epilogue, where
+# only r10 gives the CFA, are sampled too, not only the body.
+expect_chains drap 'main;drap_loop;drap_realigned;drap_leaf'
+if record drap --pprof "$TMP/drap.pb.gz" -- nofp_drap 2.5; then
+	expect_leaves drap nofp_drap 10 drap_realigned drap_leaf
+	if command -v go >/dev/null; then
+		read -r pro body epi < <(drap_regions "$TMP/drap.pb.gz")
+		echo "# drap: drap_realigned's own samples: prologue $pro, body $body, epilogue $epi"
+		check "drap: samples in drap_realigned's prologue ($pro), body ($body) and epilogue ($epi)" \
+			[ "$pro" -ge 10 -a "$body" -ge 10 -a "$epi" -ge 10 ]
+	else
+		skip "drap: samples in the prologue, body and epilogue" "no go tool pprof (scripts/install-deps.sh)"
+	fi
+	report_judged drap nofp_drap
+fi
+
+# A leaf without CFI whose frame holds a function's first address, a stale return address
+# and a fake frame record (where rbp points), before its true return address.
+expect_chains decoys 'main;decoy_caller;asm_decoy_leaf'
+if record decoys -- nofp_decoys 2.5; then
+	expect_leaves decoys nofp_decoys 90 asm_decoy_leaf
+	report_judged decoys nofp_decoys
+	check "decoys: no stack names decoy_stale or decoy_unused, which never run" \
+		[ "$(share_matching "$TMP/decoys.folded" nofp_decoys ';decoy_(stale|unused)(;|$)')" = \
+		  "0/$(share_matching "$TMP/decoys.folded" nofp_decoys . | cut -d/ -f2)" ]
+fi
+
+echo "# all runs: $TOTAL_SAMPLES stacks judged"
+check "all runs together judge >= 10000 stacks ($TOTAL_SAMPLES)" [ "$TOTAL_SAMPLES" -ge 10000 ]
