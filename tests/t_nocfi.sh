@@ -426,5 +426,22 @@ if record decoys -- nofp_decoys 2.5; then
 		  "0/$(share_matching "$TMP/decoys.folded" nofp_decoys . | cut -d/ -f2)" ]
 fi
 
+# Scanning alone against the decoys (HPROF_DEBUG=scan: no analysis, no frame records): the
+# leaf's caller is found only by a scan, which must pass over the code pointer after no call
+# and the stale return address (and follow no fake frame record). Its false-positive rate
+# is the share of scanned stacks with a wrong frame.
+expect_chains decoys_scan 'main;decoy_caller;asm_decoy_leaf'
+if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
+	report_judged decoys_scan nofp_decoys
+	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk).*/\1 \2 \3/p' \
+		"$TMP/decoys_scan.err")
+	read -r scan_frames rejected_code rejected_walk <<<"${scanned:-0 0 0}"
+	echo "# decoys_scan: $scan_frames frames found by scanning; candidates rejected: $rejected_code by their code, $rejected_walk by a walk"
+	check "decoys_scan: the leaf's callers were found by scanning ($scan_frames frames)" \
+		[ "$scan_frames" -ge "$MIN_SAMPLES" ]
+	check "decoys_scan: each scan passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk)" \
+		[ "$rejected_code" -ge "$scan_frames" ] && [ $((rejected_code + rejected_walk)) -ge $((2 * scan_frames)) ]
+fi
+
 echo "# all runs: $TOTAL_SAMPLES stacks judged"
 check "all runs together judge >= 10000 stacks ($TOTAL_SAMPLES)" [ "$TOTAL_SAMPLES" -ge 10000 ]

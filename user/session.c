@@ -31,7 +31,16 @@ struct session {
 	struct unwind_frame *user;       /* scratch, HYBRID_MAX_FRAMES */
 	struct code_cache *code;         /* what was learned of code without CFI */
 	bool no_scan;                    /* --no-scan: exact methods only */
+	bool scan_only;                  /* HPROF_DEBUG=scan: scans only, to measure them */
 };
+
+/* HPROF_DEBUG=scan: code without CFI only by scanning (no analysis, no frame records). */
+static bool scan_only_debug(void)
+{
+	const char *debug = getenv("HPROF_DEBUG");
+
+	return debug && strstr(debug, "scan") != NULL;
+}
 
 int session__new(bool dwarf, struct session **out)
 {
@@ -47,6 +56,7 @@ int session__new(bool dwarf, struct session **out)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	s->scan_only = scan_only_debug();
 	err = hybrid__new(dwarf, &s->hybrid);
 	if (!err && !(s->code = code_cache__new()))
 		err = -ENOMEM;
@@ -377,9 +387,11 @@ static struct hybrid_space space_of(struct space_ctx *c)
 {
 	return (struct hybrid_space){
 		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id,
-			  .is_function_entry = is_function_entry, .analyze = analyze,
+			  .is_function_entry = is_function_entry,
+			  .analyze = c->s->scan_only ? NULL : analyze,
 			  .call_before = call_before, .function_start = function_start,
-			  .is_entry_code = space_is_entry_code, .no_scan = c->s->no_scan },
+			  .is_entry_code = space_is_entry_code, .no_scan = c->s->no_scan,
+			  .scan_only = c->s->scan_only },
 		.is_mapped = is_mapped,
 		.is_entry_code = is_entry_code,
 		.in_start_routine = in_start_routine,

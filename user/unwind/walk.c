@@ -887,7 +887,7 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 {
 	if (!w->space->call_before)
 		return UNWIND_END_NO_CFI;
-	if (frame_pointer_step(w, regs))
+	if (!w->space->scan_only && frame_pointer_step(w, regs))
 		*found = UNWIND_FOUND_FRAME_POINTER;
 	else if (w->may_scan && scan_step(w, regs, exact))
 		*found = UNWIND_FOUND_SCAN;

@@ -128,6 +128,9 @@ struct unwind_space {
 	unwind_function_start_fn function_start;
 	unwind_is_entry_code_fn is_entry_code;
 	bool no_scan;
+	/* HPROF_DEBUG=scan: no frame records either (and analyze NULL), so that every frame
+	 * without CFI is found by a scan: for measuring scans against decoys */
+	bool scan_only;
 };
 
 /* Decoded rules by (address space, pc), kept across walks: a profile's samples return
