@@ -279,7 +279,7 @@ static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, ui
 	uint64_t vstart, size;
 
 	if (code_at(c, pc, &at) && at.mod->anon_code)
-		return jit_function_bounds(at.mod, pc, start, end);
+		return jit_function_bounds(at.mod, pc, start, end) == 0 ? 0 : -ENODATA;
 	if (!code_at(c, pc, &at) || !at.mod->syms ||
 	    elf_symbols__function(at.mod->syms, at.key, &vstart, &size) != 0)
 		return -ENOENT;

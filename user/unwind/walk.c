@@ -818,9 +818,13 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 static bool calls_this_function(struct walker *w, uint64_t lookup, uint64_t target)
 {
 	uint64_t start;
+	int err = w->space->function_start ? w->space->function_start(w->space->ctx, lookup, &start)
+					   : -ENOENT;
 
-	if (w->space->function_start && w->space->function_start(w->space->ctx, lookup, &start) == 0)
+	if (err == 0)
 		return target == start;
+	if (err == -ENODATA)
+		return true; /* JIT code: the call went to the runtime's trampoline */
 	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION;
 }
 

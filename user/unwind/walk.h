@@ -102,7 +102,10 @@ typedef int (*unwind_analyze_fn)(void *ctx, uint64_t pc, struct code_rules *rule
  * direct call its target. */
 typedef int (*unwind_call_before_fn)(void *ctx, uint64_t ra, uint64_t *target);
 
-/* Where the function holding pc starts, by a symbol or a JIT's map: 0 or -ENOENT. */
+/* Where the function holding pc starts, by a symbol or a JIT's map: 0, -ENOENT, or
+ * -ENODATA for JIT code (anonymous memory) whose start no map gives: a runtime enters such
+ * code through its own trampolines, so a direct call just before a return address into it
+ * goes to one of those, not to the code itself. */
 typedef int (*unwind_function_start_fn)(void *ctx, uint64_t pc, uint64_t *start);
 
 /* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
