@@ -18,8 +18,10 @@
 import struct
 import sys
 
-SAMPLE_HDR = struct.Struct("<QQQQQQIIIIHHIBBHIQ16sQII")  # struct hprof_sample (120 bytes)
-assert SAMPLE_HDR.size == 120
+# struct hprof_sample (160 bytes): timestamp, ip, sp, bp, bx, di, r10, r12-r15, pid, tid, ...
+SAMPLE_HDR = struct.Struct("<QQQQQQQQQQQIIIIHHIBBHIQ16sQII")
+assert SAMPLE_HDR.size == 160
+PID, NR_USER, NR_KERNEL, STACK_LEN = 11, 15, 16, 17
 
 
 def records(data):
@@ -42,7 +44,7 @@ def event_pid(rtype, payload):
 
 def shrink(path, out):
     data = open(path, "rb").read()
-    pids = {SAMPLE_HDR.unpack_from(p)[6] for t, p, _ in records(data) if t == 3}
+    pids = {SAMPLE_HDR.unpack_from(p)[PID] for t, p, _ in records(data) if t == 3}
     kept, samples = [data[:16]], 0
     for rtype, payload, raw in records(data):
         if rtype == 3:
@@ -80,7 +82,8 @@ def unwind(path, outdir):
         if rtype != 3:
             continue
         h = SAMPLE_HDR.unpack_from(payload)
-        ip, sp, bp, pid, nr_user, nr_kernel, stack_len = h[1], h[2], h[3], h[6], h[10], h[11], h[12]
+        ip, sp, bp = h[1], h[2], h[3]
+        pid, nr_user, nr_kernel, stack_len = h[PID], h[NR_USER], h[NR_KERNEL], h[STACK_LEN]
         base = bases.get(pid)
         if base is None or not stack_len:
             continue
@@ -131,7 +134,8 @@ def delta_record(tid, seq, base_seq, now, prev):
     region = DELTA_HDR.pack(seq, base_seq, len(now), n, 0)
     region += b"".join(struct.pack("<Q", (sent >> (64 * w)) & (2**64 - 1)) for w in range(words))
     region += payload
-    hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 0, 0, 100, tid, 0, SAMPLE_STACK_DELTA | 10,
+    hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 0, 0, 0, 0, 0, 0, 0, 100, tid, 0,
+                          SAMPLE_STACK_DELTA | 10,
                           2, 0, len(region), 0, 0, 0, 0, 0, b"seed", 0, 0, 0)
     return hdr + struct.pack("<QQ", 0x401000, 0x401100) + region
 
