@@ -29,7 +29,14 @@ enum base {
 	BASE_BX0,      /* rbx at pc (tracing forward from pc): not an address */
 	BASE_CALLER,   /* the caller's own value of the register (rbp or rbx): not an address */
 	BASE_LOADED,   /* loaded from where the caller's value was saved (see struct reg) */
+	BASE_R0,       /* r10 (BASE_R0 + 0), r12 .. r15 (+ 2 .. 5) at pc, tracing forward: hand-
+			* written code keeps rsp in one while it realigns rsp (dav1d's x86inc) */
+	BASE_R0_LAST = BASE_R0 + 5,
 };
+
+/* r10 and r12-r15, tracked for the rsp a function keeps in one (index: DWARF number - 10;
+ * r11 is not tracked). */
+#define NR_DRAP 6
 
 struct val {
 	uint8_t base;
@@ -46,6 +53,7 @@ struct state {
 	uint64_t pc;
 	struct val sp;
 	struct reg bp, bx;
+	struct val drap[NR_DRAP];
 	bool from_start; /* tracing from the function's start, not forward from pc */
 };
 
@@ -70,7 +78,8 @@ static bool val_is(struct val v, uint8_t base, int64_t off)
 /* A value an address can be computed from (rsp or rbp as a base). */
 static bool val_addressable(struct val v)
 {
-	return v.base == BASE_CFA || v.base == BASE_SP0 || v.base == BASE_BP0;
+	return v.base == BASE_CFA || v.base == BASE_SP0 || v.base == BASE_BP0 ||
+	       (v.base >= BASE_R0 && v.base <= BASE_R0_LAST);
 }
 
 static struct val val_add(struct val v, int64_t delta)
@@ -127,8 +136,18 @@ static bool imm_of(const ZydisDecodedOperand *op, int64_t *value)
 	return true;
 }
 
+/* r10 or r12-r15's slot in state.drap, or NULL. */
+static struct val *drap_reg(struct state *s, ZydisRegister reg)
+{
+	if (reg == ZYDIS_REGISTER_R10)
+		return &s->drap[0];
+	if (reg >= ZYDIS_REGISTER_R12 && reg <= ZYDIS_REGISTER_R15)
+		return &s->drap[2 + (reg - ZYDIS_REGISTER_R12)];
+	return NULL;
+}
+
 /* The value of [base + disp] as lea computes it, for base rsp or rbp, no index. */
-static struct val lea_value(const struct state *s, const ZydisDecodedOperand *mem)
+static struct val lea_value(struct state *s, const ZydisDecodedOperand *mem)
 {
 	struct val none = { BASE_NONE, 0 };
 
@@ -138,6 +157,8 @@ static struct val lea_value(const struct state *s, const ZydisDecodedOperand *me
 		return val_add(s->sp, mem->mem.disp.value);
 	if (mem->mem.base == ZYDIS_REGISTER_RBP)
 		return val_add(s->bp.val, mem->mem.disp.value);
+	if (drap_reg(s, mem->mem.base))
+		return val_add(*drap_reg(s, mem->mem.base), mem->mem.disp.value);
 	return none;
 }
 
@@ -219,6 +240,8 @@ static void clobber_written(struct state *s, const ZydisDecodedInstruction *insn
 			s->sp = (struct val){ BASE_NONE, 0 };
 		else if (tracked(s, reg))
 			clobber(tracked(s, reg));
+		else if (drap_reg(s, reg))
+			*drap_reg(s, reg) = (struct val){ BASE_NONE, 0 };
 	}
 }
 
@@ -249,6 +272,17 @@ static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
 		}
 		return false;
 	case ZYDIS_MNEMONIC_MOV:
+		/* rsp kept in r10 or r12-r15 while the function realigns it, and back */
+		if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && drap_reg(s, ops[0].reg.value) &&
+		    is_reg(&ops[1], ZYDIS_REGISTER_RSP)) {
+			*drap_reg(s, ops[0].reg.value) = s->sp;
+			return true;
+		}
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP) && ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    drap_reg(s, ops[1].reg.value)) {
+			s->sp = *drap_reg(s, ops[1].reg.value);
+			return true;
+		}
 		if (is_reg(&ops[0], ZYDIS_REGISTER_RBP) && is_reg(&ops[1], ZYDIS_REGISTER_RSP)) {
 			clobber(&s->bp);
 			s->bp.val = s->sp;
@@ -471,6 +505,20 @@ static bool offset_sane(int64_t off)
 	return off > 0 && off < CODE_MAX_FRAME;
 }
 
+/* rsp lost to a realignment, but kept in r10 or r12-r15: CFA = that register + off (the
+ * walk knows its value in the sampled frame only). */
+static bool drap_cfa(const struct state *s, struct code_rules *out)
+{
+	for (unsigned i = 0; i < NR_DRAP; i++) {
+		if (i == 1 || s->drap[i].base != BASE_CFA || !offset_sane(-s->drap[i].off))
+			continue;
+		out->cfa = i == 0 ? UNWIND_CFA_R10_OFFSET : UNWIND_CFA_R12_OFFSET + (i - 2);
+		out->cfa_offset = (int32_t)-s->drap[i].off;
+		return true;
+	}
+	return false;
+}
+
 /* Tracing from the start: at pc, rsp or rbp is CFA + off. */
 static enum code_fail rules_from_start(const struct state *s, struct code_rules *out)
 {
@@ -486,7 +534,7 @@ static enum code_fail rules_from_start(const struct state *s, struct code_rules 
 	} else if (s->sp.base == BASE_CFA && offset_sane(-s->sp.off)) {
 		out->cfa = UNWIND_CFA_SP_OFFSET;
 		out->cfa_offset = (int32_t)-s->sp.off;
-	} else {
+	} else if (!drap_cfa(s, out)) {
 		return CODE_STACK_LOST;
 	}
 	/* rules below are relative to the CFA itself: a save at CFA + off */
@@ -505,7 +553,13 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off)
 				 : cfa.off <= -CODE_MAX_FRAME || cfa.off >= CODE_MAX_FRAME)
 		return CODE_STACK_LOST;
-	out->cfa = cfa.base == BASE_SP0 ? UNWIND_CFA_SP_OFFSET : UNWIND_CFA_BP_OFFSET;
+	if (cfa.base == BASE_SP0)
+		out->cfa = UNWIND_CFA_SP_OFFSET;
+	else if (cfa.base == BASE_BP0)
+		out->cfa = UNWIND_CFA_BP_OFFSET;
+	else /* a DRAP register: the walk knows its value in the sampled frame only */
+		out->cfa = cfa.base == BASE_R0 ? UNWIND_CFA_R10_OFFSET
+					       : UNWIND_CFA_R12_OFFSET + (cfa.base - BASE_R0 - 2);
 	out->cfa_offset = (int32_t)cfa.off;
 	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
@@ -534,6 +588,8 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	s.sp = (struct val){ BASE_SP0, 0 };
 	s.bp.val = (struct val){ BASE_BP0, 0 };
 	s.bx.val = (struct val){ BASE_BX0, 0 };
+	for (unsigned i = 0; i < NR_DRAP; i++)
+		s.drap[i] = (struct val){ i == 1 ? BASE_NONE : BASE_R0 + i, 0 };
 	fail = trace(t, s, 0, &at);
 	return fail == CODE_OK ? rules_at_return(&at, out) : fail;
 }
