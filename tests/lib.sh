@@ -42,6 +42,68 @@ share_matching() {
 		END { printf "%d/%d\n", matched, total }' "$1"
 }
 
+# share_among FILE COMM WITHIN RE: "matched/total" over COMM's samples whose stack matches
+# the extended regex WITHIN, matched when it also matches RE.
+share_among() {
+	awk -v comm="$2" -v within="$3" -v re="$4" '
+		{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		  split(stack, f, ";"); if (f[1] != comm || stack !~ within) next
+		  total += count; if (stack ~ re) matched += count }
+		END { printf "%d/%d\n", matched, total }' "$1"
+}
+
+# own_share FILE COMM OWN REGEX [CALLERS]: "matched/total" like share_matching, over the
+# samples in which COMM's own program ran (see own_samples); matched: those whose whole
+# stack matches the extended REGEX or, when CALLERS is given, whose frames up to the
+# innermost frame of the program match the extended regex CALLERS, the frames of the
+# program that call into libc (main;printf...): below it, libc, the vDSO and the kernel
+# pick their own functions.
+own_share() { own_samples "$@" | head -1; }
+
+# own_others FILE COMM OWN REGEX [CALLERS]: the 5 commonest stacks of own_share's samples
+# that did not match, as "COUNT STACK" lines.
+own_others() { own_samples "$@" | tail -n +2 | sort -rn | head -5; }
+
+# own_samples FILE COMM OWN REGEX [CALLERS]: own_share's "matched/total", then a
+# "COUNT STACK" line per stack that did not match. A frame of the program is one whose
+# whole name matches the extended regex OWN (the program's own functions, such as
+# main|leaf), or one named after an address in the program (COMM+0x...) or in no known
+# mapping ([unmapped]+0x..., ?+0x...). The samples counted are COMM's user stacks (samples
+# with no user frame, kernel work in execve or exit, are no stacks of the program) that are
+# incomplete (as stack_completeness says: under a [truncated: ...] root or not reaching an
+# entry) or hold a frame of the program. The others, complete stacks wholly outside the
+# program (the dynamic loader before main, libc's exit code after it), are left out: how
+# long they take is the machine's business. So a sample is judged by what the program's
+# code was doing whatever its leaf (the program's own loop, the clock it reads, its stdio,
+# the vDSO, the kernel), and a stack that is cut short, or names the program's code
+# wrongly, always counts.
+own_samples() {
+	awk -v comm="$2" -v own="^($3)\$" -v re="$4" -v callers="${5:-}" '
+		function mine(name) {
+			return name ~ own || index(name, comm "+0x") == 1 || name ~ /^(\[unmapped\]|\?)\+0x/
+		}
+		{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		  n = split(stack, f, ";"); if (f[1] != comm) next
+		  if (n < 2 || f[2] ~ /_\[k\]$/) next
+		  outer = f[3]; sub(/\+0x[0-9a-f]+$/, "", outer)
+		  ran = !(f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
+			  (f[2] !~ /^\[/ && (outer ~ /^__libc_start_main/ || outer == "_dl_start")))
+		  inner = 0
+		  for (i = 2; i <= n; i++)
+			  if (f[i] !~ /_\[k\]$/ && mine(f[i])) inner = i
+		  if (!ran && !inner) next
+		  total += count
+		  right = stack ~ re
+		  if (!right && callers != "" && inner) {
+			  prefix = f[1]
+			  for (i = 2; i <= inner; i++) prefix = prefix ";" f[i]
+			  right = prefix ~ callers
+		  }
+		  if (right) matched += count; else others[stack] += count }
+		END { printf "%d/%d\n", matched, total
+		      for (s in others) print others[s], s }' "$1"
+}
+
 # at_least PCT "matched/total": true when matched is at least PCT percent of a non-zero total.
 at_least() {
 	local m=${2%/*} t=${2#*/}
@@ -54,6 +116,42 @@ wait_for() {
 	local i
 	for ((i = 0; i < 1200; i++)); do
 		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_sampling PID: until hprof PID has opened its mapping events and its sampling events,
+# one of each per online CPU (each sampling event is attached as soon as it is open).
+wait_sampling() {
+	local want=$((2 * $(getconf _NPROCESSORS_ONLN))) deadline=$((SECONDS + 60)) n
+	while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$1" 2>/dev/null; do
+		n=$(find /proc/"$1"/fd -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
+		[ "$n" -ge "$want" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# ran_for PID TICKS: until PID has run TICKS clock ticks (1/100 s) on a CPU, so that it has
+# been sampled, at most 60 s.
+ran_for() {
+	local i ticks
+	for ((i = 0; i < 1200; i++)); do
+		ticks=$(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null) || return 1
+		[ "$ticks" -ge "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_exec PID PROGRAM: until process PID runs PROGRAM (its exec is done), at most 60 s.
+wait_exec() {
+	local i want
+	want=$(readlink -f "$2")
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$want" ] && return 0
+		kill -0 "$1" 2>/dev/null || return 1
 		sleep 0.05
 	done
 	return 1
@@ -158,6 +256,13 @@ nested_blocks_c() {
 # for tests/realprog.sh and bench/b_realprog.sh.
 REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 
+# Real programs whose hot code has no CFI, for the same test and bench: x264 and dav1d
+# (kernels in nasm assembly), libjpeg-turbo's tjbench (its SIMD in nasm), pcre2grep (PCRE2's
+# JIT compiles the pattern to anonymous executable memory) and luajit (traces), each ~2 s of
+# CPU work; hprof unwinds through that code by analysing it (README: "Code without CFI").
+# Their inputs come from realprog_nocfi_prepare.
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit"
+
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
 realprog_prepare() {
@@ -191,7 +296,96 @@ print(n)') ;;
 		[ -s "$dir/lld_rust.path" ] || { tail -1 "$dir/lld_rust.err" >&2; return 1; }
 		CMD=("$(cat "$dir/lld_rust.path")" 3) ;;
 	lld_chain) CMD=("$WL/lld_chain" 3) ;;
+	x264)     CMD=(/usr/bin/x264 --threads 1 --quiet -o /dev/null "$dir/video.y4m") ;;
+	tjbench)  CMD=(/usr/bin/tjbench "$dir/image.ppm" 90 -subsamp 420 -benchtime 1 -warmup 0 -nowrite -quiet) ;;
+	dav1d)
+		[ -s "$dir/video.ivf" ] || { cat "$dir/video.ivf.err" >&2; return 1; }
+		CMD=(/usr/bin/dav1d --threads 1 --quiet -i "$dir/video.ivf" -o /dev/null --muxer null) ;;
+	pcre2grep) CMD=(/usr/bin/pcre2grep -c '(\w+).*\1 ' "$dir/text") ;;
+	luajit)   CMD=(/usr/bin/luajit -e 'local s = 0 for i = 1, 6e8 do s = s + i % 7 end print(s)') ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
+}
+
+# realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264),
+# image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing) and
+# video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
+# repeated 10 times over; when it cannot, video.ivf.err says why).
+realprog_nocfi_prepare() {
+	local dir=$1
+	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
+	y4m_video 640 360 64 >"$dir/video.y4m"
+	ppm_image 2048 2048 >"$dir/image.ppm"
+	rm -f "$dir/video.ivf"
+	if ! command -v aomenc >/dev/null; then
+		echo "no aomenc to make an AV1 input (aom-tools; scripts/install-deps.sh)" >"$dir/video.ivf.err"
+	elif ! aomenc --rt --cpu-used=10 --threads=1 --target-bitrate=4000 --limit=48 --ivf --quiet \
+		-o "$dir/video1.ivf" "$dir/video.y4m" >/dev/null 2>"$dir/video.ivf.err"; then
+		sed -i '1s/^/aomenc failed: /' "$dir/video.ivf.err"
+	else
+		ivf_repeat "$dir/video1.ivf" "$dir/video.ivf" 10
+	fi
+}
+
+# y4m_video W H FRAMES: a raw 4:2:0 video in YUV4MPEG2 (what x264 and aomenc read), the same
+# every time: a luma gradient that scrolls a little each frame, crossed by a band of noise
+# that moves, flat Cb and noisy Cr, so motion search, transforms and entropy coding all work.
+y4m_video() {
+	python3 - "$@" <<'EOF'
+import random, sys
+w, h, n = (int(a) for a in sys.argv[1:4])
+random.seed(1)
+noise = bytes(random.getrandbits(8) for _ in range(w * h * 2))
+grad = bytes(x * 255 // w for x in range(w)) * 3
+out = sys.stdout.buffer
+out.write(b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C420jpeg\n" % (w, h))
+for f in range(n):
+    y = bytearray()
+    for r in range(h):
+        line = bytearray(grad[(f * 4 + r) % w:][:w])
+        o, at = (r * 131 + f * 7) * 3 % (w * h), f * 8 % (w - w // 4)
+        line[at:at + w // 4] = noise[o:o + w // 4]
+        y += line
+    c = w // 2 * (h // 2)
+    out.write(b"FRAME\n" + y + bytes([(128 + f) & 255]) * c + noise[f * 16:f * 16 + c])
+EOF
+}
+
+# ppm_image W H: a binary PPM, the same every time: rows of a gradient with a band of noise
+# across their middle third.
+ppm_image() {
+	python3 - "$@" <<'EOF'
+import random, sys
+w, h = int(sys.argv[1]), int(sys.argv[2])
+random.seed(1)
+noise = bytes(random.getrandbits(7) for _ in range(1 << 17))
+grad = bytes(x * 255 // (w * 3) for x in range(w * 3))
+out = sys.stdout.buffer
+out.write(b"P6\n%d %d\n255\n" % (w, h))
+for r in range(h):
+    o = r * 977 % ((1 << 17) - w)
+    out.write(grad[:w] + noise[o:o + w] + grad[2 * w:])
+EOF
+}
+
+# ivf_repeat IN OUT N: OUT holds the frames of the IVF file IN (which starts with a key frame)
+# N times over, their timestamps renumbered: a longer video to decode without encoding one.
+ivf_repeat() {
+	python3 - "$@" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+n, header = int(sys.argv[3]), struct.unpack_from("<H", data, 6)[0]
+frames, o = [], header
+while o + 12 <= len(data):
+    size = struct.unpack_from("<I", data, o)[0]
+    frames.append(data[o + 12:o + 12 + size])
+    o += 12 + size
+head = bytearray(data[:header])
+struct.pack_into("<I", head, 24, len(frames) * n)
+with open(sys.argv[2], "wb") as out:
+    out.write(head)
+    for i in range(len(frames) * n):
+        out.write(struct.pack("<IQ", len(frames[i % len(frames)]), i) + frames[i % len(frames)])
+EOF
 }

@@ -6,18 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 require_bpf "faults"
 
-# ran_for PID TICKS: until PID has run TICKS clock ticks (1/100 s) on a CPU, so that it has
-# been sampled, at most 60 s.
-ran_for() {
-	local i ticks
-	for ((i = 0; i < 1200; i++)); do
-		ticks=$(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null) || return 1
-		[ "$ticks" -ge "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # only_entries DIR NAME...: DIR holds exactly the files NAME... (no temporary files).
 only_entries() {
 	local dir=$1; shift

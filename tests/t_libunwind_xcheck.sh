@@ -16,7 +16,7 @@ MIN_COMPARED=100   # 2 s at 299 Hz is ~600 samples of one busy thread; allow a l
 
 field() { sed -n "s/^xcheck: .* $2 \([0-9]*\).*/\1/p" "$1"; }
 
-# xcheck_workload NAME MIN_FRAMES_PER_SAMPLE CMD...
+# xcheck_workload NAME FRAMES CMD...: FRAMES, the frames of the workload's full stack
 xcheck_workload() {
 	local name=$1 min_depth=$2; shift 2
 	local cap="$TMP/$name.cap" out="$TMP/$name.xcheck"
@@ -52,8 +52,11 @@ xcheck_workload() {
 	# Prefix comparisons (hprof truncated) prove less: most must be whole stacks.
 	check "$name: >= 90% compared as whole stacks ($((compared - prefix))/$compared)" \
 		at_least 90 "$((compared - prefix))/$compared"
-	check "$name: >= $min_depth frames per sample ($frames/$compared)" \
-		[ "$frames" -ge $((min_depth * compared)) ]
+	# Most comparisons are of the workload's full stacks: at least half its depth on average
+	# (samples in main between two calls, in its clock or in the loader have fewer frames,
+	# as many as the machine's time there gives).
+	check "$name: >= $min_depth / 2 frames per sample on average ($frames/$compared)" \
+		[ $((frames * 2)) -ge $((min_depth * compared)) ]
 }
 
 # main;recurse x300;leaf plus libc's start-up frames: 305 frames.

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node)
-# and the LLD-linked binaries of t_layouts: at least 99% of each program's samples must
-# come back with a complete user stack, one reaching the program's or thread's entry
-# (stack_completeness in lib.sh).
+# Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
+# the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
+# and libjpeg-turbo's assembly, PCRE2's and LuaJIT's JIT code): at least 99% of each
+# program's samples must come back with a complete user stack, one reaching the program's or
+# thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
 realprog_prepare "$TMP"
-for name in $REALPROGS; do
+realprog_nocfi_prepare "$TMP"
+for name in $REALPROGS $REALPROGS_NOCFI; do
 	if ! realprog_command "$name" "$TMP" 2>"$TMP/why"; then
 		skip "$name" "$(cat "$TMP/why")"
 		continue
@@ -18,10 +20,23 @@ for name in $REALPROGS; do
 	fi
 	share=$(complete_share "$TMP/$name.folded")
 	echo "# $name: complete $share"
+	# For code without CFI: how the stacks were found and what the analysis made of the code.
+	case " $REALPROGS_NOCFI " in *" $name "*)
+		sed -n 's/^hprof: \(user stacks by method: [^(]*\).*/\1/p; s/^hprof: \(code without CFI: .*\)/\1/p' \
+			"$TMP/$name.err" | sed "s/^/#   /" ;;
+	esac
 	if at_least 99 "$share" && [ "${share#*/}" -ge 200 ]; then
 		ok "$name: >= 99% of samples have a complete user stack ($share)"
 	else
 		fail "$name: complete user stacks in $share samples; the others:"
 		incomplete_why "$TMP/$name.folded" | sed 's/^/#   /'
+	fi
+	# A LuaJIT trace runs in the frame lua_pcall's call of the VM made (the chunk runs
+	# under lua_pcall): a stack through the trace that lacks lua_pcall skipped frames,
+	# complete or not.
+	if [ "$name" = luajit ]; then
+		through=$(share_among "$TMP/$name.folded" luajit ';\[jit\]' ';lua_pcall;')
+		check "luajit: stacks through the trace keep lua_pcall and its callers ($through)" \
+			at_least 99 "$through"
 	fi
 done

@@ -25,6 +25,24 @@ trap cleanup_workloads EXIT
 
 state() { awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null; }
 
+# started PID THREADS: until PID runs its workload with THREADS threads and has had a tenth
+# of a second of CPU (its threads are in their hot loops), at most a minute.
+started() {
+	local i wl
+	wl=$(readlink -f "$WL")
+	for ((i = 0; i < 1200; i++)); do
+		case $(readlink "/proc/$1/exe" 2>/dev/null) in "$wl"/*) break ;; esac
+		sleep 0.05
+	done
+	for ((; i < 1200; i++)); do
+		[ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -ge "$2" ] && break
+		sleep 0.05
+	done
+	ran_for "$1" $(($(ticks "$1") + 10))
+}
+
+ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
 # wait_state PID STATE: up to 5 s for the process to reach STATE.
 wait_state() {
 	for _ in $(seq 50); do
@@ -128,7 +146,7 @@ same_frames() {
 "$WL/nofp_recurse" 60 >/dev/null &
 probe=$!
 pids+=("$probe")
-sleep 0.2
+wait_exec "$probe" "$WL/nofp_recurse"
 if ! "$HPROF" stack "$probe" >"$TMP/probe.out" 2>"$TMP/probe.err" &&
 	grep -q "not permitted" "$TMP/probe.err"; then
 	skip "stack" "ptrace not permitted here: $(cat "$TMP/probe.err")"
@@ -140,7 +158,8 @@ for w in nofp_threads nofp_recurse nofp_qsort nofp_signal nofp_cxx; do
 	"$WL/$w" 60 >/dev/null &
 	pid=$!
 	pids+=("$pid")
-	sleep 0.5 # threads started, each in its hot loop
+	# threads started, each in its hot loop
+	if [ $w = nofp_threads ]; then started "$pid" 5; else started "$pid" 1; fi
 	kill -STOP "$pid"
 	if ! wait_state "$pid" T; then
 		fail "$w: stops on SIGSTOP"
@@ -181,14 +200,13 @@ done
 "$WL/nofp_threads" 60 >/dev/null &
 pid=$!
 pids+=("$pid")
-sleep 0.5
+started "$pid" 5
 "$HPROF" stack "$pid" >"$TMP/running.stack" 2>"$TMP/running.err"
 check "running: hprof stack exits 0" [ $? -eq 0 ]
 check "running: all five threads printed" [ "$(grep -c '^Thread ' "$TMP/running.stack")" -eq 5 ]
 check "running: a worker is in spin" grep -q ' spin (nofp_threads)$' "$TMP/running.stack"
-ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 before=$(ticks "$pid")
-sleep 0.5
+ran_for "$pid" $((before + 1))
 after=$(ticks "$pid")
 stopped=$(cat /proc/"$pid"/task/*/stat | awk '{ sub(/.*\) /, ""); print $1 }' | grep -c '[Tt]')
 check "running: no thread left stopped ($stopped)" [ "$stopped" -eq 0 ]
@@ -213,7 +231,7 @@ check "bad argument: one line on stderr" [ "$(wc -l <"$TMP/bad.err")" -eq 1 ]
 "$WL/nofp_recurse" 60 3 >/dev/null &
 pid=$!
 pids+=("$pid")
-sleep 0.5
+started "$pid" 1
 HPROF_DEBUG=unwind "$HPROF" stack "$pid" >"$TMP/trace.out" 2>"$TMP/trace.err"
 frames=$(grep -c '^#[0-9]' "$TMP/trace.out")
 steps=$(grep -c '^unwind: #[0-9]* pc 0x[0-9a-f]* .*cfa=' "$TMP/trace.err")
