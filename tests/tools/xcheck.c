@@ -11,6 +11,10 @@
  *   libunwind's first frames. What libunwind finds beyond them is not judged: when its
  *   DWARF step fails, libunwind falls back to guessing through rbp, which hprof
  *   deliberately does not do. Such samples count as "prefix" comparisons, by reason.
+ * - hprof's walk went through code without CFI (a frame found by instruction analysis, a
+ *   frame record or a scan): libunwind, which unwinds by CFI alone, is a reference only for
+ *   the frames before the first such frame; they must be its first frames. Such samples
+ *   count as "beyond CFI".
  * - Samples neither side can unwind (kernel threads, no stack copy, malformed records)
  *   are skipped, by reason.
  * Every disagreement prints both stacks. --show-prefix also prints truncated samples where
@@ -36,7 +40,7 @@ struct xcheck {
 	struct lu_unwinder *lu;
 	struct unwind_frame *frames;
 	uint64_t *pcs;
-	uint64_t samples, compared, agree, disagree, prefix, skipped;
+	uint64_t samples, compared, agree, disagree, prefix, skipped, beyond_cfi;
 	uint64_t skip[WALK_SKIP_COUNT];
 	uint64_t prefix_by_end[UNWIND_END_COUNT];
 	uint64_t lu_further[UNWIND_END_COUNT]; /* prefix samples where libunwind went on */
@@ -76,12 +80,24 @@ static void print_stacks(struct xcheck *x, uint64_t index, const struct hprof_sa
 	}
 }
 
+/* The frames before the first one found through code without CFI (by analysis, a frame
+ * record or a scan): all of them when there is none. */
+static uint32_t frames_by_cfi(const struct unwind_frame *frames, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (frames[i].found == UNWIND_FOUND_ANALYSIS ||
+		    frames[i].found == UNWIND_FOUND_FRAME_POINTER || frames[i].found == UNWIND_FOUND_SCAN)
+			return i;
+	}
+	return n;
+}
+
 static int check_sample(struct xcheck *x, uint64_t index, const struct capture_rec *r)
 {
 	const struct hprof_sample *s = capture_rec__sample(r);
 	enum walk_skip why = s ? walk__skip_reason(s, r->len) : WALK_SKIP_MALFORMED;
 	struct unwind_result res;
-	uint32_t nr_lu = 0, i, common;
+	uint32_t nr_lu = 0, i, common, cfi_frames;
 	bool complete, same;
 	int err, lu_ret;
 
@@ -98,13 +114,17 @@ static int check_sample(struct xcheck *x, uint64_t index, const struct capture_r
 	if (x->mutate && res.nr_frames > 1)
 		x->frames[1].pc ^= 1;
 	complete = res.end == UNWIND_END_COMPLETE;
-	common = res.nr_frames < nr_lu ? res.nr_frames : nr_lu;
+	cfi_frames = frames_by_cfi(x->frames, res.nr_frames);
+	common = cfi_frames < nr_lu ? cfi_frames : nr_lu;
 	for (i = 0; i < common && x->frames[i].pc == x->pcs[i]; i++)
 		;
-	same = complete ? i == res.nr_frames && nr_lu == res.nr_frames : i == res.nr_frames;
+	same = complete && cfi_frames == res.nr_frames ? i == res.nr_frames && nr_lu == res.nr_frames
+						       : i == cfi_frames;
 	x->compared++;
-	x->frames_compared += res.nr_frames;
-	if (!complete) {
+	x->frames_compared += cfi_frames;
+	if (cfi_frames < res.nr_frames) {
+		x->beyond_cfi++;
+	} else if (!complete) {
 		x->prefix++;
 		x->prefix_by_end[res.end]++;
 		if (same && nr_lu > res.nr_frames) {
@@ -173,6 +193,9 @@ static void report(const struct xcheck *x)
 			       unwind_end__name(e), (unsigned long long)x->prefix_by_end[e],
 			       (unsigned long long)x->lu_further[e]);
 	}
+	if (x->beyond_cfi)
+		printf("# compared up to code without CFI (hprof went on by analysis, a frame record or a scan): %llu\n",
+		       (unsigned long long)x->beyond_cfi);
 	for (int w = 1; w < WALK_SKIP_COUNT; w++) {
 		if (x->skip[w])
 			printf("# skipped (%s): %llu\n", walk_skip__name(w),
