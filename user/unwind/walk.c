@@ -813,19 +813,29 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
 		      bool first_is_return);
 
-/* A direct call at a candidate return address went into the function holding the frame's
- * pc (lookup: the pc, or the call before a return address). */
-static bool calls_this_function(struct walker *w, uint64_t lookup, uint64_t target)
+/* How sure a scan's candidate is: a call known to go into the frame's function, one that
+ * may (an indirect call; a direct one where the function's start is not known), or a call
+ * elsewhere. */
+enum scan_call { SCAN_CALL_ELSEWHERE, SCAN_CALL_MAYBE, SCAN_CALL_INTO };
+
+/* What a candidate's call says about the frame's function (lookup: the pc, or the call
+ * before a return address). */
+static enum scan_call scan_call(struct walker *w, uint64_t lookup, enum code_call call,
+				uint64_t target)
 {
 	uint64_t start;
-	int err = w->space->function_start ? w->space->function_start(w->space->ctx, lookup, &start)
-					   : -ENOENT;
+	int err;
 
+	if (call == CODE_CALL_INDIRECT)
+		return SCAN_CALL_MAYBE;
+	err = w->space->function_start ? w->space->function_start(w->space->ctx, lookup, &start)
+				       : -ENOENT;
 	if (err == 0)
-		return target == start;
+		return target == start ? SCAN_CALL_INTO : SCAN_CALL_ELSEWHERE;
 	if (err == -ENODATA)
-		return true; /* JIT code: the call went to the runtime's trampoline */
-	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION;
+		return SCAN_CALL_MAYBE; /* JIT code: the call went to the runtime's trampoline */
+	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION ? SCAN_CALL_MAYBE
+									: SCAN_CALL_ELSEWHERE;
 }
 
 /* The walk from a candidate return address, found at sp - 8, reaches the stack's start. */
@@ -846,40 +856,46 @@ static bool trial_reaches_start(struct walker *w, uint64_t ra, uint64_t sp,
 	       w->space->is_entry_code(w->space->ctx, last->pc, !last->exact);
 }
 
-/* The last resort: the first word above the frame's sp that follows a call into the
- * frame's function (or through a pointer) and from which the walk reaches the stack's
- * start. rbp is taken as the frame left it. */
+/* The last resort: the first word above the frame's sp that follows a call known to go
+ * into the frame's function, else the first that follows one that may (through a pointer),
+ * from which the walk reaches the stack's start. A stale return address after an indirect
+ * call (a clock read through the vDSO's pointer, earlier) can lead to the start too: the
+ * sure kind goes first. rbp is taken as the frame left it. */
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
 	const struct unwind_map *map;
 	uint32_t trials = 0;
 
-	for (uint32_t i = 0; i < SCAN_WORDS && trials < SCAN_TRIALS; i++) {
-		uint64_t addr = regs->sp + 8 * (uint64_t)i, word, target;
-		enum code_call call;
+	for (int pass = SCAN_CALL_INTO; pass >= SCAN_CALL_MAYBE; pass--) {
+		for (uint32_t i = 0; i < SCAN_WORDS && trials < SCAN_TRIALS; i++) {
+			uint64_t addr = regs->sp + 8 * (uint64_t)i, word, target;
+			enum code_call call;
+			enum scan_call how;
 
-		if (!read_u64(w->view, addr, &word))
-			break;
-		call = follows_call(w, word, &target);
-		if (call == CODE_CALL_NONE) {
-			/* a pointer into code that follows no call (data words are not counted) */
-			if (find_map(&w->maps, w->space, word, &map) != -ENOENT)
-				w->cache->stats.scan_rejected_code++;
-			continue;
+			if (!read_u64(w->view, addr, &word))
+				break;
+			call = follows_call(w, word, &target);
+			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
+						     : scan_call(w, lookup, call, target);
+			if (how != (enum scan_call)pass) {
+				/* rejected ones counted once, on the first pass; a pointer into code
+				 * that follows no call counts, data words do not */
+				if (pass == SCAN_CALL_INTO && how == SCAN_CALL_ELSEWHERE &&
+				    (call != CODE_CALL_NONE ||
+				     find_map(&w->maps, w->space, word, &map) != -ENOENT))
+					w->cache->stats.scan_rejected_code++;
+				continue;
+			}
+			trials++;
+			if (!trial_reaches_start(w, word, addr + 8, regs)) {
+				w->cache->stats.scan_rejected_walk++;
+				continue;
+			}
+			regs->ip = word;
+			regs->sp = addr + 8;
+			return true;
 		}
-		if (call == CODE_CALL_DIRECT && !calls_this_function(w, lookup, target)) {
-			w->cache->stats.scan_rejected_code++;
-			continue;
-		}
-		trials++;
-		if (!trial_reaches_start(w, word, addr + 8, regs)) {
-			w->cache->stats.scan_rejected_walk++;
-			continue;
-		}
-		regs->ip = word;
-		regs->sp = addr + 8;
-		return true;
 	}
 	return false;
 }
