@@ -939,14 +939,12 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
 				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found)
 {
-	struct frame_regs caller = *cur;
-	bool ra_undefined = false, signal;
+	struct frame_regs caller;
+	bool ra_undefined, signal;
 	enum unwind_end end;
 
-	if (is_plain(rules))
-		end = step_plain(rules, w->view, &caller.ip, &caller.sp, &caller.bp, &caller.bp_valid);
-	else
-		end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
+	/* plain rules never come here: the walk's loop steps them and calls analysed_return */
+	end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
 	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
 	    (!w->space->call_before || return_address_checked(w, id, rules, caller.ip))) {
 		*cur = caller;
