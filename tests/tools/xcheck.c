@@ -19,7 +19,7 @@
  *   are skipped, by reason.
  * Every disagreement prints both stacks. --show-prefix also prints truncated samples where
  * libunwind went further. --mutate flips a bit of hprof's second pc in every sample (its
- * first, where the second was found through code without CFI), to
+ * first, where the walk has one frame or the second was found through code without CFI), to
  * show that the comparison catches a difference.  Exits 1 when there is any disagreement, 2 on
  * bad usage or an unreadable capture. The last line is machine-readable:
  * "xcheck: samples N compared C agree A disagree D prefix P skipped S frames F"
@@ -114,8 +114,9 @@ static int check_sample(struct xcheck *x, uint64_t index, const struct capture_r
 	lu_ret = lu_unwinder__walk(x->lu, s, x->pcs, UNWIND_MAX_FRAMES, &nr_lu);
 	complete = res.end == UNWIND_END_COMPLETE;
 	cfi_frames = frames_by_cfi(x->frames, res.nr_frames);
-	/* the second pc, or the first where only it is compared (code without CFI after it) */
-	if (x->mutate && res.nr_frames > 1)
+	/* the second pc, or the first where only it is compared (a one-frame walk, or code
+	 * without CFI after it) */
+	if (x->mutate && res.nr_frames > 0)
 		x->frames[cfi_frames > 1 ? 1 : 0].pc ^= 1;
 	common = cfi_frames < nr_lu ? cfi_frames : nr_lu;
 	for (i = 0; i < common && x->frames[i].pc == x->pcs[i]; i++)
