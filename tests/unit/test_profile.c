@@ -295,8 +295,9 @@ static void test_frame_names(void)
 	check(named(p, user(stripped_id, CHAIN_START, false), "_start") &&
 		      named(p, user(stripped_id, RA_START, true), "_start"),
 	      "stripped: the ELF entry's FDE is _start");
-	check(named(p, user(stripped_id, RA_JIT_CODE, true), "chain_nofp_stripped+0x449"),
-	      "stripped: no symbol and no FDE (jit_code): the address itself");
+	check(named(p, user(stripped_id, RA_JIT_CODE, true), "chain_nofp_stripped+0x440"),
+	      "stripped: no symbol and no FDE (jit_code): after the start its code shows, the "
+	      "first instruction past the padding after leaf's FDE");
 	check(named(p, user(MODULE_KERNEL, KERNEL_TIMER_IRQ, false),
 		    "asm_sysvec_apic_timer_interrupt_[k]") &&
 		      named(p, user(MODULE_KERNEL, 0xffffffff81003001, true), "arch_cpu_idle_[k]") &&

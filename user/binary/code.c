@@ -7,6 +7,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "binary/symbols.h"
+
 /* The descriptor behind a pinned module's "/proc/self/fd/N", or -1. */
 static int pinned_fd(const struct module *mod)
 {
@@ -67,4 +69,16 @@ ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t p
 	if (mod->path[0] != '/')
 		return -ENOENT; /* the vDSO has CFI; nothing else is read by name */
 	return read_file(mod, addr - m->start + m->file_offset, buf, len);
+}
+
+ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf, size_t len)
+{
+	uint64_t start, end, file_offset;
+
+	if (mod->anon_code || mod->path[0] != '/' || !mod->syms ||
+	    elf_symbols__segment(mod->syms, vaddr, &start, &end, &file_offset) != 0)
+		return -ENOENT;
+	if (len > end - vaddr)
+		len = end - vaddr;
+	return read_file(mod, file_offset + (vaddr - start), buf, len);
 }

@@ -19,4 +19,9 @@
 ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t pid,
 		   uint64_t addr, uint8_t *buf, size_t len);
 
+/* Reads up to len bytes of file module mod at its ELF virtual address vaddr, never past
+ * the PT_LOAD segment that holds vaddr, from its pinned file (a replay's by path). Returns
+ * the bytes read or -errno (-ENOENT for anonymous code, or a vaddr in no segment). */
+ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf, size_t len);
+
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "binary/code_starts.h"
 #include "util/grow.h"
 
 /* A vDSO is two pages or so; anything claiming more than this is not one. */
@@ -454,6 +455,8 @@ static void drop(struct module *mod)
 		unwind_table__free(mod->table);
 	mod->table = NULL;
 	mod->table_tried = mod->table_shared = false;
+	code_starts__free(mod->code_starts);
+	mod->code_starts = NULL;
 	mod->dropped = true;
 }
 
@@ -527,6 +530,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 			m->files++;
 		m->dropped += mod->dropped;
 		m->symbol_bytes += elf_symbols__bytes(mod->syms);
+		m->code_start_bytes += code_starts__bytes(mod->code_starts);
 		if (!mod->table_shared)
 			m->table_bytes += table_bytes(mod->table);
 	}
@@ -561,6 +565,7 @@ void module_registry__free(struct module_registry *reg)
 		if (reg->by_id[i]->mod.table && !reg->by_id[i]->mod.table_shared)
 			unwind_table__free(reg->by_id[i]->mod.table);
 		elf_symbols__free(reg->by_id[i]->mod.syms);
+		code_starts__free(reg->by_id[i]->mod.code_starts);
 		free(reg->by_id[i]->mod.path);
 		free(reg->by_id[i]->anon_key);
 		free(reg->by_id[i]);

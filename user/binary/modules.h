@@ -25,6 +25,8 @@ enum {
 	MODULE_FIRST_FILE = 3,
 };
 
+struct code_starts;
+
 struct module {
 	uint32_t id;
 	char *path;       /* as /proc/PID/maps names it; for anonymous code, the perf map's */
@@ -48,6 +50,9 @@ struct module {
 	bool table_shared; /* owned by the registry's build-id cache */
 	int table_err;
 	char table_msg[160];
+	/* where its functions without CFI or symbols start, swept as frames there are named
+	 * (binary/code_starts.h); NULL until then */
+	struct code_starts *code_starts;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 };
@@ -111,6 +116,7 @@ struct module_memory {
 	uint64_t pinned_files;
 	uint64_t symbol_bytes;
 	uint64_t table_bytes;  /* compiled CFI, shared tables once */
+	uint64_t code_start_bytes; /* function starts of code without CFI or symbols */
 	uint64_t dropped;      /* binaries whose symbols and table are dropped now */
 	uint64_t reloads;      /* symbols read again since the run began */
 };

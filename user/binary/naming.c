@@ -1,11 +1,14 @@
 #include "binary/naming.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/code.h"
+#include "binary/code_starts.h"
 #include "binary/perfmap.h"
 #include "binary/symbols.h"
 #include "cfi/unwind_table.h"
@@ -26,9 +29,29 @@ static char *symbol_name(const char *sym)
 	return strdup(sym);
 }
 
+static ssize_t read_module_code(void *mod, uint64_t vaddr, uint8_t *buf, size_t len)
+{
+	return code__read_vaddr(mod, vaddr, buf, len);
+}
+
+/* The start its code shows for the function holding vaddr, in a file's code that neither
+ * symbols nor CFI cover. */
+static int code_start(struct module *mod, const struct unwind_table *table, uint64_t vaddr,
+		      uint64_t *start)
+{
+	struct code_source src = { .table = table, .read = read_module_code, .arg = mod };
+	uint64_t file_offset;
+
+	if (mod->anon_code || !mod->syms ||
+	    elf_symbols__segment(mod->syms, vaddr, &src.seg_start, &src.seg_end, &file_offset) != 0)
+		return -ENOENT;
+	return code_starts__find(&mod->code_starts, &src, vaddr, start);
+}
+
 /* A frame no symbol names: after the function that holds it by CFI, so all its
  * return addresses make one frame ("MODULE+0xSTART", the start as addr2line -e takes it),
- * or "_start" at the entry point; with no CFI either, "MODULE+0xADDR". */
+ * or "_start" at the entry point; with no CFI either, after the function start its code
+ * shows (binary/code_starts.h), and "MODULE+0xADDR" where none shows. */
 static char *unnamed_frame_name(struct module_registry *modules, struct module *mod,
 				uint64_t pc, uint64_t addr)
 {
@@ -50,6 +73,10 @@ static char *unnamed_frame_name(struct module_registry *modules, struct module *
 	if (entry && ((has_start && start == entry) ||
 		      (!has_start && pc >= entry && pc - entry < ELF_ENTRY_CODE_MAX)))
 		return strdup("_start");
+	/* code with neither symbols nor CFI (stripped hand-written assembly): after the
+	 * function its code says holds it */
+	if (!has_start && mod)
+		has_start = code_start(mod, table, pc, &start) == 0;
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
 }
 

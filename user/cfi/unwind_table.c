@@ -262,6 +262,26 @@ int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint
 	return 0;
 }
 
+int unwind_table__gap(const struct unwind_table *t, uint64_t pc, uint64_t *lo, uint64_t *hi)
+{
+	size_t first_after = 0, n = t ? t->nr_rows : 0, high = n;
+
+	/* the first row with pc > target, as in unwind_table__find */
+	while (first_after < high) {
+		size_t mid = first_after + (high - first_after) / 2;
+
+		if (t->rows[mid].pc <= pc)
+			first_after = mid + 1;
+		else
+			high = mid;
+	}
+	if (first_after > 0 && t->rows[first_after - 1].cfa_kind != UNWIND_CFA_END)
+		return -EEXIST;
+	*lo = first_after > 0 ? t->rows[first_after - 1].pc : 0;
+	*hi = first_after < n ? t->rows[first_after].pc : UINT64_MAX;
+	return 0;
+}
+
 const struct unwind_row *unwind_table__rows(const struct unwind_table *t, size_t *nr_rows)
 {
 	*nr_rows = t ? t->nr_rows : 0;

@@ -54,6 +54,11 @@ int unwind_table__function_start(const struct unwind_table *table, uint64_t pc,
 				 uint64_t *start);
 
 /* All rows, end-of-function markers included, sorted by pc. */
+/* For a pc no FDE covers: the stretch around it that none covers, [*lo, *hi) (0 and
+ * UINT64_MAX where no FDE lies below or above; a NULL table covers nothing). *lo is where
+ * the FDE below ends, a function's end. Returns 0, or -EEXIST when an FDE covers pc. */
+int unwind_table__gap(const struct unwind_table *table, uint64_t pc, uint64_t *lo, uint64_t *hi);
+
 const struct unwind_row *unwind_table__rows(const struct unwind_table *table, size_t *nr_rows);
 
 /* Decodes row (which must come from table) into *rules, resolving side-table arguments. */
