@@ -11,16 +11,25 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Whose files are trusted: the process's effective uid, read once while it lives. */
+/* Whose files are trusted: the process's effective uid, read once while it lives; and
+ * the process's pid as it knows itself (in its own pid namespace: a container's), which
+ * names its files. */
 struct jit_file_owner {
 	uint32_t pid;
-	bool uid_known;
+	bool status_known;
 	uid_t uid;
+	uint32_t ns_pid;
 };
 
-/* Opens path under those rules and fills *st. Returns an fd, or -errno: -EPERM when the file
- * is refused (a symlink, not a regular file, a second name, a stranger's), -ENOENT when
- * there is none. */
+/* The pid the process's files are named after: its pid in the innermost pid namespace
+ * it lives in (NSpid in /proc/PID/status), or pid itself when that cannot be read. */
+uint32_t jit_file__ns_pid(struct jit_file_owner *owner);
+
+/* Opens path, as the process names it (inside its root: a container's /tmp is not the
+ * host's), under those rules and fills *st. Once the process's root is gone (it exited),
+ * a process of hprof's own pid namespace has its path opened in hprof's root. Returns an
+ * fd, or -errno: -EPERM when the file is refused (a symlink, not a regular file, a second
+ * name, a stranger's), -ENOENT when there is none. */
 int jit_file__open(const char *path, struct jit_file_owner *owner, struct stat *st);
 
 /* Reads up to len bytes at offset off, retrying short reads; fewer at the end of the file or

@@ -212,13 +212,13 @@ int jitdump__new(uint32_t pid, const char *path, struct jitdump **out)
 	jd = calloc(1, sizeof(*jd));
 	if (!jd)
 		return -ENOMEM;
-	snprintf(tmp_path, sizeof(tmp_path), "/tmp/jit-%u.dump", pid);
+	jd->owner.pid = pid;
+	snprintf(tmp_path, sizeof(tmp_path), "/tmp/jit-%u.dump", jit_file__ns_pid(&jd->owner));
 	jd->path = strdup(path ? path : tmp_path);
 	if (!jd->path) {
 		free(jd);
 		return -ENOMEM;
 	}
-	jd->owner.pid = pid;
 	jd->pending_unwind = NONE;
 	jd->by_index.seed = mix(now_ns() ^ (uint64_t)(uintptr_t)jd);
 	*out = jd;

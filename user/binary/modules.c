@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #include "binary/code_starts.h"
+#include "binary/jit_file.h"
 #include "util/grow.h"
 
 /* A vDSO is two pages or so; anything claiming more than this is not one. */
@@ -327,13 +328,17 @@ void module_registry__jitdump_stats(const struct module_registry *reg,
 static void use_mapped_jitdump(struct module_registry *reg, uint32_t pid, const char *path)
 {
 	const char *base = strrchr(path, '/');
+	struct jit_file_owner owner = { .pid = pid };
 	char want[32], tmp[48];
 	struct process_code *pc;
 	struct jitdump *jd;
 
-	snprintf(want, sizeof(want), "jit-%u.dump", pid);
+	if (!base || strncmp(base + 1, "jit-", 4) != 0)
+		return; /* most mappings: nothing to read /proc/PID/status for */
+	/* named after its pid as it knows it (in a container, its namespace's) */
+	snprintf(want, sizeof(want), "jit-%u.dump", jit_file__ns_pid(&owner));
 	snprintf(tmp, sizeof(tmp), "/tmp/%s", want);
-	if (!base || strcmp(base + 1, want) != 0 || strcmp(path, tmp) == 0)
+	if (strcmp(base + 1, want) != 0 || strcmp(path, tmp) == 0)
 		return;
 	pc = process_code(reg, pid, true);
 	if (!pc || !pc->jitdump || jitdump__new(pid, path, &jd) != 0)

@@ -222,7 +222,7 @@ static int open_map_file(struct perf_map *pm, struct stat *st)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pm->pid);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", jit_file__ns_pid(&pm->owner));
 	return jit_file__open(path, &pm->owner, st);
 }
 
