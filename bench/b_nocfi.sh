@@ -31,3 +31,17 @@ for lib in libc.so.6 libsqlite3.so.0 liblzma.so.5 libzstd.so.1 libcrypto.so.3 li
 		END { printf "%-22s %7d | %7d %7d %7d  | %7d %7d %7d  | %8.1f %8.1f %8.1f\n",
 			lib, sites, fa, fd, ff, sa, sd, sf, mean, p99, max }' <<<"$out"
 done
+
+# 3. Names of code with neither CFI nor symbols: the function starts binary/code_starts.c
+#    finds, judged against the symbols of code that has them (bench/bench_code_starts.c):
+#    GMP's assembly without CFI as it ships, and whole libraries as if they had no CFI.
+echo
+echo "== function starts of code without CFI or symbols, against the symbols"
+gmp=$(ls "$LIBDIR"/libgmp.so.10.* 2>/dev/null | head -1)
+[ -n "$gmp" ] && build/bench/bench_code_starts "$gmp" | sed -n 's/^bench: //p'
+[ -n "$gmp" ] && build/bench/bench_code_starts --as-if-no-cfi "$gmp" | sed -n 's/^bench: //p'
+libc=$LIBDIR/libc.so.6
+libc_id=$(readelf -n "$libc" | awk '/Build ID/ { print $3 }')
+libc_debug=/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_id:2}.debug
+[ -e "$libc_debug" ] && build/bench/bench_code_starts --as-if-no-cfi "$libc" "$libc_debug" |
+	sed -n 's/^bench: //p'
