@@ -39,7 +39,7 @@ done
 EOF
 
 start=$(date +%s)
-"$HPROF" -F 499 --folded "$TMP/hprof.folded" -- sh "$TMP/job/job.sh" "$FILES" >/dev/null 2>"$TMP/hprof.err" ||
+"$HPROF" -v -F 499 --folded "$TMP/hprof.folded" -- sh "$TMP/job/job.sh" "$FILES" >/dev/null 2>"$TMP/hprof.err" ||
 	{ echo "hprof failed: $(tail -1 "$TMP/hprof.err")"; exit 1; }
 hprof_s=$(($(date +%s) - start))
 start=$(date +%s)

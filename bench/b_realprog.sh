@@ -44,7 +44,7 @@ for name in $REALPROGS; do
 		met=0
 		continue
 	fi
-	"$HPROF" -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"
+	"$HPROF" -v -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"
 	"$HPROF" -F 499 --no-dwarf --folded "$TMP/$name.fp.folded" -- "${CMD[@]}" >/dev/null 2>&1
 	perf_record_folded "$name" "$TMP/$name.perf.folded" --call-graph dwarf,16384
 	h=$(complete_share "$TMP/$name.folded")
@@ -68,8 +68,8 @@ for name in $REALPROGS_NOCFI; do
 		met=0
 		continue
 	fi
-	"$HPROF" -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"
-	"$HPROF" -F 499 --no-scan --folded "$TMP/$name.ns.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.ns.err"
+	"$HPROF" -v -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"
+	"$HPROF" -v -F 499 --no-scan --folded "$TMP/$name.ns.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.ns.err"
 	perf_record_folded "$name" "$TMP/$name.perf.folded" --call-graph dwarf,16384
 	perf_record_folded "$name" "$TMP/$name.perfg.folded" -g
 	h=$(complete_share "$TMP/$name.folded")

@@ -51,7 +51,7 @@ PROCESSES='while :; do /bin/true; /usr/bin/python3 -c pass; done'
 
 # hprof records one interval longer than the series runs, so that no point of the series
 # falls while it writes its outputs (the peak of that is given apart).
-hprof_args=(-F 999 --time $(((SECONDS_TOTAL + INTERVAL) * 1000)) --folded "$TMP/soak.folded")
+hprof_args=(-v -F 999 --time $(((SECONDS_TOTAL + INTERVAL) * 1000)) --folded "$TMP/soak.folded")
 if [ "$SCOPE" = system ]; then
 	# Each churn loop leads its own process group, so that it goes with everything it started.
 	setsid sh -c "$PROCESSES" >/dev/null 2>&1 &

@@ -19,7 +19,7 @@ for wl in nofp_qsort nofp_signal nofp_threads nofp_cxx fp_demo "nofp_recurse 3 1
 		"build/workloads/$name" ${1:-3} ${2:-} >/dev/null 2>&1 || { echo "$name: recording failed"; exit 1; }
 	printf '%-14s' "$name${2:+($2)}"
 	for s in $sizes; do
-		share=$("$HPROF" report --stack-size "$s" "$TMP/$name.raw" --folded /dev/null 2>&1 |
+		share=$("$HPROF" report -v --stack-size "$s" "$TMP/$name.raw" --folded /dev/null 2>&1 |
 			sed -n 's/.*truncated \([0-9.]*\)%.*/\1/p')
 		awk -v t="${share:-100}" 'BEGIN { printf "%8.1f%%", 100 - t }'
 	done

@@ -89,7 +89,7 @@ bpf_ns() {
 # profile OUT HPROF_OPTION...: hprof with the options on two copies of CMD, summary in OUT.err.
 profile() {
 	local out=$1; shift
-	BPF_STATS=1 "$HPROF" -F "$FREQ" "$@" --folded /dev/null -- bash "$TMP/run.sh" "$out" 2 "${CMD[@]}" \
+	BPF_STATS=1 "$HPROF" -v -F "$FREQ" "$@" --folded /dev/null -- bash "$TMP/run.sh" "$out" 2 "${CMD[@]}" \
 		>/dev/null 2>"$out.err" || { echo "$name: hprof $* failed: $(tail -1 "$out.err")"; return 1; }
 }
 

@@ -65,7 +65,7 @@ bpf_ns() {
 # profile OUT HPROF_OPTION...: hprof with the options on two copies of CMD.
 profile() {
 	local out=$1; shift
-	"$HPROF" -F "$FREQ" "$@" --folded "$out.folded" -- bash "$TMP/run.sh" "$out" 2 "${CMD[@]}" \
+	"$HPROF" -v -F "$FREQ" "$@" --folded "$out.folded" -- bash "$TMP/run.sh" "$out" 2 "${CMD[@]}" \
 		>/dev/null 2>"$out.err" || { echo "hprof $* failed: $(tail -1 "$out.err")"; return 1; }
 }
 

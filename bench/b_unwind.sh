@@ -97,8 +97,8 @@ fi
 
 echo "== bytes kernel -> user per sample: nofp_recurse 3 15 at 999 Hz"
 bytes_hprof() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }
-"$HPROF" -F 999 --folded "$TMP/b.folded" -- "$WL/nofp_recurse" 3 15 >/dev/null 2>"$TMP/b.err"
-"$HPROF" -F 999 --no-dwarf --folded "$TMP/bn.folded" -- "$WL/nofp_recurse" 3 15 >/dev/null 2>"$TMP/bn.err"
+"$HPROF" -v -F 999 --folded "$TMP/b.folded" -- "$WL/nofp_recurse" 3 15 >/dev/null 2>"$TMP/b.err"
+"$HPROF" -v -F 999 --no-dwarf --folded "$TMP/bn.folded" -- "$WL/nofp_recurse" 3 15 >/dev/null 2>"$TMP/bn.err"
 hd=$(bytes_hprof "$TMP/b.err") hn=$(bytes_hprof "$TMP/bn.err")
 perf_bytes=""
 if command -v perf >/dev/null && perf record -q -F 999 --call-graph dwarf -o "$TMP/perf.data" \

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Checks that hprof's --json summary says what its text summary on stderr says.
 
-Usage: summary_compare.py SUMMARY.json STDERR.txt
-Every figure of the text summary is read back from its line and compared with the JSON's
-(percentages as the text rounds them). Prints one "ok - ..." / "not ok - ..." line per
+Usage: summary_compare.py [--brief] SUMMARY.json STDERR.txt
+Every figure of the text summary (hprof -v) is read back from its line and compared with the
+JSON's (percentages as the text rounds them). With --brief, the default summary's: the
+samples, the complete stacks and the two commonest reasons of the others, and a line of
+what was lost exactly when anything was. Prints one "ok - ..." / "not ok - ..." line per
 figure compared and exits 1 when any differs or a line is missing.
 """
 import json
@@ -12,8 +14,10 @@ import sys
 
 
 def main():
-    data = json.load(open(sys.argv[1]))
-    text = open(sys.argv[2]).read()
+    brief = sys.argv[1] == "--brief"
+    args = sys.argv[2:] if brief else sys.argv[1:]
+    data = json.load(open(args[0]))
+    text = open(args[1]).read()
     failed = 0
 
     def check(name, want, got):
@@ -30,6 +34,10 @@ def main():
             print(f"not ok - summary: no line matching /{pattern}/ in the text")
             sys.exit(1)
         return m
+
+    if brief:
+        compare_brief(data, text, check, line)
+        sys.exit(1 if failed else 0)
 
     pct = lambda v: f"{v:.1f}"
     m = line(r"^hprof: ([0-9.]+) s, (\d+) samples at (\d+) Hz, (\d+) processes, (\d+) distinct stacks")
@@ -107,6 +115,52 @@ def main():
         for i, key in enumerate(["deltas", "whole_copies", "base_missing", "malformed"]):
             check(f"stack deltas {key}", int(m[i + 1]), sd[key])
     sys.exit(1 if failed else 0)
+
+
+def compare_brief(data, text, check, line):
+    m = line(r"^hprof: .* for ([0-9.]+) s: (\d+) samples? at (\d+) Hz(?: in (\d+) process(?:es)?)?")
+    check("duration", m[1], f"{data['duration_s']:.2f}")
+    check("samples", int(m[2]), data["samples"])
+    check("frequency", int(m[3]), data["frequency_hz"])
+    check("processes", int(m[4] or 0), data["processes"])
+
+    user = data["user_samples"]
+    truncated = data["user_stacks_by_method"]["truncated"]["count"]
+    if not user:
+        check("no complete line without user stacks",
+              re.search(r"^hprof: .*user stacks complete", text, re.M), None)
+    elif not truncated:
+        m = line(r"^hprof: (?:all (\d+) user stacks|the only user stack is) complete$")
+        check("user stacks, all complete", int(m[1] or 1), user)
+    else:
+        m = line(r"^hprof: (\d+) of (\d+) user stacks complete \(([0-9.]+)%\); the others: (.*)$")
+        check("complete stacks", int(m[1]), user - truncated)
+        check("user stacks", int(m[2]), user)
+        check("complete share, rounded down", m[3], f"{int(100.0 * (user - truncated) / user * 10) / 10:.1f}")
+        listed = re.findall(r"(?:^|, )([^,]*?) (\d+)(?=,|$)", m[4])
+        reasons = {k[len("[truncated: "):-1]: v for k, v in data["truncated_by_reason"].items() if v}
+        top = sorted(reasons.values(), reverse=True)[:2]
+        named = [(r, int(n)) for r, n in listed if r != "other reasons"]
+        check("reasons named: the two commonest", sorted((n for _, n in named), reverse=True), top)
+        for r, n in named:
+            check(f"truncated {r}", n, reasons.get(r))
+        others = sum(reasons.values()) - sum(n for _, n in named)
+        check("other reasons", dict(listed).get("other reasons", "0"), str(others))
+
+    lost = data["lost_samples"]
+    m = re.search(r"^hprof: lost(.*)$", text, re.M)
+    anything = lost["total"] or data["mapping_events"]["lost"] or \
+        data["not_recorded"]["children_not_followed"]
+    check("a lost line exactly when anything was lost", bool(m), bool(anything))
+    if m:
+        said = lambda pattern: int(re.search(pattern, m[1])[1]) if re.search(pattern, m[1]) else 0
+        check("lost samples", said(r"^ (\d+) samples?"), lost["total"])
+        check("lost, ring buffer full", said(r"ring buffer full (\d+)"), lost["ring_buffer_full"])
+        check("lost, no scratch buffer", said(r"no scratch buffer (\d+)"), lost["no_scratch_buffer"])
+        check("lost, malformed", said(r"malformed (\d+)"), lost["malformed"])
+        check("lost mapping events", said(r"(\d+) mapping events?"), data["mapping_events"]["lost"])
+        check("children not followed", said(r"(\d+) child process"),
+              data["not_recorded"]["children_not_followed"])
 
 
 main()

@@ -132,7 +132,7 @@ require_bpf "diff on recordings"
 
 # -- recordings: base, one function slowed 1.5x, reruns of the base. nofp_five runs for CPU
 # seconds, so a loaded machine gives as many samples, only later.
-"$HPROF" -F 999 --raw "$TMP/base.raw" --folded "$TMP/base_live.folded" --pprof "$TMP/base.pb.gz" \
+"$HPROF" -v -F 999 --raw "$TMP/base.raw" --folded "$TMP/base_live.folded" --pprof "$TMP/base.pb.gz" \
 	--json "$TMP/base.json" -- "$FIVE" 3 >/dev/null 2>"$TMP/base.err"
 check "record: base with --raw --folded --pprof --json, exit 0" [ $? -eq 0 ]
 "$HPROF" -F 999 --raw "$TMP/slow.raw" -- "$FIVE" 3 work_e >/dev/null 2>&1
@@ -161,7 +161,7 @@ check "no false alarm: 10 unchanged reruns pass at 2 pp ($alarms failed)" [ "$al
 
 # the same samples read as folded stacks, a pprof profile and a capture (replayed, its stacks
 # are the report's: compared with the report's own outputs)
-"$HPROF" report "$TMP/base.raw" --pprof "$TMP/report.pb.gz" --json "$TMP/report.json" \
+"$HPROF" report -v "$TMP/base.raw" --pprof "$TMP/report.pb.gz" --json "$TMP/report.json" \
 	--folded "$TMP/report.folded" >/dev/null 2>"$TMP/report.err"
 # unchanged A B: diff A B shows no change in any function
 unchanged() {
@@ -213,13 +213,15 @@ go tool pprof -traces "$TMP/base.pb.gz" >"$TMP/traces" 2>/dev/null
 check "pprof: -traces shows the comm label and the call chain" \
 	awk '/comm: *nofp_five/ { c = 1 } /work_e$/ { w = 1 } /round_of_work$/ { r = 1 } END { exit !(c && w && r) }' "$TMP/traces"
 
-# -- JSON summary against the text summary
+# -- JSON summary against the text summary (-v: every figure)
 check "json: the recording's summary parses" python3 -m json.tool "$TMP/base.json" /dev/null
 python3 tests/summary_compare.py "$TMP/base.json" "$TMP/base.err" >"$TMP/cmp.out"
-check "json: the recording's figures equal the text summary's ($(grep -c '^ok' "$TMP/cmp.out") compared)" [ $? -eq 0 ]
+rc=$?
+check "json: the recording's figures equal the text summary's ($(grep -c '^ok' "$TMP/cmp.out") compared)" [ $rc -eq 0 ]
 grep '^not ok' "$TMP/cmp.out" | sed 's/^/# /'
 python3 tests/summary_compare.py "$TMP/report.json" "$TMP/report.err" >"$TMP/cmp.out"
-check "json: the report's figures equal the text summary's ($(grep -c '^ok' "$TMP/cmp.out") compared)" [ $? -eq 0 ]
+rc=$?
+check "json: the report's figures equal the text summary's ($(grep -c '^ok' "$TMP/cmp.out") compared)" [ $rc -eq 0 ]
 grep '^not ok' "$TMP/cmp.out" | sed 's/^/# /'
 check "json: top functions by self share start with work_e" \
 	python3 -c "import json,sys; d = json.load(open(sys.argv[1])); sys.exit(d['top_self'][0]['function'] != 'work_e')" "$TMP/base.json"

@@ -127,7 +127,7 @@ check "fp_deep: the summary counts the stitched stacks as dwarf+fp (${stitched:-
 
 # Truncated stacks sit under a root frame naming the reason, and the summary counts them:
 # every sample in leaf, 300 frames (~15 KiB) down, has a stack that no 1 KiB copy holds.
-"$HPROF" --stack-size 1024 --folded "$TMP/short.folded" -- "$WL/nofp_recurse" 1 300 >/dev/null 2>"$TMP/short.err"
+"$HPROF" -v --stack-size 1024 --folded "$TMP/short.folded" -- "$WL/nofp_recurse" 1 300 >/dev/null 2>"$TMP/short.err"
 short=$(share_among "$TMP/short.folded" nofp_recurse ';leaf(;|$)' '^nofp_recurse;\[truncated: copy too short\];')
 check "a 1 KiB copy truncates the deep stack under a named root ($short of the samples in leaf)" \
 	eval 'at_least 99 "$short" && [ "${short#*/}" -ge 20 ]'

@@ -97,7 +97,7 @@ fi
 
 # A ring buffer too small for a sample: every loss counted and shown, status unaffected.
 # nofp_recurse's stack copies (a 300-frame recursion, some 16 KiB) never fit in 4 KiB.
-"$HPROF" --ring-size 4096 -F 499 --folded "$TMP/ring.folded" -- "$WL/nofp_recurse" 1 \
+"$HPROF" -v --ring-size 4096 -F 499 --folded "$TMP/ring.folded" -- "$WL/nofp_recurse" 1 \
 	>/dev/null 2>"$TMP/ring.err"
 rc=$?
 lost=$(sed -n 's/^hprof: lost samples: \([0-9]*\) (ring buffer full \([0-9]*\),.*/\1 \2/p' "$TMP/ring.err")

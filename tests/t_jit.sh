@@ -16,13 +16,13 @@ JIT='(jit_hot_loop|\[jit\])'
 lacks() { ! grep -q "$1" "$2"; }
 
 # jit NAME [hprof options] -- [fp_jit options]: profiles fp_jit for 2 s, keeping the raw
-# samples and the summary as JSON.
+# samples and the summary as JSON, and as text with every figure (-v).
 jit() {
 	local name=$1; shift
 	local opts=()
 	while [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
-	timeout 60 "$HPROF" "${opts[@]}" --folded "$TMP/$name.folded" --raw "$TMP/$name.raw" \
+	timeout 60 "$HPROF" -v "${opts[@]}" --folded "$TMP/$name.folded" --raw "$TMP/$name.raw" \
 		--json "$TMP/$name.json" -- "$WL/fp_jit" 2 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" ||
 		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
 }
@@ -126,4 +126,23 @@ print(sum(m.get(k, {}).get("count", 0) for k in ("dwarf+fp", "analysis", "scan")
 		[ "${in_jit%/*}" -gt 0 -a "${through:-0}" -ge "${in_jit%/*}" ]
 elif [ -s "$TMP/fponly.err" ]; then
 	fail "hybrid: hprof report --no-dwarf failed: $(tail -1 "$TMP/fponly.err")"
+fi
+
+# A process in a pid namespace of its own (a container's) names its map after its pid
+# there: fp_jit is pid 1 and writes /tmp/perf-1.map, which hprof must look for under that
+# name (in the process's root: here the same /tmp).
+if unshare --pid --fork --mount-proc true 2>"$TMP/unshare.err"; then
+	if timeout 60 "$HPROF" -v --folded "$TMP/pidns.folded" -- unshare --pid --fork --mount-proc \
+		"$WL/fp_jit" 2 --perf-map >"$TMP/pidns.out" 2>"$TMP/pidns.err"; then
+		named=$(called pidns jit_hot_loop)
+		check "pid namespace: the map it wrote as perf-1.map names jit_hot_loop ($named)" \
+			at_least 25 "$named"
+		check "pid namespace: the summary counts the map read" \
+			grep -q "perf map files: 2 entries, 1 bad lines skipped; 1 files read, 0 refused" \
+			"$TMP/pidns.err"
+	else
+		fail "pid namespace: hprof failed: $(tail -1 "$TMP/pidns.err")"
+	fi
+else
+	skip "pid namespace" "unshare --pid cannot run here: $(tail -1 "$TMP/unshare.err")"
 fi

@@ -72,13 +72,14 @@ show() {
 		sort -t' ' -k2 -rn | head -5 | cut -c1-400
 }
 
-# profile NAME [hprof options] -- COMMAND...: hprof at 999 Hz into $TMP/NAME.*.
+# profile NAME [hprof options] -- COMMAND...: hprof at 999 Hz into $TMP/NAME.*, the summary
+# with every figure (-v).
 profile() {
 	local name=$1; shift
 	local opts=()
 	while [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
-	timeout 120 "$HPROF" -F 999 "${opts[@]}" --folded "$TMP/$name.folded" -- "$@" \
+	timeout 120 "$HPROF" -v -F 999 "${opts[@]}" --folded "$TMP/$name.folded" -- "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" ||
 		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
 }
@@ -171,7 +172,7 @@ if profile short -- sh -c 'i=0; while [ "$i" -lt 300 ]; do "$0"; i=$((i + 1)); d
 	brief_checks short 300
 fi
 
-"$HPROF" -F 999 --time 120000 --folded "$TMP/system.folded" 2>"$TMP/system.err" &
+"$HPROF" -v -F 999 --time 120000 --folded "$TMP/system.folded" 2>"$TMP/system.err" &
 hprof_pid=$!
 if wait_sampling "$hprof_pid"; then
 	sh -c 'i=0; while [ "$i" -lt 300 ]; do "$0"; i=$((i + 1)); done' "$BRIEF" &

@@ -35,7 +35,7 @@ check "churn: the kernel's pid filter holds fewer than half of them (${filtered:
 # cut to 4 processes (HPROF_DEBUG=pid-filter:4); the command's sh starts 8 cats that stay
 # until the test closes the fifo they read, so that at least 5 of them find it full.
 mkfifo "$TMP/gate"
-HPROF_DEBUG=pid-filter:4 "$HPROF" -F 99 --json "$TMP/full.json" -- sh -c \
+HPROF_DEBUG=pid-filter:4 "$HPROF" -v -F 99 --json "$TMP/full.json" -- sh -c \
 	'for i in 1 2 3 4 5 6 7 8; do cat <"$0" >/dev/null & done; wait' "$TMP/gate" \
 	>/dev/null 2>"$TMP/full.err" &
 hprof_pid=$!

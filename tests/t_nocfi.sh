@@ -280,14 +280,15 @@ check "nofp_drap: drap_realigned's CFA is an expression in the body (readelf -wF
 
 # ---- the runs ----
 
-# record NAME [hprof options] -- WORKLOAD SECONDS [args]: profiles the workload at 999 Hz.
+# record NAME [hprof options] -- WORKLOAD SECONDS [args]: profiles the workload at 999 Hz,
+# the summary with every figure (-v).
 record() {
 	local name=$1; shift
 	local opts=() workload
 	while [ "$1" != -- ]; do opts+=("$1"); shift; done
 	workload=$2
 	shift 2
-	timeout 60 "$HPROF" -F 999 "${opts[@]}" --folded "$TMP/$name.folded" -- "$WL/$workload" "$@" \
+	timeout 60 "$HPROF" -v -F 999 "${opts[@]}" --folded "$TMP/$name.folded" -- "$WL/$workload" "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" ||
 		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
 }
@@ -314,6 +315,48 @@ expect_chains asm \
 if record asm -- nofp_asm 3; then
 	expect_leaves asm nofp_asm 5 asm_leaf asm_pushes asm_multiret c_callee
 	report_judged asm nofp_asm
+fi
+
+# The same, stripped of its symbols: the assembly has neither symbols nor CFI, so its frames
+# are named after the starts its code shows (binary/code_starts.h), once per function. Each
+# name "nofp_asm_s+0xADDR" is mapped back to the function the unstripped binary's symbols
+# start at ADDR (nm), and the stacks are judged as above: a name at an address inside a
+# function, or after the wrong one, makes the stack wrong.
+# names_from_symbols BIN FOLDED COPY: FOLDED with COPY+0xADDR renamed after BIN's symbol at ADDR.
+names_from_symbols() {
+	awk -v copy="$3" '
+	function hex(a) { sub(/^0+/, "", a); return a }
+	NR == FNR { if ($2 ~ /^[tT]$/) name[hex($1)] = $3; next }
+	{
+		count = $NF
+		sub(/ [0-9]+$/, "")
+		n = split($0, f, ";")
+		line = ""
+		for (i = 1; i <= n; i++) {
+			if (index(f[i], copy "+0x") == 1 && (hex(substr(f[i], length(copy) + 4)) in name))
+				f[i] = name[hex(substr(f[i], length(copy) + 4))]
+			line = line (i > 1 ? ";" : "") f[i]
+		}
+		print line, count
+	}' <(nm "$1") "$2"
+}
+# no_asm_symbols BIN: nm finds no symbol of the assembly in BIN.
+no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret)'; }
+cp "$WL/nofp_asm" "$TMP/nofp_asm_s" && strip --strip-all "$TMP/nofp_asm_s"
+check "nofp_asm stripped: no symbol names asm_leaf, asm_pushes or asm_multiret" \
+	no_asm_symbols "$TMP/nofp_asm_s"
+expect_chains asm_stripped \
+	'main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf' \
+	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee' \
+	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
+if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
+	names_from_symbols "$WL/nofp_asm" "$TMP/asm_stripped_raw.folded" nofp_asm_s \
+		>"$TMP/asm_stripped.folded"
+	unnamed=$(grep -o 'nofp_asm_s+0x[0-9a-f]*' "$TMP/asm_stripped.folded" | sort -u | tr '\n' ' ')
+	check "asm_stripped: every frame of the stripped copy is named after a function's start (${unnamed:-all})" \
+		test -z "$unnamed"
+	expect_leaves asm_stripped nofp_asm_s 5 asm_leaf asm_pushes asm_multiret c_callee
+	report_judged asm_stripped nofp_asm_s
 fi
 
 # JIT code: jitgen_a calls jitgen_b; both are [jit] unless a perf map names them.

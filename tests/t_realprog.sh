@@ -14,7 +14,7 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		skip "$name" "$(cat "$TMP/why")"
 		continue
 	fi
-	if ! "$HPROF" -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"; then
+	if ! "$HPROF" -v -F 499 --folded "$TMP/$name.folded" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.err"; then
 		fail "$name: hprof or the program failed: $(tail -1 "$TMP/$name.err")"
 		continue
 	fi

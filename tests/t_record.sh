@@ -12,8 +12,9 @@ OWN='main|a|b|c|elapsed_since'
 # chain_share FILE: own_share of the samples holding main's chain (main may call into libc).
 chain_share() { own_share "$1" fp_chain "$OWN" "$CHAIN" '^fp_chain;([^;]*;)*main$'; }
 
-# -- COMMAND: the workload's samples carry main -> a -> b -> c, symbolized.
-"$HPROF" --folded "$TMP/cmd.folded" --svg "$TMP/cmd.svg" -- "$WL/fp_chain" 3 >"$TMP/cmd.out" 2>"$TMP/cmd.err"
+# -- COMMAND: the workload's samples carry main -> a -> b -> c, symbolized (-v: the summary's
+# every figure).
+"$HPROF" -v --folded "$TMP/cmd.folded" --svg "$TMP/cmd.svg" -- "$WL/fp_chain" 3 >"$TMP/cmd.out" 2>"$TMP/cmd.err"
 rc=$?
 check "command: exits with the command's status (0)" [ "$rc" -eq 0 ]
 share=$(chain_share "$TMP/cmd.folded")
@@ -49,7 +50,7 @@ cp "$WL/fp_chain" "$TMP/bystander"
 "$TMP/bystander" 6 >/dev/null &
 other=$!
 wait_exec "$wl" "$WL/fp_chain" && wait_exec "$other" "$TMP/bystander"
-"$HPROF" --pid "$wl" --time 2000 --folded "$TMP/pid.folded" 2>"$TMP/pid.err"
+"$HPROF" -v --pid "$wl" --time 2000 --folded "$TMP/pid.folded" 2>"$TMP/pid.err"
 rc=$?
 kill "$wl" "$other" 2>/dev/null; wait "$wl" "$other" 2>/dev/null
 check "pid: exits 0" [ "$rc" -eq 0 ]
@@ -88,7 +89,7 @@ check "SIGINT: folded stacks written" [ -s "$TMP/int.folded" ]
 check "SIGINT: flamegraph written" [ -s "$TMP/int.svg" ]
 
 # --no-dwarf copies no stack: fewer bytes per sample.
-"$HPROF" --no-dwarf --folded "$TMP/nd.folded" -- "$WL/fp_chain" 1 >/dev/null 2>"$TMP/nd.err"
+"$HPROF" -v --no-dwarf --folded "$TMP/nd.folded" -- "$WL/fp_chain" 1 >/dev/null 2>"$TMP/nd.err"
 share=$(chain_share "$TMP/nd.folded")
 check "no-dwarf: FP chains still complete ($share)" at_least 90 "$share"
 bytes_per_sample() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }

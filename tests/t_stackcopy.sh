@@ -28,11 +28,11 @@ either() { echo "($1)|($2)"; }
 copies() { sed -n "s/.*[ (]\([0-9]*\) $2.*/\1/p" "$1"; }
 
 # record NAME ARGS...: profiles build/workloads/NAME ARGS at 499 Hz, default copy settings,
-# into $TMP/NAME.folded and the capture $TMP/NAME.raw (summary in $TMP/NAME.err, output in
-# $TMP/NAME.out).
+# into $TMP/NAME.folded and the capture $TMP/NAME.raw (the summary with every figure, -v, in
+# $TMP/NAME.err, output in $TMP/NAME.out).
 record() {
 	local name=$1; shift
-	"$HPROF" -F 499 --raw "$TMP/$name.raw" --folded "$TMP/$name.folded" -- "$WL/$name" "$@" \
+	"$HPROF" -v -F 499 --raw "$TMP/$name.raw" --folded "$TMP/$name.folded" -- "$WL/$name" "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" ||
 		{ fail "$name: hprof failed: $(tail -1 "$TMP/$name.err")"; return 1; }
 }
@@ -190,7 +190,7 @@ for i in $(seq 20); do
 	"$3" 0.05 "$2" >/dev/null
 done
 EOF
-if HPROF_TEST_MARKER=$(printf "hprof-env-$marker%.0s" $(seq 64)) "$HPROF" -F 499 --raw "$TMP/env.raw" \
+if HPROF_TEST_MARKER=$(printf "hprof-env-$marker%.0s" $(seq 64)) "$HPROF" -v -F 499 --raw "$TMP/env.raw" \
 	--folded /dev/null -- sh "$TMP/short.sh" "$WL/nofp_recurse" "hprof-argv-$marker" "$WL/nofp_mmap" \
 	>/dev/null 2>"$TMP/env.err"; then
 	ends=$(copies "$TMP/env.err" "to the end of the stack")
@@ -231,7 +231,7 @@ for name in nofp_recurse nofp_threads xz; do
 	nofp_threads) cmd=("$WL/nofp_threads" 3) ;;
 	xz)           cmd=(xz -9 -T1 -c "$TMP/text") ;;
 	esac
-	if ! HPROF_DEBUG=delta-verify "$HPROF" -F 499 --folded "$TMP/$name.verify.folded" -- "${cmd[@]}" \
+	if ! HPROF_DEBUG=delta-verify "$HPROF" -v -F 499 --folded "$TMP/$name.verify.folded" -- "${cmd[@]}" \
 		>/dev/null 2>"$TMP/$name.verify.err"; then
 		fail "$name (delta-verify): hprof failed: $(tail -1 "$TMP/$name.verify.err")"
 		continue
@@ -261,8 +261,8 @@ crossed=$(awk '{ if (match($0, /worker_[0-3];stage_[0-3]/)) { p = substr($0, RST
 check "nofp_threads: no thread's stack rebuilt with another's frames ($crossed samples)" [ "$crossed" -eq 0 ]
 
 bytes() { sed -n 's/^hprof: \([0-9]*\) bytes received per sample.*/\1/p' "$1"; }
-"$HPROF" -F 499 --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_on.err"
-"$HPROF" -F 499 --no-stack-delta --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_off.err"
+"$HPROF" -v -F 499 --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_on.err"
+"$HPROF" -v -F 499 --no-stack-delta --folded /dev/null -- "$WL/nofp_recurse" 3 30 >/dev/null 2>"$TMP/delta_off.err"
 on=$(bytes "$TMP/delta_on.err") off=$(bytes "$TMP/delta_off.err")
 check "nofp_recurse: deltas receive less than half the bytes of whole copies (${on:-?} < ${off:-?} / 2)" \
 	[ "${on:-99999}" -lt $((${off:-0} / 2)) ]
@@ -280,7 +280,7 @@ check "nofp_recurse: at most 40 copies to the end of the stack before the base i
 # drops every Nth copy hprof keeps, unknown to the kernel. The deltas after it lose their
 # stacks under a named root, counted in the summary; hprof has the kernel send the
 # thread's next copy whole, and its later samples are exact again.
-if HPROF_DEBUG=delta-drop:40 "$HPROF" -F 499 --folded "$TMP/drop.folded" -- "$WL/nofp_recurse" 3 30 \
+if HPROF_DEBUG=delta-drop:40 "$HPROF" -v -F 499 --folded "$TMP/drop.folded" -- "$WL/nofp_recurse" 3 30 \
 	>/dev/null 2>"$TMP/drop.err"; then
 	dropped=$(sed -n 's/.*; \([0-9]*\) images dropped.*/\1/p' "$TMP/drop.err")
 	lost=$(deltas_field "$TMP/drop.err" 3)
@@ -302,8 +302,8 @@ else
 fi
 
 # --- Bytes per sample: four threads whose stacks are a few hundred bytes deep.
-"$HPROF" -F 499 --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes.err"
-"$HPROF" -F 499 --no-dwarf --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes_fp.err"
+"$HPROF" -v -F 499 --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes.err"
+"$HPROF" -v -F 499 --no-dwarf --folded /dev/null -- "$WL/nofp_threads" 2 >/dev/null 2>"$TMP/bytes_fp.err"
 b=$(bytes "$TMP/bytes.err") bfp=$(bytes "$TMP/bytes_fp.err")
 check "nofp_threads: <= 4 KiB received per sample by default, not the old 16 KiB copy (${b:-?})" \
 	[ "${b:-99999}" -le 4096 ]

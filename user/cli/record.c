@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture/writer.h"
 #include "cli/commands.h"
 #include "output/outputs.h"
 #include "output/profile.h"
+#include "output/status_line.h"
 #include "output/summary.h"
 #include "record/capabilities.h"
 #include "record/child.h"
@@ -37,6 +39,8 @@ struct record_opts {
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
 	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = default */
+	bool verbose;         /* -v: every figure of the summary */
+	bool quiet;           /* -q: no status line, no summary, only errors */
 };
 
 static volatile sig_atomic_t exiting;
@@ -62,6 +66,10 @@ static void usage(FILE *out)
 		"                        no output is named)\n"
 		"  --pprof FILE          write a gzip-compressed pprof profile (go tool pprof)\n"
 		"  --json FILE           write the end-of-run summary and top functions as JSON\n"
+		"  --top N               print the N functions with the most self samples, with\n"
+		"                        self and inclusive share, samples and module, on stdout\n"
+		"                        (folded stacks go there only with --folded -, and the\n"
+		"                        table then to stderr)\n"
 		"  --time MS             sample for MS milliseconds (default: until Ctrl-C,\n"
 		"                        or until COMMAND or every --pid exits)\n"
 		"  -F, --frequency HZ    samples per second per CPU (default %d)\n"
@@ -78,6 +86,8 @@ static void usage(FILE *out)
 		"                        can hold secrets) for hprof report\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
 		"                        to 1 GiB (default 16 MiB)\n"
+		"  -v, --verbose         end with every figure of the summary\n"
+		"  -q, --quiet           print only errors: no status line, no summary\n"
 		"  -h, --help            show this help\n"
 		"  -V, --version         show the version\n"
 		"\n"
@@ -114,7 +124,7 @@ static long long max_sample_rate(void)
 }
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
-       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN };
+       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN, OPT_TOP };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -140,6 +150,11 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 		return 0;
 	case OPT_JSON:
 		o->out.json_path = arg;
+		return 0;
+	case OPT_TOP:
+		if (!parse_number(arg, 1, INT32_MAX, &v))
+			return usage_error("--top takes a positive number of functions, got '%s'", arg);
+		o->out.top = (size_t)v;
 		return 0;
 	case OPT_TIME:
 		if (!parse_number(arg, 1, 365LL * 24 * 3600 * 1000, &v))
@@ -178,6 +193,14 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
+	case 'v': /* the last of -v and -q wins */
+		o->verbose = true;
+		o->quiet = false;
+		return 0;
+	case 'q':
+		o->quiet = true;
+		o->verbose = false;
+		return 0;
 	case OPT_RING_SIZE:
 		if (!parse_number(arg, 4096, 1 << 30, &v) || (v & (v - 1)))
 			return usage_error("--ring-size takes a power of two from 4096 to 1073741824, got '%s'",
@@ -210,7 +233,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
+		{ "top", required_argument, NULL, OPT_TOP },
 		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -220,7 +246,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->frequency = DEFAULT_FREQUENCY;
 	o->stack_size = HPROF_DEFAULT_STACK_COPY;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+F:p:hV", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+F:p:hVvq", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
 			usage(stdout);
@@ -326,18 +352,62 @@ static void set_subtitle(struct record_opts *o, struct session *s, double durati
 	o->out.subtitle = buf;
 }
 
-static void report_written(const struct record_opts *o)
+/* What was profiled, for the summary's first line. */
+static void describe_target(const struct record_opts *o, char *buf, size_t len)
 {
-	if (o->out.svg_path)
-		fprintf(stderr, "hprof: wrote flamegraph to %s\n", o->out.svg_path);
-	if (o->out.folded_path && strcmp(o->out.folded_path, "-") != 0)
-		fprintf(stderr, "hprof: wrote folded stacks to %s\n", o->out.folded_path);
-	if (o->raw_path)
-		fprintf(stderr, "hprof: wrote raw samples to %s\n", o->raw_path);
-	if (o->out.pprof_path)
-		fprintf(stderr, "hprof: wrote pprof profile to %s\n", o->out.pprof_path);
-	if (o->out.json_path)
-		fprintf(stderr, "hprof: wrote JSON summary to %s\n", o->out.json_path);
+	int n;
+
+	if (o->command) {
+		snprintf(buf, len, "profiled %s", o->command[0]);
+	} else if (o->nr_pids > 3) {
+		snprintf(buf, len, "profiled %zu pids", o->nr_pids);
+	} else if (o->nr_pids) {
+		n = snprintf(buf, len, "profiled pid%s", o->nr_pids > 1 ? "s" : "");
+		for (size_t i = 0; i < o->nr_pids && n > 0 && (size_t)n < len; i++)
+			n += snprintf(buf + n, len - n, "%s %d", i ? "," : "", o->pids[i]);
+	} else {
+		snprintf(buf, len, "profiled every CPU");
+	}
+}
+
+/* On a terminal only: a log or a pipe gets no line rewritten in place, and a dumb terminal
+ * (an editor's shell buffer) would print the escape sequence. */
+static bool status_line_wanted(void)
+{
+	const char *term = getenv("TERM");
+
+	return isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+}
+
+/* The live status line: figures the session and the kernel keep anyway, read twice a
+ * second. */
+struct status {
+	struct status_line *line;
+	struct session *session;
+	double time_s; /* --time; 0: none */
+};
+
+static void show_status(void *ctx, struct recorder *rec, double elapsed_s, bool running)
+{
+	struct status *st = ctx;
+	const struct sample_stats *ss = session__stats(st->session);
+	uint64_t kc[KC_NR], user = summary__user_samples(ss);
+
+	if (!running) {
+		status_line__clear(st->line);
+		return;
+	}
+	if (!status_line__due(st->line, elapsed_s))
+		return;
+	recorder__read_counters(rec, kc);
+	status_line__show(st->line, &(struct status_figures){
+		.elapsed_s = elapsed_s,
+		.left_s = !st->time_s ? -1 : elapsed_s < st->time_s ? st->time_s - elapsed_s : 0,
+		.samples = ss->samples,
+		.user_stacks = user,
+		.complete = user - ss->methods[METHOD_TRUNCATED],
+		.lost = summary__lost_samples(ss, kc),
+	});
 }
 
 /* After recording: the outputs, the capture, the summary. Returns 0 or -errno. */
@@ -348,9 +418,11 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 	struct run_summary summary =
 		session__summary(session, duration_s, o->frequency, o->no_dwarf,
 				 recorder__kernel_counters(rec), recorder__sideband_lost(rec));
-	char subtitle[128];
+	char subtitle[128], what[160];
 	int err;
 
+	describe_target(o, what, sizeof(what));
+	summary.what = what;
 	summary.received_bytes = recorder__received_bytes(rec);
 	summary.deltas = recorder__delta_stats(rec);
 	set_subtitle(o, session, duration_s, subtitle, sizeof(subtitle));
@@ -367,11 +439,14 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 		err = capture_writer__finish(*raw, session__modules(session), &info);
 		*raw = NULL;
 	}
-	summary__print(&summary, stderr);
+	if (o->verbose)
+		summary__print(&summary, stderr);
+	else if (!o->quiet)
+		summary__print_brief(&summary, stderr);
 	if (!err && o->out.json_path)
 		err = summary__write_json_file(o->out.json_path, &summary);
-	if (!err)
-		report_written(o);
+	if (!err && !o->quiet)
+		summary__print_written(&o->out, o->raw_path, o->verbose, stderr);
 	return err;
 }
 
@@ -388,6 +463,7 @@ int cmd_record(int argc, char **argv)
 	struct session *session = NULL;
 	struct capture_writer *raw = NULL;
 	struct recorder *rec = NULL;
+	struct status status = { 0 };
 	int err;
 
 	err = parse_args(argc, argv, &o);
@@ -396,7 +472,7 @@ int cmd_record(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	}
 	if (!o.out.svg_path && !o.out.folded_path && !o.raw_path && !o.out.pprof_path &&
-	    !o.out.json_path)
+	    !o.out.json_path && !o.out.top)
 		o.out.folded_path = "-";
 	o.out.title = "hprof CPU flame graph";
 	err = validate(&o);
@@ -409,8 +485,12 @@ int cmd_record(int argc, char **argv)
 		err = profile__key_by_name(session__profile(session));
 	if (!err && o.raw_path)
 		err = capture_writer__open(o.raw_path, &raw);
+	if (!err && !o.quiet && status_line_wanted())
+		err = status_line__new(STDERR_FILENO, &status.line);
 	if (err)
 		goto cleanup;
+	status.session = session;
+	status.time_s = o.time_ms / 1000.0;
 	if (raw)
 		session__set_maps_hook(session, write_raw_maps, raw);
 	if (o.command) {
@@ -439,6 +519,8 @@ int cmd_record(int argc, char **argv)
 				     .nr_pids = o.nr_pids,
 				     .child = o.command ? &child : NULL,
 				     .delta_drop_every = debug_delta_drop_every(),
+				     .progress = status.line ? show_status : NULL,
+				     .progress_ctx = &status,
 			     },
 			     session, raw, &rec);
 	if (!err)
@@ -459,6 +541,7 @@ cleanup:
 	if (child.pid && !child.exited)
 		child__wait(&child, &exit_signal);
 	capture_writer__free(raw);
+	status_line__free(status.line);
 	recorder__free(rec);
 	session__free(session);
 	free(o.pids);

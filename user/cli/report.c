@@ -2,6 +2,7 @@
  * machine, with the same code a live recording uses. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +16,40 @@ struct report {
 	struct output_opts out;
 	struct replay_opts replay;
 	const char *capture_path;
+	bool verbose; /* -v: every figure of the summary */
+	bool quiet;   /* -q: only errors */
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: hprof report CAPTURE [--svg FILE] [--folded FILE] [--pprof FILE]\n"
-		     "                    [--json FILE] [--no-dwarf] [--stack-size BYTES]\n"
+		     "                    [--json FILE] [--no-dwarf] [--stack-size BYTES] [-v|-q]\n"
 		     "Unwinds and renders the samples hprof --raw saved. With no output named,\n"
 		     "folded stacks go to stdout. --pprof writes a gzip-compressed pprof profile,\n"
 		     "--json the summary and top functions. --no-dwarf replays frame pointers\n"
-		     "only; --stack-size replays as if each stack copy had been at most BYTES long.\n");
+		     "only; --stack-size replays as if each stack copy had been at most BYTES long.\n"
+		     "-v (--verbose) ends with every figure of the summary, -q (--quiet) prints\n"
+		     "only errors.\n"
+		     "--top N prints the N functions with the most self samples (self and\n"
+		     "inclusive share, samples, module) on stdout, where folded stacks then go\n"
+		     "only with --folded - (and the table to stderr).\n");
+}
+
+/* --top N: a whole number of rows from 1 on. Returns 0 or -EINVAL after saying why. */
+static int parse_top(const char *arg, size_t *top)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > INT32_MAX) {
+		fprintf(stderr, "hprof: report: --top takes a positive number of functions, got '%s' (see hprof report --help)\n",
+			arg);
+		return -EINVAL;
+	}
+	*top = (size_t)v;
+	return 0;
 }
 
 /* Returns 0, 1 for --help, or -EINVAL. */
@@ -37,6 +62,9 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		{ "json", required_argument, NULL, 'j' },
 		{ "no-dwarf", no_argument, NULL, 'n' },
 		{ "stack-size", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -44,7 +72,7 @@ static int parse_args(int argc, char **argv, struct report *rep)
 
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hvq", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			rep->out.svg_path = optarg;
@@ -73,6 +101,18 @@ static int parse_args(int argc, char **argv, struct report *rep)
 			rep->replay.stack_limit = (uint32_t)v;
 			break;
 		}
+		case 't':
+			if (parse_top(optarg, &rep->out.top))
+				return -EINVAL;
+			break;
+		case 'v': /* the last of -v and -q wins */
+			rep->verbose = true;
+			rep->quiet = false;
+			break;
+		case 'q':
+			rep->quiet = true;
+			rep->verbose = false;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -88,7 +128,7 @@ static int parse_args(int argc, char **argv, struct report *rep)
 	}
 	rep->capture_path = argv[optind];
 	if (!rep->out.svg_path && !rep->out.folded_path && !rep->out.pprof_path &&
-	    !rep->out.json_path)
+	    !rep->out.json_path && !rep->out.top)
 		rep->out.folded_path = "-";
 	return 0;
 }
@@ -108,7 +148,7 @@ int cmd_report(int argc, char **argv)
 	const struct capture_info *info;
 	struct session *s;
 	struct run_summary summary;
-	char err_msg[512] = "";
+	char err_msg[512] = "", what[PATH_MAX + 32];
 	bool no_dwarf;
 	int err;
 
@@ -127,12 +167,19 @@ int cmd_report(int argc, char **argv)
 	rep.out.frequency = info->frequency;
 	rep.out.duration_ns = info->duration_ns;
 	summary = session__summary(s, info->duration_ns / 1e9, info->frequency, no_dwarf, NULL, 0);
+	snprintf(what, sizeof(what), "replayed %s, recorded", rep.capture_path);
+	summary.what = what;
 	err = outputs__write(session__profile(s), session__modules(s), &rep.out);
 	if (err)
 		goto cleanup;
-	summary__print(&summary, stderr);
+	if (rep.verbose)
+		summary__print(&summary, stderr);
+	else if (!rep.quiet)
+		summary__print_brief(&summary, stderr);
 	if (rep.out.json_path)
 		err = summary__write_json_file(rep.out.json_path, &summary);
+	if (!err && !rep.quiet)
+		summary__print_written(&rep.out, NULL, rep.verbose, stderr);
 cleanup:
 	if (err && err_msg[0])
 		fprintf(stderr, "hprof: report: %s\n", err_msg);

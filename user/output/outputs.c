@@ -1,12 +1,14 @@
 #include "output/outputs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flamegraph.h"
 #include "output/pprof.h"
+#include "output/top.h"
 #include "util/atomic_file.h"
 #include "util/grow.h"
 
@@ -115,6 +117,17 @@ static int write_svg_file(struct profile *p, const struct output_opts *opts)
 	return err;
 }
 
+/* The top table goes where the user reads: stdout, unless folded stacks already fill it. */
+static int write_top_table(struct profile *p, struct module_registry *modules,
+			   const struct output_opts *opts)
+{
+	bool folded_on_stdout = opts->folded_path && strcmp(opts->folded_path, "-") == 0;
+	int err = top__write(p, modules, opts->top, folded_on_stdout ? stderr : stdout);
+
+	/* the reader has all it wanted (hprof --top 50 | head) */
+	return err == -EPIPE ? 0 : err;
+}
+
 int outputs__write(struct profile *p, struct module_registry *modules,
 		   const struct output_opts *opts)
 {
@@ -143,6 +156,13 @@ int outputs__write(struct profile *p, struct module_registry *modules,
 		if (err) {
 			fprintf(stderr, "hprof: cannot write %s: %s\n", opts->pprof_path,
 				strerror(-err));
+			return err;
+		}
+	}
+	if (opts->top) {
+		err = write_top_table(p, modules, opts);
+		if (err) {
+			fprintf(stderr, "hprof: cannot write the top table: %s\n", strerror(-err));
 			return err;
 		}
 	}

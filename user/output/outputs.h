@@ -1,8 +1,9 @@
 /* The files a recording or a report writes from its profile: folded stacks, the SVG
- * flamegraph and the pprof profile, each whole or not at all. */
+ * flamegraph and the pprof profile, each whole or not at all; and the top table. */
 #ifndef HPROF_OUTPUT_OUTPUTS_H
 #define HPROF_OUTPUT_OUTPUTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "binary/modules.h"
@@ -13,6 +14,8 @@ struct output_opts {
 	const char *folded_path; /* NULL: no folded file; "-" is stdout */
 	const char *pprof_path;  /* NULL: no pprof profile */
 	const char *json_path;   /* NULL: no JSON summary (written by output/summary.c) */
+	size_t top;              /* --top N: the table's rows, on stdout (on stderr when the
+				  * folded stacks go to stdout); 0: no table */
 	const char *title;
 	const char *subtitle;
 	unsigned frequency;      /* Hz, for pprof's sample period */

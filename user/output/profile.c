@@ -77,11 +77,12 @@ struct profile {
 	size_t nr_strings, strings_cap, strings_bytes;
 	struct id_index string_ids;
 	/* Keyed by name (profile__key_by_name): the tree's nodes name each function by the
-	 * first frame counted with its name, so return addresses in one function share a
-	 * node. By string index; NONE until a frame has the name. */
+	 * first frame counted with its name in its binary, so return addresses in one
+	 * function share a node, and functions of one name in two binaries (every program's
+	 * main) stay apart for the top table's module column. Frame ids, keyed by (name,
+	 * module). */
 	bool by_name;
-	uint32_t *name_frames;
-	size_t name_frames_cap;
+	struct id_index name_frames;
 	struct stack_head *heads;
 	struct stack_head **head_by_id;
 	size_t nr_heads, heads_cap;
@@ -270,8 +271,6 @@ static uint32_t intern(struct profile *p, char *str)
 	if (p->nr_strings >= UINT32_MAX ||
 	    grow_array((void **)&p->strings, &p->strings_cap, p->nr_strings + 1,
 		       sizeof(*p->strings)) ||
-	    (p->by_name && grow_array((void **)&p->name_frames, &p->name_frames_cap,
-				      p->nr_strings + 1, sizeof(*p->name_frames))) ||
 	    index_reserve(p, &p->string_ids, string_id_hash)) {
 		free(str);
 		return NONE;
@@ -279,8 +278,6 @@ static uint32_t intern(struct profile *p, char *str)
 	id = (uint32_t)p->nr_strings++;
 	p->strings[id] = str;
 	p->strings_bytes += strlen(str) + 1;
-	if (p->by_name)
-		p->name_frames[id] = NONE;
 	index_put(&p->string_ids, h, id);
 	return id;
 }
@@ -307,17 +304,32 @@ static const char *frame_name(struct profile *p, uint32_t id)
 	return name == NONE ? NULL : p->strings[name];
 }
 
+static uint64_t name_frame_hash(const struct profile *p, uint32_t id)
+{
+	return child_hash(p->frame_names[id], p->frames[id].module);
+}
+
 /* The frame the tree's nodes use for frame id: itself, or keyed by name, the first frame
- * counted with its name. NONE when out of memory. */
+ * counted with its name in its module. NONE when out of memory. */
 static uint32_t node_frame_id(struct profile *p, uint32_t id)
 {
-	uint32_t name = frame_name_id(p, id);
+	uint32_t name = frame_name_id(p, id), module = p->frames[id].module, fid;
+	uint64_t h;
 
 	if (name == NONE || !p->by_name)
 		return name == NONE ? NONE : id;
-	if (p->name_frames[name] == NONE)
-		p->name_frames[name] = id;
-	return p->name_frames[name];
+	h = child_hash(name, module);
+	if (p->name_frames.slots) {
+		for (size_t at = h & p->name_frames.mask; (fid = p->name_frames.slots[at]) != NONE;
+		     at = (at + 1) & p->name_frames.mask) {
+			if (p->frame_names[fid] == name && p->frames[fid].module == module)
+				return fid;
+		}
+	}
+	if (index_reserve(p, &p->name_frames, name_frame_hash))
+		return NONE;
+	index_put(&p->name_frames, h, id);
+	return id;
 }
 
 /* A new node; NONE when out of memory. */
@@ -427,13 +439,13 @@ uint64_t profile__nr_samples(const struct profile *p)
 
 void profile__memory(const struct profile *p, struct profile_memory *m)
 {
-	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids };
+	const struct id_index *indexes[] = { &p->children, &p->frame_ids, &p->string_ids,
+					     &p->name_frames };
 	/* arrays as far as they are filled (the rest of a doubled array is not touched yet),
 	 * hash indexes whole (their slots are spread over all of it) */
 	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) + (p->nr_stacks + 1) * sizeof(*p->counts) +
 			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names)) +
 			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
-			 (p->by_name ? p->nr_strings * sizeof(*p->name_frames) : 0) +
 			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
 	for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
@@ -642,14 +654,19 @@ struct stack_ref {
 	const struct stack_head *head;
 };
 
-/* Frames in the order of their names when the profile is keyed by name (which frame of a
- * name a node holds depends on the order samples came in), else by binary and address. */
+/* Frames in the order of their names, then binaries, when the profile is keyed by name
+ * (which frame of a name a node holds depends on the order samples came in), else by
+ * binary and address. */
 static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 {
-	if (p->by_name)
-		return strcmp(p->strings[p->frame_names[p->nodes[x].frame]],
-			      p->strings[p->frame_names[p->nodes[y].frame]]);
-	return compare_frames(node_frame(p, x), node_frame(p, y));
+	const struct frame *fx = node_frame(p, x), *fy = node_frame(p, y);
+	int c;
+
+	if (!p->by_name)
+		return compare_frames(fx, fy);
+	c = strcmp(p->strings[p->frame_names[p->nodes[x].frame]],
+		   p->strings[p->frame_names[p->nodes[y].frame]]);
+	return c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
 }
 
 /* comm, root, then frames innermost first, then the shorter first. */
@@ -728,7 +745,7 @@ void profile__free(struct profile *p)
 	free(p->strings);
 	free(p->string_ids.slots);
 	free(p->frame_names);
-	free(p->name_frames);
+	free(p->name_frames.slots);
 	HASH_ITER(hh, p->roots, r, rtmp) {
 		HASH_DEL(p->roots, r);
 		free(r->name);

@@ -13,10 +13,10 @@ struct profile;
 
 int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 		 struct profile **out);
-/* Counts return addresses in one function as one frame, the first one counted: folded
- * stacks, flame graphs and JSON come out the same, with a quarter of the nodes on a
- * system-wide run; pprof, which shows addresses, needs them apart. Called before the
- * first sample; -EBUSY after. */
+/* Counts return addresses in one function (a name in one binary) as one frame, the first
+ * one counted: folded stacks, flame graphs, JSON and the top table come out the same,
+ * with a quarter of the nodes on a system-wide run; pprof, which shows addresses, needs
+ * them apart. Called before the first sample; -EBUSY after. */
 int profile__key_by_name(struct profile *p);
 /* Counts one sample of frames[0..n), innermost first. root, when not NULL, is a
  * frame placed right under comm (e.g. the reason a stack is incomplete). */

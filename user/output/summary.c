@@ -9,6 +9,7 @@
 #include "util/atomic_file.h"
 #include "binary/modules.h"
 #include "output/json.h"
+#include "output/outputs.h"
 #include "output/stack_set.h"
 
 static double percent(uint64_t part, uint64_t whole)
@@ -522,4 +523,153 @@ void summary__print(const struct run_summary *r, FILE *out)
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 	if (r->deltas)
 		print_deltas(r->deltas, out);
+}
+
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* A truncation reason as the brief summary names it: the flame graph's root without its
+ * brackets ("copy too short"). */
+static const char *reason_name(unsigned t)
+{
+	static const char prefix[] = "[truncated: ";
+	static char names[TRUNCATED_COUNT][64];
+	const char *root = hybrid__truncated_root(t);
+	size_t len = strlen(root);
+
+	if (t >= TRUNCATED_COUNT || strncmp(root, prefix, sizeof(prefix) - 1) != 0 ||
+	    root[len - 1] != ']')
+		return root;
+	if (!names[t][0])
+		snprintf(names[t], sizeof(names[t]), "%.*s", (int)(len - sizeof(prefix)),
+			 root + sizeof(prefix) - 1);
+	return names[t];
+}
+
+/* The share of user stacks complete, and the two commonest reasons the others stopped. */
+static void print_brief_complete(const struct sample_stats *st, FILE *out)
+{
+	uint64_t user = summary__user_samples(st), truncated = st->methods[METHOD_TRUNCATED];
+	uint64_t shown = 0;
+	unsigned top[2] = { TRUNCATED_COUNT, TRUNCATED_COUNT };
+
+	if (!user) {
+		if (st->kernel_only)
+			fprintf(out, "hprof: no user stacks: %" PRIu64 " sample%s in the kernel only\n",
+				st->kernel_only, plural(st->kernel_only));
+		return;
+	}
+	if (!truncated) {
+		if (user == 1)
+			fprintf(out, "hprof: the only user stack is complete\n");
+		else
+			fprintf(out, "hprof: all %" PRIu64 " user stacks complete\n", user);
+		return;
+	}
+	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+		if (!st->truncated[t])
+			continue;
+		if (top[0] == TRUNCATED_COUNT || st->truncated[t] > st->truncated[top[0]]) {
+			top[1] = top[0];
+			top[0] = t;
+		} else if (top[1] == TRUNCATED_COUNT || st->truncated[t] > st->truncated[top[1]]) {
+			top[1] = t;
+		}
+	}
+	/* rounded down: 99.96% is not "100.0%" complete */
+	fprintf(out, "hprof: %" PRIu64 " of %" PRIu64 " user stacks complete (%.1f%%); the others:",
+		user - truncated, user, (double)(uint64_t)(percent(user - truncated, user) * 10) / 10);
+	for (int i = 0; i < 2 && top[i] < TRUNCATED_COUNT; i++) {
+		fprintf(out, "%s %s %" PRIu64, i ? "," : "", reason_name(top[i]),
+			st->truncated[top[i]]);
+		shown += st->truncated[top[i]];
+	}
+	if (shown < truncated)
+		fprintf(out, ", other reasons %" PRIu64, truncated - shown);
+	fprintf(out, "\n");
+}
+
+/* What was lost, one line, only when anything was. Frames no method found are not counted
+ * here: their stacks are the incomplete ones. */
+static void print_brief_lost(const struct run_summary *r, const uint64_t *kc, FILE *out)
+{
+	const struct sample_stats *st = r->stats;
+	uint64_t lost = summary__lost_samples(st, kc);
+	const char *sep = "";
+
+	if (!lost && !r->sideband_lost && !kc[KC_FORKS_NOT_FOLLOWED])
+		return;
+	fprintf(out, "hprof: lost");
+	if (lost) {
+		fprintf(out, " %" PRIu64 " sample%s (", lost, plural(lost));
+		if (kc[KC_DROP_RINGBUF_FULL]) {
+			fprintf(out, "ring buffer full %" PRIu64 ": raise --ring-size or lower -F",
+				kc[KC_DROP_RINGBUF_FULL]);
+			sep = ", ";
+		}
+		if (kc[KC_DROP_NO_SCRATCH]) {
+			fprintf(out, "%sno scratch buffer %" PRIu64, sep, kc[KC_DROP_NO_SCRATCH]);
+			sep = ", ";
+		}
+		if (st->malformed)
+			fprintf(out, "%smalformed %" PRIu64, sep, st->malformed);
+		fprintf(out, ")");
+		sep = ",";
+	}
+	if (r->sideband_lost) {
+		fprintf(out, "%s %" PRIu64 " mapping event%s", sep, r->sideband_lost,
+			plural(r->sideband_lost));
+		sep = ",";
+	}
+	if (kc[KC_FORKS_NOT_FOLLOWED])
+		fprintf(out, "%s %" PRIu64 " child process%s (the kernel's pid filter was full)", sep,
+			kc[KC_FORKS_NOT_FOLLOWED], kc[KC_FORKS_NOT_FOLLOWED] == 1 ? "" : "es");
+	fprintf(out, "\n");
+}
+
+void summary__print_brief(const struct run_summary *r, FILE *out)
+{
+	static const uint64_t no_counters[KC_NR];
+	const struct sample_stats *st = r->stats;
+	const uint64_t *kc = r->kernel_counters ? r->kernel_counters : no_counters;
+
+	fprintf(out, "hprof: %s%s%.2f s: %" PRIu64 " sample%s at %u Hz", r->what ? r->what : "",
+		r->what ? " for " : "", r->duration_s, st->samples, plural(st->samples), r->frequency);
+	if (st->processes)
+		fprintf(out, " in %" PRIu64 " process%s", st->processes,
+			st->processes == 1 ? "" : "es");
+	fprintf(out, "%s\n", r->no_dwarf ? ", frame pointers only" : "");
+	print_brief_complete(st, out);
+	print_brief_lost(r, kc, out);
+}
+
+void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
+			    FILE *out)
+{
+	const struct {
+		const char *path, *what;
+	} files[] = {
+		{ o->svg_path, "flamegraph" },
+		{ o->folded_path && strcmp(o->folded_path, "-") != 0 ? o->folded_path : NULL,
+		  "folded stacks" },
+		{ raw_path, "raw samples" },
+		{ o->pprof_path, "pprof profile" },
+		{ o->json_path, "JSON summary" },
+	};
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!files[i].path)
+			continue;
+		if (verbose) {
+			fprintf(out, "hprof: wrote %s to %s\n", files[i].what, files[i].path);
+			continue;
+		}
+		fprintf(out, "%s%s (%s)", any ? ", " : "hprof: wrote ", files[i].path, files[i].what);
+		any = true;
+	}
+	if (any)
+		fprintf(out, "\n");
 }

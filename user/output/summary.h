@@ -19,6 +19,7 @@
 
 /* What a summary is made of. */
 struct run_summary {
+	const char *what; /* what ran, for the brief summary: "profiled ./server" (NULL: none) */
 	const struct sample_stats *stats;
 	const struct process_table_stats *processes;
 	struct profile *profile;
@@ -65,8 +66,19 @@ struct memory_stats {
 
 /* One line "hprof: memory: ..." with stats, the heap in use and VmRSS. */
 void summary__print_memory(const struct memory_stats *m, FILE *out);
-/* The summary as text (hprof prints it on stderr at the end of a recording or a report). */
+struct output_opts;
+
+/* The summary as text, every figure (hprof prints it on stderr at the end of a recording or
+ * a report with -v). */
 void summary__print(const struct run_summary *r, FILE *out);
+/* The summary as a reader wants it by default, at most 3 lines: what ran, for how long and
+ * the samples; the share of user stacks complete and the main reasons for the others; what
+ * was lost, only when something was. summary__print_written adds where the outputs are. */
+void summary__print_brief(const struct run_summary *r, FILE *out);
+/* The files written (raw_path: a capture, or NULL): one line each when verbose, else one
+ * line in all; nothing for stdout. */
+void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
+			    FILE *out);
 /* Writes the summary as one JSON object. Returns 0 or -errno. */
 int summary__write_json(const struct run_summary *r, FILE *out);
 /* The same into path, whole or not at all; on error prints one line and returns -errno. */

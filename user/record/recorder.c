@@ -264,17 +264,23 @@ static bool all_pids_gone(const struct recorder *r)
 	return true;
 }
 
-static bool done(struct recorder *r, double deadline)
+static bool done(struct recorder *r, double now, double deadline)
 {
-	if (r->opts.time_ms && now_s() >= deadline)
+	if (r->opts.time_ms && now >= deadline)
 		return true;
 	return (r->opts.child && child__has_exited(r->opts.child)) || all_pids_gone(r);
+}
+
+static void progress(struct recorder *r, double elapsed_s, bool running)
+{
+	if (r->opts.progress)
+		r->opts.progress(r->opts.progress_ctx, r, elapsed_s, running);
 }
 
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 {
 	double start = now_s(), deadline = start + r->opts.time_ms / 1000.0;
-	double next_report = start + r->report_memory_s;
+	double next_report = start + r->report_memory_s, now = start;
 	int err = 0;
 
 	while (!*stop) {
@@ -286,17 +292,22 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 		if (err >= 0)
 			err = drain_and_handle(r, false);
 		if (err < 0) {
+			progress(r, now - start, false);
 			fprintf(stderr, "hprof: reading samples failed: %s\n", strerror(-err));
 			break;
 		}
 		err = 0;
-		if (r->report_memory_s && now_s() >= next_report) {
+		now = now_s();
+		if (r->report_memory_s && now >= next_report) {
+			progress(r, now - start, false);
 			report_memory(r);
 			next_report += r->report_memory_s;
 		}
-		if (done(r, deadline))
+		if (done(r, now, deadline))
 			break;
+		progress(r, now - start, true);
 	}
+	progress(r, now_s() - start, false);
 	/* Stop the events, then take what is still queued. */
 	sampler__stop(r->sampler);
 	if (!err && drain_and_handle(r, true) < 0)
@@ -316,6 +327,11 @@ double recorder__duration_s(const struct recorder *r)
 const uint64_t *recorder__kernel_counters(struct recorder *r)
 {
 	return r->kernel_counters;
+}
+
+void recorder__read_counters(struct recorder *r, uint64_t *counters)
+{
+	sampler__read_counters(r->sampler, counters);
 }
 
 uint64_t recorder__sideband_lost(const struct recorder *r)

@@ -5,6 +5,7 @@
 #define HPROF_RECORD_RECORDER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -14,6 +15,14 @@
 #include "record/stack_delta.h"
 #include "session.h"
 
+struct recorder;
+
+/* Called after each read of the buffers (at least every 100 ms) with running set, and with
+ * it clear before the recorder prints anything and once recording is over: whatever the
+ * hook shows on the terminal must then go. */
+typedef void (*recorder_progress_fn)(void *ctx, struct recorder *r, double elapsed_s,
+				     bool running);
+
 struct recorder_opts {
 	struct sampler_opts sampler;
 	long time_ms;         /* 0: until stopped */
@@ -21,9 +30,9 @@ struct recorder_opts {
 	size_t nr_pids;
 	struct child *child;  /* NULL, or the command: recording ends when it exits */
 	unsigned delta_drop_every; /* HPROF_DEBUG=delta-drop:N (stack_delta__set_drop_every) */
+	recorder_progress_fn progress; /* NULL: none */
+	void *progress_ctx;
 };
-
-struct recorder;
 
 /* Loads the sampler and opens the mapping events; nothing is sampled yet. raw (may be
  * NULL) gets every record handled.
@@ -37,6 +46,8 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop);
 double recorder__duration_s(const struct recorder *r);
 /* The kernel's counters (enum kernel_counter) once recording is over. */
 const uint64_t *recorder__kernel_counters(struct recorder *r);
+/* The kernel's counters now, while recording (a lookup per counter: for a progress hook). */
+void recorder__read_counters(struct recorder *r, uint64_t *counters);
 uint64_t recorder__sideband_lost(const struct recorder *r);
 /* Bytes of sample records the ring buffer delivered (deltas as sent, not rebuilt). */
 uint64_t recorder__received_bytes(const struct recorder *r);
