@@ -133,12 +133,13 @@ elif [ -s "$TMP/fponly.err" ]; then
 	fail "hybrid: hprof report --no-dwarf failed: $(tail -1 "$TMP/fponly.err")"
 fi
 
-# A process in a pid namespace of its own (a container's) names its map after its pid
-# there: fp_jit is pid 1 and writes /tmp/perf-1.map, which hprof must look for under that
-# name (in the process's root: here the same /tmp).
-if unshare --pid --fork --mount-proc true 2>"$TMP/unshare.err"; then
+# A process in a container, a pid and mount namespace of its own, names its map after its
+# pid there in its own /tmp: fp_jit is pid 1 and writes /tmp/perf-1.map on a tmpfs only it
+# sees, which hprof must find under that name in the process's root.
+in_container='mount -t tmpfs hprof-test /tmp && exec "$0" "$@"'
+if unshare --pid --fork --mount-proc sh -c "$in_container" true 2>"$TMP/unshare.err"; then
 	if timeout 60 "$HPROF" -v --folded "$TMP/pidns.folded" -- unshare --pid --fork --mount-proc \
-		"$WL/fp_jit" 2 --perf-map >"$TMP/pidns.out" 2>"$TMP/pidns.err"; then
+		sh -c "$in_container" "$WL/fp_jit" 2 --perf-map >"$TMP/pidns.out" 2>"$TMP/pidns.err"; then
 		named=$(called pidns jit_hot_loop)
 		check "pid namespace: the map it wrote as perf-1.map names jit_hot_loop ($named)" \
 			at_least 25 "$named"

@@ -12,7 +12,8 @@
  *   DWARF step fails, libunwind falls back to guessing through rbp, which hprof
  *   deliberately does not do. Such samples count as "prefix" comparisons, by reason.
  * - hprof's walk went through code without CFI (a frame found by instruction analysis, a
- *   frame record or a scan): libunwind, which unwinds by CFI alone, is a reference only for
+ *   frame record or a scan, or a first frame without CFI at a function's first
+ *   instruction, whose caller the psABI's entry rule gives): libunwind, which unwinds by CFI alone, is a reference only for
  *   the frames before the first such frame; they must be its first frames. Such samples
  *   count as "beyond CFI".
  * - Samples neither side can unwind (kernel threads, no stack copy, malformed records)
@@ -30,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/modules.h"
+#include "cfi/unwind_table.h"
 #include "walkers.h"
 
 /* Disagreements printed in full; the rest are only counted. */
@@ -93,6 +96,22 @@ static uint32_t frames_by_cfi(const struct unwind_frame *frames, uint32_t n)
 	return n;
 }
 
+/* The first frame's pc has no CFI (its caller came from the psABI's rule at a function's
+ * first instruction, as for ld.so calling a library's _init): libunwind, by CFI alone,
+ * can only agree on that frame. */
+static bool first_without_cfi(struct xcheck *x, uint32_t pid, uint64_t pc)
+{
+	struct module_registry *modules = session__modules(x->session);
+	struct module *mod;
+	struct frame f;
+
+	if (session__resolve_frame(x->session, pid, pc, false, &f) != 0 || f.module < MODULE_FIRST_FILE)
+		return false;
+	mod = module_registry__by_id(modules, f.module);
+	return mod && !mod->anon_code &&
+	       !unwind_table__find(module_registry__unwind_table(modules, mod), f.addr);
+}
+
 static int check_sample(struct xcheck *x, uint64_t index, const struct capture_rec *r)
 {
 	const struct hprof_sample *s = capture_rec__sample(r);
@@ -114,6 +133,8 @@ static int check_sample(struct xcheck *x, uint64_t index, const struct capture_r
 	lu_ret = lu_unwinder__walk(x->lu, s, x->pcs, UNWIND_MAX_FRAMES, &nr_lu);
 	complete = res.end == UNWIND_END_COMPLETE;
 	cfi_frames = frames_by_cfi(x->frames, res.nr_frames);
+	if (cfi_frames > 1 && first_without_cfi(x, s->pid, x->frames[0].pc))
+		cfi_frames = 1;
 	/* the second pc, or the first where only it is compared (a one-frame walk, or code
 	 * without CFI after it) */
 	if (x->mutate && res.nr_frames > 0)
