@@ -143,11 +143,16 @@ grep -E ' work_[a-e]$' "$TMP/slow.out" | sed 's/^/# /'
 check "regression: work_e 1.5x slower fails the gate at 5 pp, exit 3 ($rc)" [ "$rc" -eq 3 ]
 check "regression: exactly work_e is named ($(regressed "$TMP/slow.out"))" [ "$(regressed "$TMP/slow.out")" = work_e ]
 
+# The gate on the five functions the workload spreads its work over. Not on their caller,
+# round_of_work: its inclusive share is all but what the process spends outside it
+# (exec, the dynamic loader, exit), which the machine decides: under load, reruns of
+# 1.5 s against the 3-s base moved it by more than 2 points.
+HOT='^work_[a-e]$'
 alarms=0
 for i in 1 2 3 4 5 6 7 8 9 10; do
 	"$HPROF" -F 999 --folded "$TMP/rerun.folded" -- "$FIVE" 1.5 >/dev/null 2>&1
 	"$HPROF" diff "$TMP/base_live.folded" "$TMP/rerun.folded" --threshold 2 \
-		--function "$USER_CODE" >"$TMP/rerun.out"
+		--function "$HOT" >"$TMP/rerun.out"
 	rc=$?
 	if [ "$rc" -ne 0 ]; then
 		alarms=$((alarms + 1))

@@ -127,10 +127,16 @@ struct addrs {
 	size_t nr, cap;
 };
 
-/* What a sweep reported: boundaries, call and branch targets, and jumps back (pairs of
- * target and jump). */
+/* A jump back: its target, and where it jumps from. */
+struct jump_back {
+	uint64_t target, from;
+};
+
+/* What a sweep reported: boundaries, call and branch targets, and jumps back. */
 struct marks {
-	struct addrs boundary, called, branched, jumped_back;
+	struct addrs boundary, called, branched;
+	struct jump_back *jumps; /* sorted by target, then from, once the sweep is done */
+	size_t nr_jumps, jumps_cap;
 	bool failed; /* out of memory */
 };
 
@@ -158,8 +164,12 @@ static void add_mark(void *arg, enum code_mark mark, uint64_t at, uint64_t from)
 		add_addr(m, &m->branched, at);
 		break;
 	case CODE_MARK_JUMPED_BACK:
-		add_addr(m, &m->jumped_back, at);
-		add_addr(m, &m->jumped_back, from);
+		if (grow_array((void **)&m->jumps, &m->jumps_cap, m->nr_jumps + 1,
+			       sizeof(*m->jumps)) != 0) {
+			m->failed = true;
+			break;
+		}
+		m->jumps[m->nr_jumps++] = (struct jump_back){ .target = at, .from = from };
 		break;
 	}
 }
@@ -169,7 +179,7 @@ static void marks_free(struct marks *m)
 	free(m->boundary.v);
 	free(m->called.v);
 	free(m->branched.v);
-	free(m->jumped_back.v);
+	free(m->jumps);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -221,17 +231,33 @@ static bool contains(const struct addrs *a, uint64_t at)
 	return i > 0 && a->v[i - 1] == at;
 }
 
-/* A boundary a jump comes back to with no other start in between: a loop's head. */
+static int cmp_jump(const void *a, const void *b)
+{
+	const struct jump_back *x = a, *y = b;
+
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* A boundary a jump comes back to with no other start in between: a loop's head. The
+ * nearest jump to it decides (m->jumps sorted). */
 static bool is_loop_head(const struct marks *m, const struct addrs *starts, uint64_t at)
 {
-	for (size_t i = 0; i + 1 < m->jumped_back.nr; i += 2) {
-		uint64_t target = m->jumped_back.v[i], from = m->jumped_back.v[i + 1];
-		size_t next = first_above(starts, target);
+	size_t lo = 0, hi = m->nr_jumps, next;
 
-		if (target == at && (next == starts->nr || starts->v[next] > from))
-			return true;
+	while (lo < hi) { /* the first jump whose target is >= at */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->jumps[mid].target < at)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return false;
+	if (lo == m->nr_jumps || m->jumps[lo].target != at)
+		return false;
+	next = first_above(starts, at);
+	return next == starts->nr || starts->v[next] > m->jumps[lo].from;
 }
 
 /* The starts the marks show (see code_starts.h), into *out: sorted, unique. */
@@ -243,6 +269,8 @@ static int resolve_starts(struct marks *m, struct addrs *out)
 	sort_unique(&m->boundary);
 	sort_unique(&m->called);
 	sort_unique(&m->branched);
+	if (m->nr_jumps)
+		qsort(m->jumps, m->nr_jumps, sizeof(*m->jumps), cmp_jump);
 	for (size_t i = 0; i < m->boundary.nr; i++) {
 		if (!contains(&m->branched, m->boundary.v[i]))
 			add_addr(m, &starts, m->boundary.v[i]);
