@@ -13,6 +13,9 @@
 
 #include "cfi/unwind_table.h"
 #include "check.h"
+#include "lazy_compare.h"
+
+#include <unistd.h>
 
 #include <stdarg.h>
 /* ---- byte buffers ---- */
@@ -319,12 +322,57 @@ struct result {
 	char err[512];
 };
 
+/* Every image compiled whole from all its sections is also opened lazily from a file, and
+ * must look up the same (reported once, by test_lazy_agrees). */
+static struct {
+	size_t tables, pcs;
+	char first_difference[512];
+} lazy;
+
+static void compare_lazily(const struct buf *img, const struct unwind_table *whole)
+{
+	char path[] = "/tmp/hprof-test-cfi-XXXXXX", err[256], why[256];
+	struct unwind_row_cache *cache = NULL;
+	struct unwind_table *t = NULL;
+	int fd = mkstemp(path);
+	size_t pcs;
+
+	if (fd < 0 || write(fd, img->b, img->n) != (ssize_t)img->n ||
+	    unwind_row_cache__new(1 << 20, &cache) != 0 ||
+	    unwind_table__open(path, cache, &t, err, sizeof(err)) != 0) {
+		if (!lazy.first_difference[0])
+			snprintf(lazy.first_difference, sizeof(lazy.first_difference),
+				 "lazy open failed: %s", fd < 0 ? "mkstemp" : err);
+	} else if (!(pcs = lazy_compare(whole, t, why, sizeof(why)))) {
+		if (!lazy.first_difference[0])
+			snprintf(lazy.first_difference, sizeof(lazy.first_difference), "%s", why);
+	} else {
+		lazy.tables++;
+		lazy.pcs += pcs;
+	}
+	unwind_table__free(t);
+	unwind_row_cache__free(cache);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+}
+
 static struct result compile_img(const struct buf *img, unsigned int sources)
 {
 	struct result r = { 0 };
 
 	r.ret = unwind_table__from_image(img->b, img->n, "test.so", sources, &r.t, r.err, sizeof(r.err));
+	if (r.ret == 0 && sources == UNWIND_SRC_ALL)
+		compare_lazily(img, r.t);
 	return r;
+}
+
+static void test_lazy_agrees(void)
+{
+	check(!lazy.first_difference[0] && lazy.tables > 20,
+	      "every image compiled whole here looks up the same opened lazily (%zu tables, %zu pcs)%s%s",
+	      lazy.tables, lazy.pcs, lazy.first_difference[0] ? ": " : "", lazy.first_difference);
 }
 
 /* Compiles one FDE over the standard CIE (zR, pcrel sdata4) with the given program. */
@@ -1180,5 +1228,6 @@ int main(void)
 	test_corrupt_programs();
 	test_corrupt_entries();
 	test_file_vs_image();
+	test_lazy_agrees();
 	return failures ? 1 : 0;
 }

@@ -13,6 +13,10 @@
 #include "binary/jit_file.h"
 #include "util/grow.h"
 
+/* Rows of binaries' functions compiled as walks need them, across all binaries: a profile
+ * touches a few thousand functions, ~100-300 bytes each with bookkeeping. */
+#define MODULE_ROW_CACHE_BYTES (4u << 20)
+
 /* A vDSO is two pages or so; anything claiming more than this is not one. */
 #define VDSO_MAX_SIZE (1u << 20)
 
@@ -46,6 +50,7 @@ struct table_entry {
 };
 
 struct module_registry {
+	struct unwind_row_cache *row_cache;
 	struct table_entry *tables;
 	struct module_entry *by_path;
 	struct module_entry *by_anon;
@@ -64,7 +69,9 @@ struct module_registry {
 int module_registry__new(struct module_registry **out)
 {
 	*out = calloc(1, sizeof(**out));
-	if (*out && !((*out)->files = mapped_files__new())) {
+	if (*out && (!((*out)->files = mapped_files__new()) ||
+		     unwind_row_cache__new(MODULE_ROW_CACHE_BYTES, &(*out)->row_cache) != 0)) {
+		mapped_files__free((*out)->files);
 		free(*out);
 		*out = NULL;
 	}
@@ -365,7 +372,9 @@ int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uin
 					    addr - m->start + m->file_offset, vaddr);
 }
 
-static int compile_table(struct module *mod)
+/* The module's unwind table: a file's opened lazily (rows compiled per function into the
+ * registry's cache), the vDSO's compiled whole from memory. */
+static int compile_table(struct module_registry *reg, struct module *mod)
 {
 	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
 	size_t size;
@@ -379,8 +388,8 @@ static int compile_table(struct module *mod)
 	}
 	if (mod->anon_code || mod->unpinned || mod->path[0] != '/')
 		return -ENOENT;
-	return unwind_table__from_file(load_path(mod), UNWIND_SRC_ALL, &mod->table,
-				       mod->table_msg, sizeof(mod->table_msg));
+	return unwind_table__open(load_path(mod), reg->row_cache, &mod->table, mod->table_msg,
+				  sizeof(mod->table_msg));
 }
 
 const struct unwind_table *module_registry__unwind_table(struct module_registry *reg,
@@ -403,7 +412,7 @@ const struct unwind_table *module_registry__unwind_table(struct module_registry 
 			return mod->table;
 		}
 	}
-	mod->table_err = compile_table(mod);
+	mod->table_err = compile_table(reg, mod);
 	if (mod->table_err || !id_len)
 		return mod->table;
 	t = calloc(1, sizeof(*t));
@@ -545,6 +554,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 		m->perf_maps += pc->map != NULL;
 	m->pinned_files = mapped_files__count(reg->files);
 	m->reloads = reg->reloads;
+	unwind_row_cache__stats(reg->row_cache, &m->row_cache);
 }
 
 void module_registry__free(struct module_registry *reg)
@@ -581,5 +591,6 @@ void module_registry__free(struct module_registry *reg)
 		free(t);
 	}
 	free(reg->by_id);
+	unwind_row_cache__free(reg->row_cache);
 	free(reg);
 }

@@ -115,7 +115,9 @@ struct module_memory {
 	uint64_t perf_maps;
 	uint64_t pinned_files;
 	uint64_t symbol_bytes;
-	uint64_t table_bytes;  /* compiled CFI, shared tables once */
+	uint64_t table_bytes;  /* unwind tables: FDE indexes of files, whole tables of the
+				* vDSO; shared tables once */
+	struct unwind_row_cache_stats row_cache; /* rows compiled a function at a time */
 	uint64_t code_start_bytes; /* function starts of code without CFI or symbols */
 	uint64_t dropped;      /* binaries whose symbols and table are dropped now */
 	uint64_t reloads;      /* symbols read again since the run began */

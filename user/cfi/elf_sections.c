@@ -193,16 +193,15 @@ static int vaddr_to_file(const uint8_t *img, size_t size, const Elf64_Ehdr *eh, 
 	return -1;
 }
 
-/* .eh_frame through PT_GNU_EH_FRAME: .eh_frame_hdr's eh_frame_ptr gives its address; its
- * end is unknown, so it runs to the end of its segment or to a zero terminator. */
-static int by_eh_frame_hdr(const uint8_t *img, size_t size, const Elf64_Ehdr *eh,
-			   struct cfi_elf *out, struct cfi_err *e)
+/* .eh_frame_hdr through PT_GNU_EH_FRAME, and the .eh_frame address its eh_frame_ptr
+ * gives. 0 with out->hdr NULL when the image has none. */
+static int find_eh_frame_hdr(const uint8_t *img, size_t size, const Elf64_Ehdr *eh,
+			     struct cfi_elf *out, struct cfi_err *e)
 {
-	struct cfi_section *sec = &out->sec[out->nr_sec];
 	Elf64_Phdr ph;
 	struct cfi_cur c;
-	uint64_t ptr, off, len;
 	bool found = false;
+	uint8_t enc;
 
 	if (eh->e_phnum == 0)
 		return 0;
@@ -222,21 +221,34 @@ static int by_eh_frame_hdr(const uint8_t *img, size_t size, const Elf64_Ehdr *eh
 	if (c.p[0] != 1)
 		return cfi_fail(e, NULL, 0, ".eh_frame_hdr at 0x%llx: unsupported version %u",
 				(unsigned long long)ph.p_offset, c.p[0]);
-	{
-		uint8_t enc = c.p[1];
+	enc = c.p[1];
+	c.p += 4;
+	if (cfi_read_encoded(&c, enc, 8, ph.p_vaddr + 4, ph.p_vaddr, &out->hdr_eh_frame))
+		return cfi_fail(e, NULL, 0, ".eh_frame_hdr at 0x%llx: bad eh_frame_ptr",
+				(unsigned long long)ph.p_offset);
+	out->hdr = img + ph.p_offset;
+	out->hdr_size = ph.p_filesz;
+	out->hdr_vaddr = ph.p_vaddr;
+	return 0;
+}
 
-		c.p += 4;
-		if (cfi_read_encoded(&c, enc, 8, ph.p_vaddr + 4, ph.p_vaddr, &ptr))
-			return cfi_fail(e, NULL, 0, ".eh_frame_hdr at 0x%llx: bad eh_frame_ptr",
-					(unsigned long long)ph.p_offset);
-	}
-	if (vaddr_to_file(img, size, eh, ptr, &off, &len))
+/* .eh_frame through .eh_frame_hdr (found already): its end is unknown, so it runs to the
+ * end of its segment or to a zero terminator. */
+static int by_eh_frame_hdr(const uint8_t *img, size_t size, const Elf64_Ehdr *eh,
+			   struct cfi_elf *out, struct cfi_err *e)
+{
+	struct cfi_section *sec = &out->sec[out->nr_sec];
+	uint64_t off, len;
+
+	if (!out->hdr)
+		return 0;
+	if (vaddr_to_file(img, size, eh, out->hdr_eh_frame, &off, &len))
 		return cfi_fail(e, NULL, 0, ".eh_frame_hdr: eh_frame_ptr 0x%llx is in no loaded segment",
-				(unsigned long long)ptr);
+				(unsigned long long)out->hdr_eh_frame);
 	memset(sec, 0, sizeof(*sec));
 	sec->data = img + off;
 	sec->size = len;
-	sec->vaddr = ptr;
+	sec->vaddr = out->hdr_eh_frame;
 	sec->is_eh = true;
 	sec->stop_at_zero = true;
 	sec->name = ".eh_frame";
@@ -260,6 +272,18 @@ int cfi_elf__locate(const uint8_t *img, size_t size, unsigned int sources, struc
 		goto cleanup;
 	for (int i = 0; i < out->nr_sec; i++)
 		have_eh |= out->sec[i].is_eh;
+	if (sources & UNWIND_SRC_EH_FRAME) {
+		err = find_eh_frame_hdr(img, size, &eh, out, e);
+		if (err && have_eh) {
+			/* the sections were found by name: only an index is lost */
+			out->hdr = NULL;
+			err = 0;
+			if (e->len)
+				e->buf[0] = '\0';
+		}
+		if (err)
+			goto cleanup;
+	}
 	if ((sources & UNWIND_SRC_EH_FRAME) && !have_eh) {
 		err = by_eh_frame_hdr(img, size, &eh, out, e);
 		if (err)

@@ -14,6 +14,12 @@ struct cfi_elf {
 	struct cfi_section sec[2];
 	int nr_sec;
 	void *owned[2];
+	/* .eh_frame_hdr (PT_GNU_EH_FRAME) when the image has one: its bytes, its address,
+	 * and the address of the .eh_frame it indexes (eh_frame_ptr) */
+	const uint8_t *hdr;
+	size_t hdr_size;
+	uint64_t hdr_vaddr;
+	uint64_t hdr_eh_frame;
 };
 
 /* Finds the sections sources (enum unwind_source) asks for. -ENOENT (with a message) when

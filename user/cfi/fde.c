@@ -220,6 +220,29 @@ static int parse_fde(const struct cfi_section *sec, const struct cfi_cie *cie, u
 	return 0;
 }
 
+int cfi_fde__parse_at(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
+		      struct cfi_fde *fde, struct cfi_err *e)
+{
+	uint64_t next = off, cie_off, body, body_end;
+	enum cfi_entry_kind kind;
+	int err;
+
+	if (off >= sec->size)
+		return cfi_fail(e, sec, off, "FDE offset is outside the section");
+	err = next_entry(sec, &next, &kind, &cie_off, &body, &body_end, e);
+	if (err)
+		return err;
+	if (kind != CFI_ENTRY_FDE)
+		return cfi_fail(e, sec, off, "index entry leads to a%s, not an FDE",
+				kind == CFI_ENTRY_CIE ? " CIE" : " zero terminator");
+	err = parse_cie(sec, cie_off, cie, e);
+	if (err)
+		return err;
+	err = parse_fde(sec, cie, off, body, body_end, fde, e);
+	fde->cie = 0;
+	return err;
+}
+
 /* ---- collecting FDEs ---- */
 
 struct collect {

@@ -24,6 +24,12 @@ struct cfi_fdes {
  * e, and *out is empty. */
 int cfi_fdes__collect(const struct cfi_elf *elf, struct cfi_fdes *out, struct cfi_err *e);
 
+/* Parses the FDE at section offset off and the CIE it names, running the CIE's initial
+ * instructions (fde->cie is 0: the CIE is *cie). For compiling one function's rows on
+ * demand. -EINVAL with a message when off holds no FDE or either entry is malformed. */
+int cfi_fde__parse_at(const struct cfi_section *sec, uint64_t off, struct cfi_cie *cie,
+		      struct cfi_fde *fde, struct cfi_err *e);
+
 /* Frees what collect returned; the struct may be released twice. */
 void cfi_fdes__release(struct cfi_fdes *fdes);
 

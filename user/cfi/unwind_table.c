@@ -1,6 +1,14 @@
 /* The unwind table, the CFI compiler's public face: finds an image's call-frame sections
  * (elf_sections.c), collects their FDEs in pc order (fde.c), runs each FDE's program
- * (dwarf_cfa.c) into compact rows (rows.c), and answers lookups by binary search. */
+ * (dwarf_cfa.c) into compact rows (rows.c), and answers lookups by binary search.
+ *
+ * A table is compiled whole (hprof table, the vDSO, a JIT's unwinding info), or opened
+ * lazily on a mapped file (a profiled binary): then only an index of FDE starts is kept
+ * (fde_index.c), and a function's rows are compiled the first time a lookup lands in it,
+ * into a cache shared by all lazy tables and bounded in bytes (least recently used out).
+ * Both give the same rules for every pc: each FDE is compiled with the same bounds, and
+ * where the whole table would let a function's last row run on (an FDE overlapping the
+ * next), the lazy one does too. */
 #include "cfi/unwind_table.h"
 
 #include <errno.h>
@@ -13,12 +21,63 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <uthash.h>
+
 #include "cfi/elf_sections.h"
 #include "cfi/fde.h"
+#include "cfi/fde_index.h"
 #include "cfi/reader.h"
 #include "cfi/rows.h"
+#include "util/file_view.h"
+
+/* Steps over FDEs that hold no pc (empty ranges, duplicates of the next start) that one
+ * lookup takes before giving up: real binaries have a few; a hostile one gets no rows. */
+#define LAZY_SKIP_MAX 64
+
+struct lazy_table;
+
+/* One FDE's rows, compiled on first use. */
+struct fn_key {
+	const struct lazy_table *owner;
+	uint64_t entry; /* index entry */
+};
+
+struct compiled_fn {
+	struct fn_key key;
+	uint64_t lo, end; /* the rows cover [lo, end) */
+	bool open_end;    /* no end marker at end: the whole table's last row of this FDE
+			   * runs on until the next FDE that holds a pc */
+	bool skipped;     /* holds no pc: an empty range, or the next FDE starts here too */
+	bool bad;         /* malformed: no rows */
+	struct unwind_row *rows;
+	size_t nr_rows;
+	struct unwind_row_wide *wide;
+	size_t nr_wide;
+	size_t bytes;
+	struct compiled_fn *lru_prev, *lru_next; /* in the cache, most recent first */
+	struct compiled_fn *own_prev, *own_next; /* in its table */
+	UT_hash_handle hh;
+};
+
+struct unwind_row_cache {
+	struct compiled_fn *by_key;
+	struct compiled_fn *lru_head, *lru_tail;
+	struct unwind_row_cache_stats stats;
+};
+
+/* What a lazily opened table holds besides its index. */
+struct lazy_table {
+	struct file_view *view;
+	struct cfi_elf elf;
+	struct cfi_fde_index *index;
+	struct unwind_row_cache *cache;
+	struct compiled_fn *fns;   /* this table's functions in the cache */
+	struct compiled_fn *last;  /* the function the last lookup landed in */
+	bool changed;              /* the file changed under the table: no more lookups */
+};
 
 struct unwind_table {
+	struct lazy_table *lazy; /* NULL: compiled whole */
 	struct unwind_row *rows;
 	size_t nr_rows;
 	struct unwind_row_wide *wide;
@@ -207,33 +266,49 @@ cleanup:
 	return err;
 }
 
+static void lazy_free(struct lazy_table *lz);
+
 void unwind_table__free(struct unwind_table *t)
 {
 	if (!t)
 		return;
+	lazy_free(t->lazy);
 	free(t->rows);
 	free(t->wide);
 	free(t->fde_starts);
 	free(t);
 }
 
-const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t pc)
+/* The index of the first of n rows (sorted by pc) whose pc is above pc: the row before it,
+ * if any, covers pc. */
+static size_t first_row_above(const struct unwind_row *rows, size_t n, uint64_t pc)
 {
-	size_t lo = 0, hi;
-	const struct unwind_row *row;
+	size_t lo = 0, hi = n;
 
-	if (!t || t->nr_rows == 0)
-		return NULL;
-	hi = t->nr_rows;
-	/* the first row with pc > target; the one before it covers the target */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->rows[mid].pc <= pc)
+		if (rows[mid].pc <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static const struct unwind_row *lazy_find(struct lazy_table *lz, uint64_t pc,
+					  struct compiled_fn **fn_out);
+
+const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t pc)
+{
+	size_t lo;
+	const struct unwind_row *row;
+
+	if (t && t->lazy)
+		return lazy_find(t->lazy, pc, NULL);
+	if (!t || t->nr_rows == 0)
+		return NULL;
+	lo = first_row_above(t->rows, t->nr_rows, pc);
 	if (lo == 0)
 		return NULL;
 	row = &t->rows[lo - 1];
@@ -243,7 +318,14 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64
 int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint64_t *start)
 {
 	size_t lo = 0, hi;
+	struct compiled_fn *fn;
 
+	if (t && t->lazy) {
+		if (!lazy_find(t->lazy, pc, &fn))
+			return -ENOENT;
+		*start = fn->lo;
+		return 0;
+	}
 	if (!unwind_table__find(t, pc))
 		return -ENOENT;
 	hi = t->nr_fde_starts;
@@ -262,24 +344,30 @@ int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint
 	return 0;
 }
 
+static int lazy_gap(struct lazy_table *lz, uint64_t pc, uint64_t *lo, uint64_t *hi);
+
 int unwind_table__gap(const struct unwind_table *t, uint64_t pc, uint64_t *lo, uint64_t *hi)
 {
-	size_t first_after = 0, n = t ? t->nr_rows : 0, high = n;
+	size_t first_after, n = t ? t->nr_rows : 0;
 
-	/* the first row with pc > target, as in unwind_table__find */
-	while (first_after < high) {
-		size_t mid = first_after + (high - first_after) / 2;
-
-		if (t->rows[mid].pc <= pc)
-			first_after = mid + 1;
-		else
-			high = mid;
-	}
+	if (t && t->lazy)
+		return lazy_gap(t->lazy, pc, lo, hi);
+	first_after = n ? first_row_above(t->rows, n, pc) : 0;
 	if (first_after > 0 && t->rows[first_after - 1].cfa_kind != UNWIND_CFA_END)
 		return -EEXIST;
 	*lo = first_after > 0 ? t->rows[first_after - 1].pc : 0;
 	*hi = first_after < n ? t->rows[first_after].pc : UINT64_MAX;
 	return 0;
+}
+
+bool unwind_table__rules_at(const struct unwind_table *t, uint64_t pc, struct unwind_rules *rules)
+{
+	const struct unwind_row *row = unwind_table__find(t, pc);
+
+	if (!row)
+		return false;
+	unwind_table__decode(t, row, rules);
+	return true;
 }
 
 const struct unwind_row *unwind_table__rows(const struct unwind_table *t, size_t *nr_rows)
@@ -299,11 +387,21 @@ void unwind_table__decode(const struct unwind_table *t, const struct unwind_row 
 	r->rbx_offset = unwind_row_rbx_offset(row->rbx);
 	if (row->ra_arg == UNWIND_ROW_WIDE) {
 		uint32_t i = unwind_row_wide_index(row);
+		const struct unwind_row_wide *wide = t->wide;
+		size_t nr_wide = t->nr_wide;
+		const struct compiled_fn *fn = t->lazy ? t->lazy->last : NULL;
 
-		if (i < t->nr_wide) {
-			r->cfa_offset = t->wide[i].cfa_arg;
-			r->rbp_offset = t->wide[i].rbp_arg;
-			r->ra_offset = t->wide[i].ra_arg;
+		if (t->lazy) {
+			/* the row came from the last lookup, so from its function */
+			bool ours = fn && row >= fn->rows && row < fn->rows + fn->nr_rows;
+
+			wide = ours ? fn->wide : NULL;
+			nr_wide = ours ? fn->nr_wide : 0;
+		}
+		if (i < nr_wide) {
+			r->cfa_offset = wide[i].cfa_arg;
+			r->rbp_offset = wide[i].rbp_arg;
+			r->ra_offset = wide[i].ra_arg;
 		}
 	} else {
 		r->cfa_offset = row->cfa_arg;
@@ -324,4 +422,363 @@ void unwind_table__stats(const struct unwind_table *t, struct unwind_stats *stat
 		*stats = t->stats;
 	else
 		memset(stats, 0, sizeof(*stats));
+}
+
+/* ---- lazily compiled tables ---- */
+
+int unwind_row_cache__new(size_t max_bytes, struct unwind_row_cache **out)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->stats.max_bytes = max_bytes;
+	return 0;
+}
+
+void unwind_row_cache__stats(const struct unwind_row_cache *c, struct unwind_row_cache_stats *stats)
+{
+	if (c)
+		*stats = c->stats;
+	else
+		memset(stats, 0, sizeof(*stats));
+}
+
+static void lru_unlink(struct unwind_row_cache *c, struct compiled_fn *fn)
+{
+	if (fn->lru_prev)
+		fn->lru_prev->lru_next = fn->lru_next;
+	else
+		c->lru_head = fn->lru_next;
+	if (fn->lru_next)
+		fn->lru_next->lru_prev = fn->lru_prev;
+	else
+		c->lru_tail = fn->lru_prev;
+	fn->lru_prev = fn->lru_next = NULL;
+}
+
+static void lru_push_front(struct unwind_row_cache *c, struct compiled_fn *fn)
+{
+	fn->lru_prev = NULL;
+	fn->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = fn;
+	c->lru_head = fn;
+	if (!c->lru_tail)
+		c->lru_tail = fn;
+}
+
+/* Takes fn out of the cache and its table, and frees it. */
+static void fn_free(struct unwind_row_cache *c, struct compiled_fn *fn)
+{
+	struct lazy_table *owner = (struct lazy_table *)fn->key.owner;
+
+	HASH_DEL(c->by_key, fn);
+	lru_unlink(c, fn);
+	if (fn->own_prev)
+		fn->own_prev->own_next = fn->own_next;
+	else
+		owner->fns = fn->own_next;
+	if (fn->own_next)
+		fn->own_next->own_prev = fn->own_prev;
+	if (owner->last == fn)
+		owner->last = NULL;
+	c->stats.bytes -= fn->bytes;
+	c->stats.functions--;
+	free(fn->rows);
+	free(fn->wide);
+	free(fn);
+}
+
+/* Evicts the least recently used functions until the cache fits, keeping keep (the one
+ * just compiled, which a lookup is about to read). */
+static void evict_to_fit(struct unwind_row_cache *c, const struct compiled_fn *keep)
+{
+	while (c->stats.bytes > c->stats.max_bytes && c->lru_tail && c->lru_tail != keep) {
+		fn_free(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+}
+
+void unwind_row_cache__free(struct unwind_row_cache *c)
+{
+	if (!c)
+		return;
+	while (c->lru_head)
+		fn_free(c, c->lru_head);
+	free(c);
+}
+
+/* Compiles index entry i's FDE into fn: the same bounds and rows as the whole-table
+ * compile gives it (see compile()). */
+static int compile_fn(struct lazy_table *lz, size_t i, struct compiled_fn *fn, struct cfi_err *e)
+{
+	struct unwind_stats scratch = { 0 };
+	struct cfi_rows rows = { .stats = &scratch };
+	struct cfi_sink sink = { cfi_rows__add_state, &rows };
+	size_t n = cfi_fde_index__count(lz->index);
+	struct cfi_cie cie;
+	struct cfi_fde fde;
+	uint64_t off, hi;
+	uint8_t si;
+	int err;
+
+	cfi_fde_index__where(lz->index, i, &si, &off);
+	if (si >= lz->elf.nr_sec)
+		return -EINVAL;
+	err = cfi_fde__parse_at(&lz->elf.sec[si], off, &cie, &fde, e);
+	if (err)
+		return err;
+	cie.sec = si;
+	if (fde.lo != cfi_fde_index__lo(lz->index, i))
+		return cfi_fail(e, &lz->elf.sec[si], off, "FDE starts at 0x%llx, its index says 0x%llx",
+				(unsigned long long)fde.lo,
+				(unsigned long long)cfi_fde_index__lo(lz->index, i));
+	hi = fde.hi;
+	if (i + 1 < n && cfi_fde_index__lo(lz->index, i + 1) <= hi) {
+		/* an overlapping FDE ends where the next begins */
+		hi = cfi_fde_index__lo(lz->index, i + 1);
+		fn->open_end = true;
+	}
+	fn->lo = fde.lo;
+	fn->end = hi;
+	if (fde.lo >= hi) {
+		fn->skipped = true;
+		return 0;
+	}
+	cfi_rows__reserve(&rows, (size_t)fde.insn_len + 2);
+	err = cfi_run_fde(&lz->elf.sec[si], &cie, &fde, hi, &sink, e);
+	if (!err && !fn->open_end)
+		err = cfi_rows__end_function(&rows, hi);
+	if (!err)
+		cfi_rows__take(&rows, &fn->rows, &fn->nr_rows, &fn->wide, &fn->nr_wide);
+	cfi_rows__release(&rows);
+	return err;
+}
+
+/* Index entry i's function, compiled on first use. NULL when out of memory or when the
+ * file changed under the table. */
+static struct compiled_fn *lazy_fn(struct lazy_table *lz, size_t i)
+{
+	struct unwind_row_cache *c = lz->cache;
+	struct fn_key key = { lz, i };
+	struct compiled_fn *fn;
+	struct cfi_err e = { .file = "", .buf = NULL, .len = 0 };
+
+	HASH_FIND(hh, c->by_key, &key, sizeof(key), fn);
+	if (fn) {
+		c->stats.hits++;
+		if (c->lru_head != fn) {
+			lru_unlink(c, fn);
+			lru_push_front(c, fn);
+		}
+		return fn;
+	}
+	if (lz->changed || (lz->view && file_view__changed(lz->view))) {
+		if (!lz->changed)
+			c->stats.changed_files++;
+		lz->changed = true;
+		return NULL;
+	}
+	c->stats.misses++;
+	fn = calloc(1, sizeof(*fn));
+	if (!fn)
+		return NULL;
+	fn->key = key;
+	if (compile_fn(lz, i, fn, &e) == -ENOMEM) {
+		free(fn->rows);
+		free(fn->wide);
+		free(fn);
+		return NULL;
+	} else if (!fn->skipped && !fn->nr_rows) {
+		/* malformed, or a program that left no row: remembered, so not compiled again */
+		free(fn->rows);
+		free(fn->wide);
+		fn->rows = NULL;
+		fn->wide = NULL;
+		fn->nr_wide = 0;
+		fn->bad = true;
+		c->stats.bad_fdes++;
+	}
+	fn->bytes = sizeof(*fn) + fn->nr_rows * sizeof(*fn->rows) + fn->nr_wide * sizeof(*fn->wide);
+	HASH_ADD(hh, c->by_key, key, sizeof(fn->key), fn);
+	lru_push_front(c, fn);
+	fn->own_next = lz->fns;
+	if (lz->fns)
+		lz->fns->own_prev = fn;
+	lz->fns = fn;
+	c->stats.bytes += fn->bytes;
+	c->stats.functions++;
+	c->stats.compiled++;
+	evict_to_fit(c, fn);
+	return fn;
+}
+
+/* The function whose rows hold pc as the whole table would: the last FDE at or below
+ * entry k that holds any pc. *found false when there is none (or too many that hold none
+ * lie in the way); NULL when a function could not be had at all. */
+static struct compiled_fn *holder_at_or_below(struct lazy_table *lz, size_t k, bool *found)
+{
+	*found = false;
+	for (size_t steps = 0; steps <= LAZY_SKIP_MAX; steps++) {
+		struct compiled_fn *fn = lazy_fn(lz, k);
+
+		if (!fn)
+			return NULL;
+		if (!fn->skipped) {
+			*found = true;
+			return fn;
+		}
+		if (k == 0)
+			return NULL;
+		k--;
+	}
+	return NULL;
+}
+
+/* The row of fn covering pc (pc >= fn->lo), or NULL. */
+static const struct unwind_row *fn_row(const struct compiled_fn *fn, uint64_t pc)
+{
+	const struct unwind_row *row;
+	size_t lo;
+
+	if (fn->bad || !fn->nr_rows)
+		return NULL;
+	if (pc >= fn->end) {
+		/* past its end: its last row runs on only where no end marker stops it */
+		row = &fn->rows[fn->nr_rows - 1];
+		return fn->open_end && row->cfa_kind != UNWIND_CFA_END ? row : NULL;
+	}
+	lo = first_row_above(fn->rows, fn->nr_rows, pc);
+	if (lo == 0)
+		return NULL;
+	row = &fn->rows[lo - 1];
+	return row->cfa_kind == UNWIND_CFA_END ? NULL : row;
+}
+
+static const struct unwind_row *lazy_find(struct lazy_table *lz, uint64_t pc,
+					  struct compiled_fn **fn_out)
+{
+	struct compiled_fn *fn = lz->last;
+	const struct unwind_row *row;
+	bool found;
+	size_t k;
+
+	if (lz->changed)
+		return NULL;
+	/* most lookups land in the function the last one did */
+	if (!fn || fn->skipped || pc < fn->lo || pc >= fn->end) {
+		if (!cfi_fde_index__floor(lz->index, pc, &k))
+			return NULL;
+		fn = holder_at_or_below(lz, k, &found);
+		if (!found)
+			return NULL;
+	} else {
+		lz->cache->stats.hits++;
+	}
+	row = fn_row(fn, pc);
+	if (row) {
+		lz->last = fn;
+		if (fn_out)
+			*fn_out = fn;
+	}
+	return row;
+}
+
+static int lazy_gap(struct lazy_table *lz, uint64_t pc, uint64_t *lo, uint64_t *hi)
+{
+	size_t n = cfi_fde_index__count(lz->index), k, next;
+	struct compiled_fn *fn = NULL;
+	bool found = false;
+
+	if (lazy_find(lz, pc, NULL))
+		return -EEXIST;
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (cfi_fde_index__floor(lz->index, pc, &k)) {
+		fn = holder_at_or_below(lz, k, &found);
+		if (found)
+			*lo = fn->end; /* its end marker */
+		next = k + 1;
+	} else {
+		next = 0;
+	}
+	/* the first row above pc: that of the next FDE holding any pc */
+	for (size_t steps = 0; next < n && steps <= LAZY_SKIP_MAX; next++, steps++) {
+		fn = lazy_fn(lz, next);
+		if (!fn || !fn->skipped) {
+			*hi = cfi_fde_index__lo(lz->index, next);
+			break;
+		}
+	}
+	return 0;
+}
+
+static void lazy_free(struct lazy_table *lz)
+{
+	if (!lz)
+		return;
+	while (lz->fns)
+		fn_free(lz->cache, lz->fns);
+	cfi_fde_index__free(lz->index);
+	cfi_elf__release(&lz->elf);
+	file_view__close(lz->view);
+	free(lz);
+}
+
+int unwind_table__open(const char *path, struct unwind_row_cache *cache,
+		       struct unwind_table **out, char *errbuf, size_t errlen)
+{
+	struct cfi_err e = { .file = path, .buf = errbuf, .len = errlen };
+	struct unwind_table *t = NULL;
+	struct lazy_table *lz = NULL;
+	const uint8_t *hdr_table;
+	size_t hdr_len;
+	int err;
+
+	if (errlen)
+		errbuf[0] = '\0';
+	if (!path || !cache || !out)
+		return -EINVAL;
+	*out = NULL;
+	t = calloc(1, sizeof(*t));
+	lz = calloc(1, sizeof(*lz));
+	if (!t || !lz) {
+		err = -ENOMEM;
+		cfi_fail(&e, NULL, 0, "out of memory");
+		goto cleanup;
+	}
+	t->lazy = lz;
+	lz->cache = cache;
+	err = file_view__open(path, UNWIND_FILE_MAX_BYTES, &lz->view, errbuf, errlen);
+	if (err)
+		goto cleanup;
+	err = cfi_elf__locate(file_view__data(lz->view), file_view__size(lz->view),
+			      UNWIND_SRC_ALL, &lz->elf, &e);
+	if (err)
+		goto cleanup;
+	err = cfi_fde_index__build(&lz->elf, &lz->index, &e);
+	if (err)
+		goto cleanup;
+	/* the index check read the whole header table: only the pages lookups touch stay */
+	if (cfi_fde_index__hdr_range(lz->index, &hdr_table, &hdr_len))
+		file_view__drop_pages(lz->view, (uint64_t)(hdr_table - file_view__data(lz->view)),
+				      hdr_len);
+	t->stats.fdes = cfi_fde_index__count(lz->index);
+	t->stats.table_bytes = sizeof(*t) + sizeof(*lz) + cfi_fde_index__bytes(lz->index);
+	for (int i = 0; i < lz->elf.nr_sec; i++) {
+		if (lz->elf.owned[i])
+			t->stats.table_bytes += lz->elf.sec[i].size; /* decompressed .debug_frame */
+	}
+	*out = t;
+	return 0;
+cleanup:
+	unwind_table__free(t);
+	if (!t)
+		free(lz);
+	return err;
+}
+
+bool unwind_table__is_lazy(const struct unwind_table *t)
+{
+	return t && t->lazy;
 }

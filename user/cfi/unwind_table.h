@@ -7,6 +7,7 @@
 #ifndef HPROF_CFI_UNWIND_TABLE_H
 #define HPROF_CFI_UNWIND_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,39 @@ int unwind_table__from_eh_frame(const void *eh_frame, size_t size, uint64_t sect
 				const char *name, struct unwind_table **out, char *err,
 				size_t errlen);
 
+/* Compiled rows of lazily opened tables, shared by all of them and bounded in bytes: the
+ * least recently used function's rows go first. */
+struct unwind_row_cache;
+
+struct unwind_row_cache_stats {
+	uint64_t max_bytes;  /* the bound */
+	uint64_t bytes;      /* held now: rows, side tables and bookkeeping */
+	uint64_t functions;  /* functions held now */
+	uint64_t compiled;   /* functions compiled (again, after an eviction) */
+	uint64_t hits;       /* lookups whose function was compiled already */
+	uint64_t misses;     /* lookups that compiled their function */
+	uint64_t evictions;
+	uint64_t bad_fdes;   /* functions whose FDE was malformed: no rows */
+	uint64_t changed_files; /* tables whose file changed under them: no more lookups */
+};
+
+int unwind_row_cache__new(size_t max_bytes, struct unwind_row_cache **out);
+/* Every table opened on the cache must be freed first. Accepts NULL. */
+void unwind_row_cache__free(struct unwind_row_cache *cache);
+void unwind_row_cache__stats(const struct unwind_row_cache *cache,
+			     struct unwind_row_cache_stats *stats);
+
+/* Opens the ELF file at path for lookups without compiling it: the file stays mapped
+ * (util/file_view.h), an index of its FDE starts is kept, and a function's rows are
+ * compiled into cache when a lookup first lands in it. Lookups give the same rules as
+ * unwind_table__from_file's table would. A file that changes under the table (rewritten,
+ * truncated) is noticed when a function is compiled; lookups then find nothing. Row
+ * pointers unwind_table__find returns stay valid until the next lookup in any table on the
+ * same cache. unwind_table__rows gives no rows. Errors as unwind_table__from_file. */
+int unwind_table__open(const char *path, struct unwind_row_cache *cache,
+		       struct unwind_table **out, char *err, size_t errlen);
+bool unwind_table__is_lazy(const struct unwind_table *table);
+
 /* Accepts NULL. */
 void unwind_table__free(struct unwind_table *table);
 
@@ -53,15 +87,21 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *table, ui
 int unwind_table__function_start(const struct unwind_table *table, uint64_t pc,
 				 uint64_t *start);
 
-/* All rows, end-of-function markers included, sorted by pc. */
 /* For a pc no FDE covers: the stretch around it that none covers, [*lo, *hi) (0 and
  * UINT64_MAX where no FDE lies below or above; a NULL table covers nothing). *lo is where
  * the FDE below ends, a function's end. Returns 0, or -EEXIST when an FDE covers pc. */
 int unwind_table__gap(const struct unwind_table *table, uint64_t pc, uint64_t *lo, uint64_t *hi);
 
+/* All rows, end-of-function markers included, sorted by pc (none for a lazy table). */
 const struct unwind_row *unwind_table__rows(const struct unwind_table *table, size_t *nr_rows);
 
-/* Decodes row (which must come from table) into *rules, resolving side-table arguments. */
+/* The rules covering pc: unwind_table__find and unwind_table__decode in one. False when no
+ * FDE covers pc. */
+bool unwind_table__rules_at(const struct unwind_table *table, uint64_t pc,
+			    struct unwind_rules *rules);
+
+/* Decodes row (which must come from table: for a lazy table, from its last lookup) into
+ * *rules, resolving side-table arguments. */
 void unwind_table__decode(const struct unwind_table *table, const struct unwind_row *row,
 			  struct unwind_rules *rules);
 

@@ -439,8 +439,9 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 			" processes (%" PRIu64 " with samples), %" PRIu64 " threads, %" PRIu64
 			" pids in the kernel's filter; %" PRIu64 " distinct stacks (%" PRIu64 " nodes, %" PRIu64
 			" frames, %" PRIu64 " names) in %.1f MiB; %" PRIu64
-			" binaries (symbols %.1f MiB, unwind tables %.1f MiB, function starts of code"
-			" without either %.1f MiB, %" PRIu64
+			" binaries (symbols %.1f MiB, unwind indexes %.1f MiB, rows of %" PRIu64
+			" functions %.2f of %.0f MiB (%.1f%% of lookups hit, %" PRIu64
+			" evicted), function starts of code without either %.1f MiB, %" PRIu64
 			" files pinned; %" PRIu64 " idle ones dropped, %" PRIu64 " read again), %" PRIu64
 			" anonymous code modules, %" PRIu64 " perf maps\n",
 		rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
@@ -448,6 +449,12 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 		m->profile.stacks, m->profile.nodes, m->profile.frames, m->profile.names,
 		(double)m->profile.bytes / mib, m->modules.files,
 		(double)m->modules.symbol_bytes / mib, (double)m->modules.table_bytes / mib,
+		m->modules.row_cache.functions, (double)m->modules.row_cache.bytes / mib,
+		(double)m->modules.row_cache.max_bytes / mib,
+		m->modules.row_cache.hits + m->modules.row_cache.misses ?
+			100.0 * (double)m->modules.row_cache.hits /
+				(double)(m->modules.row_cache.hits + m->modules.row_cache.misses) : 0.0,
+		m->modules.row_cache.evictions,
 		(double)m->modules.code_start_bytes / mib,
 		m->modules.pinned_files, m->modules.dropped, m->modules.reloads, m->modules.anon_code,
 		m->modules.perf_maps);

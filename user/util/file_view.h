@@ -1,0 +1,45 @@
+/* A read-only mapping of a binary that hprof reads from for as long as the binary is
+ * profiled: unwind rows compiled a function at a time, symbol names read when a frame is
+ * first named. Only the pages read count in hprof's memory, and they can be handed back.
+ *
+ * The file is one hprof does not own: it can be truncated or rewritten in place while
+ * mapped. A read of a page past its new end would raise SIGBUS; the view's handler maps a
+ * page of zeros there instead and marks the view changed, so hprof never crashes on it.
+ * Callers check file_view__changed before trusting bytes they read lazily, and treat a
+ * changed view as a binary they can no longer read. */
+#ifndef HPROF_UTIL_FILE_VIEW_H
+#define HPROF_UTIL_FILE_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* At most this many views exist at once (their address ranges are what the SIGBUS
+ * handler searches); opening another fails with -EMFILE. */
+#define FILE_VIEW_MAX 4096
+
+struct file_view;
+
+/* Maps the regular file at path (a pinned descriptor's /proc/self/fd/N, or a path) whole.
+ * max_size: larger files are refused with -EFBIG. Returns 0 or -errno with a one-line
+ * reason in err. */
+int file_view__open(const char *path, uint64_t max_size, struct file_view **out, char *err,
+		    size_t errlen);
+
+/* The file's bytes as mapped. */
+const uint8_t *file_view__data(const struct file_view *v);
+size_t file_view__size(const struct file_view *v);
+
+/* The file is no longer the one mapped: a read faulted past its end, or its size, mtime
+ * or ctime changed. Costs an fstat: for cold paths (compiling rows, naming a frame). Once
+ * changed, a view stays changed. */
+bool file_view__changed(struct file_view *v);
+
+/* Hands back the pages of [off, off + len) this process has read (the page cache keeps
+ * them; a later read maps them again): after a pass over a whole section. */
+void file_view__drop_pages(struct file_view *v, uint64_t off, uint64_t len);
+
+/* Accepts NULL. */
+void file_view__close(struct file_view *v);
+
+#endif
