@@ -1,8 +1,16 @@
+/* Function symbols of ELF files and of the kernel, as an index over the file.
+ *
+ * Each function is one 12-byte entry (struct symbol): its address as an offset from its
+ * span's base, its size and where its name is. Names are not copied: they are read where
+ * they lie, in the string table of the file mapped read-only (util/file_view.h), of an
+ * image's copy, or of MiniDebugInfo's decompressed ELF; only names that lose a version
+ * suffix ("memcpy@@GLIBC_2.14") and kallsyms' names are copied, into the side names. A
+ * name read from a file is trusted only while the file is unchanged (checked_name). */
 #include "binary/symbols.h"
+#include "util/file_view.h"
 #include "util/grow.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -13,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -23,11 +29,70 @@
 #define DEBUGDATA_MAX_BYTES (64u << 20)
 #define DEBUGDATA_MEMLIMIT (64u << 20)
 
+/* One function of the index. A symbol whose st_size does not fit 32 bits is clamped to
+ * 4 GiB - 1: a lookup could only tell 4 GiB or more into one function. */
 struct symbol {
+	uint32_t addr; /* from its span's base */
+	uint32_t size; /* 0: extends to the next symbol */
+	uint32_t name; /* NAME_SIDE set: offset into side; else into the string tables */
+};
+_Static_assert(sizeof(struct symbol) == 12, "an index entry is 12 bytes");
+
+/* The symbols from index first on whose addresses lie within 4 GiB of base, the first
+ * one's. A file's functions fit one span unless they spread over more than 4 GiB (the large
+ * code model, a hostile file): each span then starts where the last one runs out of
+ * 32-bit offsets, so every address still finds its exact symbol. */
+struct symbol_span {
+	uint64_t base;
+	size_t first;
+};
+
+/* A name offset's top bit says it is in the side names; without it, the offset runs over
+ * the string tables laid end to end (2 GiB of them at most; a table that does not fit has
+ * its names copied). */
+#define NAME_SIDE (1u << 31)
+/* .symtab or .dynsym alone use one; MiniDebugInfo's .strtab and the file's .dynstr two. */
+#define NAME_TABLES_MAX 2
+
+/* A string table whose names are read in place. */
+struct name_table {
+	const char *bytes;
+	uint32_t start; /* the name offset of bytes[0] */
+	uint32_t size;
+	/* the file it lies in, whose names are only trusted while it is unchanged; NULL for
+	 * bytes hprof owns (an image's copy, decompressed MiniDebugInfo) */
+	struct file_view *view;
+};
+
+/* Names read from a file, kept once checked against it. A profile names each frame once
+ * (about one lookup per distinct frame), but FP-only walks ask for the outermost frame's
+ * function on every sample (resolver__in_start_routine: fp_demo under --no-dwarf made
+ * 1765 lookups for 875 samples), and a check costs a stat of /proc/self/fd/N (4-5 us):
+ * those few names, asked for again and again, are found here without one. A kept name is
+ * the one the file held when it was read, so it stays right after the file changes. */
+#define NAME_CACHE_SLOTS 8
+
+struct name_cache {
+	size_t sym[NAME_CACHE_SLOTS]; /* the symbol whose name is in the slot */
+	char *name[NAME_CACHE_SLOTS];
+	size_t bytes; /* of the names held */
+	uint32_t next; /* slots are reused in turn */
+};
+
+/* A function symbol as read, until the index is built. */
+struct pending_symbol {
 	uint64_t start;
-	uint64_t size; /* 0: extends to the next symbol */
-	uint32_t name; /* offset into names */
-	uint32_t rank; /* among aliases at one address the lowest wins (see symbol_rank) */
+	uint32_t size;
+	uint32_t name;
+	uint32_t rank; /* among aliases at one address the lowest wins (see alias_rank) */
+	uint32_t seq;  /* order read: of aliases ranked equal, the first wins */
+};
+
+/* The bytes libelf reads an ELF from. */
+struct elf_bytes {
+	const uint8_t *data;
+	size_t size;
+	struct file_view *view; /* NULL: bytes hprof owns */
 };
 
 struct load_segment {
@@ -38,8 +103,22 @@ struct load_segment {
 struct elf_symbols {
 	struct symbol *syms;
 	size_t nr_syms;
-	char *names;
-	size_t names_len, names_cap;
+	size_t syms_bytes; /* allocated for syms */
+	struct symbol_span *spans;
+	size_t nr_spans;
+	struct name_table tables[NAME_TABLES_MAX];
+	uint32_t nr_tables;
+	char *side; /* names copied, each NUL-terminated */
+	size_t side_len, side_cap;
+	struct name_cache *cache; /* when a table lies in a file */
+	struct file_view *view; /* the binary, while its tables name symbols */
+	struct file_view *debug_view; /* the separate debug file the symbols came from */
+	uint8_t *debugdata; /* MiniDebugInfo's .strtab, what is kept of its decompressed ELF */
+	size_t debugdata_size;
+	/* while loading */
+	struct pending_symbol *pending;
+	size_t nr_pending, pending_cap;
+
 	struct load_segment *segments;
 	size_t nr_segments;
 	uint8_t build_id[BUILD_ID_MAX];
@@ -64,36 +143,69 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Stores name without a symbol version ("__libc_start_main@@GLIBC_2.34"). */
-static int add_name(struct elf_symbols *es, const char *name, uint32_t *at)
+/* Copies len bytes of name into the side names. Returns 0, -E2BIG or -ENOMEM. */
+static int add_side_name(struct elf_symbols *es, const char *name, size_t len, uint32_t *at)
 {
-	const char *at_sign = strchr(name, '@');
-	size_t len = (at_sign && at_sign != name ? (size_t)(at_sign - name) : strlen(name)) + 1;
-
-	if (es->names_len + len > UINT32_MAX)
+	if (len >= NAME_SIDE || es->side_len > NAME_SIDE - 1 - len)
 		return -E2BIG;
-	if (grow_array((void **)&es->names, &es->names_cap, es->names_len + len, 1))
+	if (grow_array((void **)&es->side, &es->side_cap, es->side_len + len + 1, 1))
 		return -ENOMEM;
-	memcpy(es->names + es->names_len, name, len - 1);
-	es->names[es->names_len + len - 1] = '\0';
-	*at = (uint32_t)es->names_len;
-	es->names_len += len;
+	memcpy(es->side + es->side_len, name, len);
+	es->side[es->side_len + len] = '\0';
+	*at = NAME_SIDE | (uint32_t)es->side_len;
+	es->side_len += len + 1;
 	return 0;
 }
 
 /* Of aliases at one address prefer the sized, global, then weak symbol, and the shorter
- * name: __libc_start_main over __libc_start_main_alias_2. */
-static uint32_t alias_rank(bool sized, int bind, const char *name)
+ * name (its length with any version): __libc_start_main over __libc_start_main_alias_2. */
+static uint32_t alias_rank(bool sized, int bind, size_t len)
 {
 	uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-	size_t len = strlen(name);
 
 	return (sized ? 0 : 4u << 24) | rank << 24 | (uint32_t)(len < 0xffffff ? len : 0xffffff);
 }
 
-static uint32_t symbol_rank(const GElf_Sym *sym, const char *name)
+/* name (len bytes, no NUL among them) as table's offset, when it lies in table. */
+static bool table_offset(const struct name_table *table, const char *name, uint32_t *at)
 {
-	return alias_rank(sym->st_size != 0, GELF_ST_BIND(sym->st_info), name);
+	uintptr_t p = (uintptr_t)name, b = (uintptr_t)table->bytes;
+
+	if (p < b || p - b >= table->size)
+		return false;
+	*at = table->start + (uint32_t)(p - b);
+	return true;
+}
+
+/* Adds a function symbol to the symbols read. Its name is read in place from table when
+ * it lies there, else copied; a version suffix is dropped ("__libc_start_main@@GLIBC_2.34"),
+ * which takes a copy. Returns 0 or -errno. */
+static int add_pending(struct elf_symbols *es, uint64_t start, uint64_t size, int bind,
+		       const char *name, size_t len, const struct name_table *table)
+{
+	const char *at_sign = memchr(name, '@', len);
+	struct pending_symbol *p;
+	uint32_t at;
+	int err = 0;
+
+	if (es->nr_pending >= UINT32_MAX)
+		return -E2BIG;
+	if (grow_array((void **)&es->pending, &es->pending_cap, es->nr_pending + 1,
+		       sizeof(*es->pending)))
+		return -ENOMEM;
+	if (at_sign && at_sign != name)
+		err = add_side_name(es, name, (size_t)(at_sign - name), &at);
+	else if (!table || !table_offset(table, name, &at))
+		err = add_side_name(es, name, len, &at);
+	if (err)
+		return err;
+	p = &es->pending[es->nr_pending];
+	p->start = start;
+	p->size = size < UINT32_MAX ? (uint32_t)size : UINT32_MAX;
+	p->name = at;
+	p->rank = alias_rank(size != 0, bind, len);
+	p->seq = (uint32_t)es->nr_pending++;
+	return 0;
 }
 
 static bool is_function_symbol(const GElf_Sym *sym)
@@ -104,37 +216,74 @@ static bool is_function_symbol(const GElf_Sym *sym)
 	       sym->st_value != 0;
 }
 
-/* Appends the function symbols of one symbol-table section. */
-static int read_symtab_section(struct elf_symbols *es, Elf *elf, Elf_Scn *scn,
-			       const GElf_Shdr *shdr)
+/* The string table at section index strndx as a table names are read from in place, or
+ * -1 (its names are then copied): not in src's bytes (libelf decompressed it), no offsets
+ * left, or no table slot left. */
+static int add_name_table(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
+			  size_t strndx)
+{
+	Elf_Scn *scn = elf_getscn(elf, strndx);
+	struct name_table *t;
+	uint32_t start;
+	GElf_Shdr shdr;
+
+	if (es->nr_tables == NAME_TABLES_MAX || !scn || !gelf_getshdr(scn, &shdr) ||
+	    shdr.sh_type != SHT_STRTAB || (shdr.sh_flags & SHF_COMPRESSED) ||
+	    shdr.sh_offset > src->size || shdr.sh_size > src->size - shdr.sh_offset)
+		return -1;
+	t = &es->tables[es->nr_tables];
+	start = es->nr_tables ? t[-1].start + t[-1].size : 0;
+	if (shdr.sh_size > NAME_SIDE - start)
+		return -1;
+	t->bytes = (const char *)src->data + shdr.sh_offset;
+	t->start = start;
+	t->size = (uint32_t)shdr.sh_size;
+	t->view = src->view;
+	return (int)es->nr_tables++;
+}
+
+/* The length of a name libelf found NUL-terminated. In src's bytes, a file's that can
+ * change under the read, it is measured only up to their end. */
+static bool name_length(const struct elf_bytes *src, const char *name, size_t *len)
+{
+	uintptr_t p = (uintptr_t)name, b = (uintptr_t)src->data;
+	const char *nul;
+
+	if (p < b || p - b >= src->size) {
+		*len = strlen(name); /* libelf's own copy of a compressed table */
+		return true;
+	}
+	nul = memchr(name, '\0', src->size - (p - b));
+	*len = nul ? (size_t)(nul - name) : 0;
+	return nul != NULL;
+}
+
+/* Adds the function symbols of one symbol-table section. */
+static int read_symtab_section(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
+			       Elf_Scn *scn, const GElf_Shdr *shdr)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t count, cap = es->nr_syms;
-	int err;
+	size_t count;
+	int table, err;
 
 	if (!data || shdr->sh_entsize == 0)
 		return 0;
+	table = add_name_table(es, src, elf, shdr->sh_link);
 	count = data->d_size / shdr->sh_entsize;
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
-		struct symbol *s;
+		size_t len;
 
 		if (!gelf_getsym(data, (int)i, &sym) || !is_function_symbol(&sym))
 			continue;
 		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
-		if (!name || !*name)
+		if (!name || !name_length(src, name, &len) || len == 0)
 			continue;
-		if (grow_array((void **)&es->syms, &cap, es->nr_syms + 1, sizeof(*es->syms)))
-			return -ENOMEM;
-		s = &es->syms[es->nr_syms];
-		s->start = sym.st_value;
-		s->size = sym.st_size;
-		s->rank = symbol_rank(&sym, name);
-		err = add_name(es, name, &s->name);
+		err = add_pending(es, sym.st_value, sym.st_size, GELF_ST_BIND(sym.st_info), name,
+				  len, table >= 0 ? &es->tables[table] : NULL);
 		if (err)
 			return err;
-		es->nr_syms++;
 	}
 	return 0;
 }
@@ -151,14 +300,15 @@ static Elf_Scn *find_section_type(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
 	return NULL;
 }
 
-/* Appends the function symbols of the first section of the type (SHT_SYMTAB or
- * SHT_DYNSYM). A stripped copy's NOBITS section has another type, so it is skipped. */
-static int read_symbols_of_type(struct elf_symbols *es, Elf *elf, Elf64_Word type)
+/* Adds the function symbols of the first section of the type (SHT_SYMTAB or SHT_DYNSYM).
+ * A stripped copy's NOBITS section has another type, so it is skipped. */
+static int read_symbols_of_type(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
+				Elf64_Word type)
 {
 	GElf_Shdr shdr;
 	Elf_Scn *scn = find_section_type(elf, type, &shdr);
 
-	return scn ? read_symtab_section(es, elf, scn, &shdr) : 0;
+	return scn ? read_symtab_section(es, src, elf, scn, &shdr) : 0;
 }
 
 static int read_segments(struct elf_symbols *es, Elf *elf)
@@ -292,42 +442,105 @@ static void read_function_entries(struct elf_symbols *es, Elf *elf)
 	}
 }
 
-static int compare_symbols(const void *a, const void *b)
+static int compare_pending(const void *a, const void *b)
 {
-	const struct symbol *x = a, *y = b;
+	const struct pending_symbol *x = a, *y = b;
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return x->rank < y->rank ? -1 : x->rank > y->rank;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sorts and drops duplicate addresses (aliases such as memcpy/__memcpy_avx). */
-static void sort_symbols(struct elf_symbols *es)
+/* Sorts the symbols read and keeps the best-ranked of each address's aliases (memcpy over
+ * __memcpy_avx_unaligned): how many are left. */
+static size_t sort_pending(struct elf_symbols *es)
 {
 	size_t kept = 0;
 
-	if (es->nr_syms) /* a file without symbols leaves syms NULL */
-		qsort(es->syms, es->nr_syms, sizeof(*es->syms), compare_symbols);
-	for (size_t i = 0; i < es->nr_syms; i++) {
-		if (kept && es->syms[kept - 1].start == es->syms[i].start)
+	qsort(es->pending, es->nr_pending, sizeof(*es->pending), compare_pending);
+	for (size_t i = 0; i < es->nr_pending; i++) {
+		if (kept && es->pending[kept - 1].start == es->pending[i].start)
 			continue;
-		es->syms[kept++] = es->syms[i];
+		es->pending[kept++] = es->pending[i];
 	}
-	es->nr_syms = kept;
+	return kept;
 }
 
-/* Gives back what doubling left unused: the symbols stay for the run (or until their
- * binary is idle), up to half of their arrays empty otherwise. */
-static void fit_to_size(struct elf_symbols *es)
+static size_t count_spans(const struct pending_symbol *p, size_t n)
 {
-	struct symbol *syms = es->nr_syms ? realloc(es->syms, es->nr_syms * sizeof(*syms)) : NULL;
-	char *names = es->names_len ? realloc(es->names, es->names_len) : NULL;
+	size_t spans = 0;
+	uint64_t base = 0;
 
-	if (syms)
-		es->syms = syms;
-	if (names) {
-		es->names = names;
-		es->names_cap = es->names_len;
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || p[i].start - base > UINT32_MAX) {
+			base = p[i].start;
+			spans++;
+		}
+	}
+	return spans;
+}
+
+/* Builds the index from the symbols read: sorted, one per address, packed into 12-byte
+ * entries in the pending array's own memory (entry i ends before pending symbol i starts,
+ * and is written after that one is read). Returns 0 or -ENOMEM. */
+static int build_index(struct elf_symbols *es)
+{
+	size_t n, nr_spans = 0, held;
+	uint8_t *packed;
+	void *shrunk;
+
+	if (es->nr_pending == 0) {
+		free(es->pending); /* what sources that had nothing left */
+		es->pending = NULL;
+		es->pending_cap = 0;
+		return 0;
+	}
+	n = sort_pending(es);
+	es->spans = malloc(count_spans(es->pending, n) * sizeof(*es->spans));
+	if (!es->spans)
+		return -ENOMEM;
+	packed = (uint8_t *)es->pending;
+	for (size_t i = 0; i < n; i++) {
+		struct pending_symbol p;
+		struct symbol s;
+
+		memcpy(&p, &es->pending[i], sizeof(p));
+		if (i == 0 || p.start - es->spans[nr_spans - 1].base > UINT32_MAX)
+			es->spans[nr_spans++] = (struct symbol_span){ .base = p.start, .first = i };
+		s.addr = (uint32_t)(p.start - es->spans[nr_spans - 1].base);
+		s.size = p.size;
+		s.name = p.name;
+		memcpy(packed + i * sizeof(s), &s, sizeof(s));
+	}
+	es->nr_spans = nr_spans;
+	/* what doubling left unused goes back: the index stays for the run */
+	held = es->pending_cap * sizeof(*es->pending);
+	shrunk = realloc(packed, n * sizeof(struct symbol));
+	es->syms = shrunk ? shrunk : (struct symbol *)packed;
+	es->syms_bytes = shrunk ? n * sizeof(struct symbol) : held;
+	es->nr_syms = n;
+	es->pending = NULL;
+	es->nr_pending = es->pending_cap = 0;
+	return 0;
+}
+
+/* Gives back what doubling (or a source that had nothing) left unused. */
+static void fit_side_names(struct elf_symbols *es)
+{
+	char *side;
+
+	if (es->side_len == 0) {
+		free(es->side);
+		es->side = NULL;
+		es->side_cap = 0;
+		return;
+	}
+	side = realloc(es->side, es->side_len);
+	if (side) {
+		es->side = side;
+		es->side_cap = es->side_len;
 	}
 }
 
@@ -362,73 +575,60 @@ static Elf_Scn *find_section_data(Elf *elf, const char *name, Elf_Data **data)
 	return NULL;
 }
 
-/* A path a profiled process named may be a FIFO, a device or a huge file: opened without
- * blocking, read only if it is a regular file of at most ELF_SYMBOLS_FILE_MAX_BYTES.
- * Returns the descriptor or -errno (-EINVAL: not a regular file; -EFBIG). */
-static int open_elf_file(const char *path)
+/* Forgets what a source that failed or had nothing read. */
+static void reset_source(struct elf_symbols *es)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size <= ELF_SYMBOLS_FILE_MAX_BYTES)
-		return fd;
-	close(fd);
-	return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
-}
-
-/* The CRC-32 of a whole file: .gnu_debuglink's checksum (zlib's polynomial and
- * conditioning, as binutils computes it). Returns 0 or -errno. */
-static int file_crc32(int fd, size_t size, uint32_t *crc)
-{
-	void *map;
-
-	*crc = (uint32_t)crc32_z(0, Z_NULL, 0);
-	if (size == 0)
-		return 0;
-	map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	*crc = (uint32_t)crc32_z(*crc, map, size);
-	munmap(map, size);
-	return 0;
+	es->nr_pending = 0;
+	es->nr_tables = 0;
+	es->side_len = 0;
+	free(es->debugdata);
+	es->debugdata = NULL;
+	es->debugdata_size = 0;
+	file_view__close(es->debug_view);
+	es->debug_view = NULL;
 }
 
 /* The .symtab of a separate debug file, used only when its CRC-32 is crc (when
- * check_crc). Returns 0 (with or without symbols) or -errno. */
+ * check_crc). Its view is kept when it has symbols: their names are read from it. Returns
+ * 0 (with or without symbols) or -errno. */
 static int read_debug_file(struct elf_symbols *es, const char *path, bool check_crc, uint32_t crc)
 {
-	uint32_t actual = 0;
-	struct stat st;
+	struct file_view *view = NULL;
+	struct elf_bytes src;
 	Elf *elf = NULL;
-	int fd, err;
+	int err;
 
-	/* a FIFO planted under a debug name must not hang the profiler */
-	fd = open_elf_file(path);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		goto cleanup;
-	}
+	/* file_view__open reads only regular files: a FIFO planted under a debug name must not
+	 * hang the profiler */
+	err = file_view__open(path, ELF_SYMBOLS_FILE_MAX_BYTES, &view, NULL, 0);
+	if (err)
+		return err;
+	src = (struct elf_bytes){ file_view__data(view), file_view__size(view), view };
 	if (check_crc) {
-		err = file_crc32(fd, (size_t)st.st_size, &actual);
-		if (!err && actual != crc)
+		/* .gnu_debuglink's checksum: zlib's polynomial and conditioning, as binutils
+		 * computes it */
+		uint32_t actual = (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), src.data, src.size);
+
+		/* the whole file was read for it: its pages go back */
+		file_view__drop_pages(view, 0, src.size);
+		if (actual != crc) {
 			err = -EBADMSG; /* another build's debug file: its addresses would lie */
-		if (err)
 			goto cleanup;
+		}
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_memory((char *)src.data, src.size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	err = read_symbols_of_type(es, elf, SHT_SYMTAB);
+	err = read_symbols_of_type(es, &src, elf, SHT_SYMTAB);
+	if (!err && es->nr_pending) {
+		es->debug_view = view;
+		view = NULL;
+	}
 cleanup:
 	elf_end(elf);
-	close(fd);
+	file_view__close(view);
 	return err;
 }
 
@@ -506,15 +706,15 @@ static int read_debuglink_file(struct elf_symbols *es, Elf *elf, const char *bin
 		if (n < 0 || (size_t)n >= sizeof(path) || strcmp(path, binary) == 0)
 			continue;
 		err = read_debug_file(es, path, true, crc);
-		if (err == -ENOMEM || (!err && es->nr_syms))
+		if (err == -ENOMEM || (!err && es->nr_pending))
 			return err;
-		es->nr_syms = 0;
-		es->names_len = 0;
+		reset_source(es);
 	}
 	return -ENOENT;
 }
 
-/* Decompresses an xz stream of at most DEBUGDATA_MAX_BYTES. Returns 0 or -errno. */
+/* Decompresses an xz stream of at most DEBUGDATA_MAX_BYTES into a buffer of its exact
+ * size. Returns 0 or -errno. */
 static int xz_decode(const uint8_t *in, size_t in_size, uint8_t **out, size_t *out_size)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
@@ -547,12 +747,13 @@ static int xz_decode(const uint8_t *in, size_t in_size, uint8_t **out, size_t *o
 		}
 		ret = lzma_code(&strm, LZMA_FINISH);
 	}
-	if (ret != LZMA_STREAM_END) {
+	if (ret != LZMA_STREAM_END || strm.total_out == 0) {
 		err = ret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL;
 		goto cleanup;
 	}
-	*out = buf;
-	*out_size = strm.total_out;
+	bigger = realloc(buf, strm.total_out);
+	*out = bigger ? bigger : buf;
+	*out_size = bigger ? strm.total_out : cap;
 	buf = NULL;
 	err = 0;
 cleanup:
@@ -561,14 +762,42 @@ cleanup:
 	return err;
 }
 
+/* Of MiniDebugInfo's decompressed ELF, image, only the string table its symbols name
+ * stays: moved to the buffer's start, the rest (the symbol table read, the headers) given
+ * back. Takes image. */
+static void keep_debugdata_names(struct elf_symbols *es, uint8_t *image, size_t size)
+{
+	struct name_table *t = NULL;
+	uint8_t *kept;
+
+	for (uint32_t i = 0; i < es->nr_tables; i++) {
+		uintptr_t p = (uintptr_t)es->tables[i].bytes;
+
+		if (p >= (uintptr_t)image && p - (uintptr_t)image < size)
+			t = &es->tables[i];
+	}
+	if (!t || t->size == 0) {
+		if (t)
+			t->bytes = ""; /* names nothing: no offset falls inside it */
+		free(image);
+		return;
+	}
+	memmove(image, t->bytes, t->size);
+	kept = realloc(image, t->size);
+	es->debugdata = kept ? kept : image;
+	es->debugdata_size = kept ? t->size : size;
+	t->bytes = (const char *)es->debugdata;
+}
+
 /* MiniDebugInfo: .gnu_debugdata holds an xz-compressed ELF whose .symtab has the
- * functions .dynsym lacks. Returns 0 or -errno. */
+ * functions .dynsym lacks; its string table is kept (the only copy of its names).
+ * Returns 0 or -errno. */
 static int read_debugdata(struct elf_symbols *es, Elf *elf)
 {
 	Elf_Data *data;
 	uint8_t *image = NULL;
 	size_t size = 0;
-	Elf *inner = NULL;
+	Elf *inner;
 	int err;
 
 	if (!find_section_data(elf, ".gnu_debugdata", &data))
@@ -577,26 +806,28 @@ static int read_debugdata(struct elf_symbols *es, Elf *elf)
 	if (err)
 		return err;
 	inner = elf_memory((char *)image, size);
-	if (!inner || elf_kind(inner) != ELF_K_ELF) {
+	if (!inner || elf_kind(inner) != ELF_K_ELF)
 		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = read_symbols_of_type(es, inner, SHT_SYMTAB);
-cleanup:
+	else
+		err = read_symbols_of_type(es, &(struct elf_bytes){ image, size, NULL }, inner,
+					   SHT_SYMTAB);
 	elf_end(inner);
-	free(image);
+	if (err)
+		free(image);
+	else
+		keep_debugdata_names(es, image, size);
 	return err;
 }
 
-/* Appends the symbols of one source. Returns 0 (with or without symbols) or -errno. */
-static int read_source(struct elf_symbols *es, Elf *elf, const char *path,
-		       enum elf_symbols_source source)
+/* Adds the symbols of one source. Returns 0 (with or without symbols) or -errno. */
+static int read_source(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
+		       const char *path, enum elf_symbols_source source)
 {
 	int err;
 
 	switch (source) {
 	case ELF_SYMBOLS_SYMTAB:
-		return read_symbols_of_type(es, elf, SHT_SYMTAB);
+		return read_symbols_of_type(es, src, elf, SHT_SYMTAB);
 	case ELF_SYMBOLS_BUILD_ID:
 		return read_build_id_file(es);
 	case ELF_SYMBOLS_DEBUGLINK:
@@ -604,9 +835,11 @@ static int read_source(struct elf_symbols *es, Elf *elf, const char *path,
 	case ELF_SYMBOLS_DEBUGDATA:
 		/* Fedora keeps only what .dynsym lacks in it, so gdb merges the two */
 		err = read_debugdata(es, elf);
-		return err || !es->nr_syms ? err : read_symbols_of_type(es, elf, SHT_DYNSYM);
+		if (err || !es->nr_pending)
+			return err;
+		return read_symbols_of_type(es, src, elf, SHT_DYNSYM);
 	case ELF_SYMBOLS_DYNSYM:
-		return read_symbols_of_type(es, elf, SHT_DYNSYM);
+		return read_symbols_of_type(es, src, elf, SHT_DYNSYM);
 	case ELF_SYMBOLS_NONE:
 		break;
 	}
@@ -615,7 +848,8 @@ static int read_source(struct elf_symbols *es, Elf *elf, const char *path,
 
 /* Function symbols from the first source, in gdb's order, that has any (see enum
  * elf_symbols_source). path is NULL for an image. Returns 0 or -errno. */
-static int read_symbols(struct elf_symbols *es, Elf *elf, const char *path)
+static int read_symbols(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
+			const char *path)
 {
 	static const enum elf_symbols_source order[] = {
 		ELF_SYMBOLS_SYMTAB, ELF_SYMBOLS_BUILD_ID, ELF_SYMBOLS_DEBUGLINK,
@@ -624,14 +858,13 @@ static int read_symbols(struct elf_symbols *es, Elf *elf, const char *path)
 	int err;
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		err = read_source(es, elf, path, order[i]);
-		if (!err && es->nr_syms) {
+		err = read_source(es, src, elf, path, order[i]);
+		if (!err && es->nr_pending) {
 			es->source = order[i];
 			return 0;
 		}
 		/* a source that fails or has nothing leaves nothing behind */
-		es->nr_syms = 0;
-		es->names_len = 0;
+		reset_source(es);
 		if (err == -ENOMEM)
 			return err;
 	}
@@ -639,39 +872,80 @@ static int read_symbols(struct elf_symbols *es, Elf *elf, const char *path)
 	return 0;
 }
 
-static int load_from_elf(Elf *elf, const char *path, const char *what, struct elf_symbols **out,
-			 char *err, size_t errlen)
+/* A file that changed while it was read (a read past a truncated end found zeros, or
+ * its size or mtime moved) gave no index to trust. */
+static bool changed_while_read(struct elf_symbols *es)
 {
-	struct elf_symbols *es;
+	return (es->view && file_view__changed(es->view)) ||
+	       (es->debug_view && file_view__changed(es->debug_view));
+}
+
+/* Whether a name table lies in view. */
+static bool names_in(const struct elf_symbols *es, const struct file_view *view)
+{
+	for (uint32_t i = 0; view && i < es->nr_tables; i++) {
+		if (es->tables[i].view == view)
+			return true;
+	}
+	return false;
+}
+
+/* Keeps open the files names are read from, handing back every page the load read (the
+ * symbol and string tables, the notes, MiniDebugInfo's compressed bytes: a lookup maps
+ * its name's page again), and closes the others. Returns 0 or -ENOMEM. */
+static int keep_views(struct elf_symbols *es)
+{
+	struct file_view **views[] = { &es->view, &es->debug_view };
+
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		struct file_view *v = *views[i];
+
+		if (!v)
+			continue;
+		if (!names_in(es, v)) {
+			file_view__close(v);
+			*views[i] = NULL;
+			continue;
+		}
+		file_view__drop_pages(v, 0, file_view__size(v));
+	}
+	if ((es->view || es->debug_view) && !(es->cache = calloc(1, sizeof(*es->cache))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Reads everything but the ELF's bytes into es (whose view or image holds them). */
+static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_bytes *src,
+			 const char *path, const char *what, char *err, size_t errlen)
+{
 	int ret;
 
 	if (elf_kind(elf) != ELF_K_ELF) {
 		set_err(err, errlen, "%s: not an ELF file", what);
 		return -ENOEXEC;
 	}
-	es = calloc(1, sizeof(*es));
-	if (!es)
-		return -ENOMEM;
 	ret = read_segments(es, elf);
 	if (ret) {
 		set_err(err, errlen, "%s: unreadable program headers: %s", what, elf_errmsg(-1));
-		goto cleanup;
+		return ret;
 	}
 	read_build_id(es, elf);
 	read_entry(es, elf);
 	read_function_entries(es, elf);
-	ret = read_symbols(es, elf, path);
+	ret = read_symbols(es, src, elf, path);
+	if (!ret)
+		ret = build_index(es);
+	if (!ret && changed_while_read(es))
+		ret = -ESTALE;
+	if (!ret)
+		ret = keep_views(es);
 	if (ret) {
-		set_err(err, errlen, "%s: reading symbols: %s", what, strerror(-ret));
-		goto cleanup;
+		set_err(err, errlen, "%s: reading symbols: %s", what,
+			ret == -ESTALE ? "the file changed while it was read" : strerror(-ret));
+		return ret;
 	}
-	sort_symbols(es);
-	fit_to_size(es);
-	*out = es;
+	fit_side_names(es);
 	return 0;
-cleanup:
-	elf_symbols__free(es);
-	return ret;
 }
 
 int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen)
@@ -682,55 +956,77 @@ int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, siz
 int elf_symbols__load_from(const char *open_path, const char *path, struct elf_symbols **out,
 			   char *err, size_t errlen)
 {
-	Elf *elf;
-	int fd, ret;
-
-	*out = NULL;
-	elf_version(EV_CURRENT);
-	fd = open_elf_file(open_path);
-	if (fd < 0) {
-		set_err(err, errlen, "%s: %s", path, fd == -EINVAL ? "not a regular file" : strerror(-fd));
-		return fd;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		set_err(err, errlen, "%s: %s", path, elf_errmsg(-1));
-		close(fd);
-		return -ENOEXEC;
-	}
-	ret = load_from_elf(elf, path, path, out, err, errlen);
-	elf_end(elf);
-	close(fd);
-	return ret;
-}
-
-int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
-			    size_t errlen)
-{
-	void *copy;
+	struct elf_symbols *es;
+	struct elf_bytes src;
 	Elf *elf;
 	int ret;
 
 	*out = NULL;
 	elf_version(EV_CURRENT);
-	copy = malloc(size);
-	if (!copy)
+	es = calloc(1, sizeof(*es));
+	if (!es)
 		return -ENOMEM;
-	memcpy(copy, image, size);
-	elf = elf_memory(copy, size);
-	if (!elf) {
-		set_err(err, errlen, "ELF image: %s", elf_errmsg(-1));
-		free(copy);
-		return -ENOEXEC;
-	}
-	ret = load_from_elf(elf, NULL, "ELF image", out, err, errlen);
-	elf_end(elf);
+	/* A path a profiled process named may be a FIFO, a device or a huge file: the view
+	 * reads only a regular file of at most ELF_SYMBOLS_FILE_MAX_BYTES, and a read past the
+	 * end of one truncated meanwhile finds zeros instead of raising SIGBUS. */
+	ret = file_view__open(open_path, ELF_SYMBOLS_FILE_MAX_BYTES, &es->view, NULL, 0);
 	if (ret) {
-		free(copy);
+		set_err(err, errlen, "%s: %s", path,
+			ret == -EINVAL ? "not a regular, non-empty file" : strerror(-ret));
+		goto cleanup;
+	}
+	src = (struct elf_bytes){ file_view__data(es->view), file_view__size(es->view), es->view };
+	/* libelf reads an image in memory in place and converts what it must into buffers of
+	 * its own: it writes to the image only when asked to update it, so the read-only
+	 * mapping serves. */
+	elf = elf_memory((char *)src.data, src.size);
+	if (!elf) {
+		set_err(err, errlen, "%s: %s", path, elf_errmsg(-1));
+		ret = -ENOEXEC;
+		goto cleanup;
+	}
+	ret = load_from_elf(es, elf, &src, path, path, err, errlen);
+	elf_end(elf);
+cleanup:
+	if (ret) {
+		elf_symbols__free(es);
 		return ret;
 	}
-	(*out)->image = copy;
-	(*out)->image_size = size;
+	*out = es;
+	return 0;
+}
+
+int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols **out, char *err,
+			    size_t errlen)
+{
+	struct elf_symbols *es;
+	Elf *elf;
+	int ret;
+
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	es = calloc(1, sizeof(*es));
+	if (!es || !(es->image = malloc(size ? size : 1))) {
+		free(es);
+		return -ENOMEM;
+	}
+	/* the names are read from this copy */
+	memcpy(es->image, image, size);
+	es->image_size = size;
+	elf = elf_memory(es->image, size);
+	if (!elf) {
+		set_err(err, errlen, "ELF image: %s", elf_errmsg(-1));
+		elf_symbols__free(es);
+		return -ENOEXEC;
+	}
+	ret = load_from_elf(es, elf, &(struct elf_bytes){ es->image, size, NULL }, NULL,
+			    "ELF image", err, errlen);
+	elf_end(elf);
+	if (ret) {
+		elf_symbols__free(es);
+		return ret;
+	}
+	*out = es;
 	return 0;
 }
 
@@ -775,48 +1071,153 @@ int elf_symbols__offset_to_vaddr(const struct elf_symbols *es, uint64_t map_offs
 	return -ENOENT;
 }
 
-/* Index of the last symbol starting at or below addr, or -1. */
-static ptrdiff_t find_floor(const struct symbol *syms, size_t n, uint64_t addr)
+/* Index of the last symbol starting at or below vaddr, with its start, or -1: the span
+ * holding vaddr, then the symbol in it. */
+static ptrdiff_t find_floor(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = 0, hi = es->nr_spans, first;
+	const struct symbol_span *span;
+	uint64_t off;
+	uint32_t key;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (syms[mid].start <= addr)
+		if (es->spans[mid].base <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	if (lo == 0)
+		return -1;
+	span = &es->spans[lo - 1];
+	first = span->first;
+	hi = lo < es->nr_spans ? es->spans[lo].first : es->nr_syms;
+	/* 4 GiB or more past the base is past every symbol of the span */
+	off = vaddr - span->base;
+	key = off < UINT32_MAX ? (uint32_t)off : UINT32_MAX;
+	lo = first;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (es->syms[mid].addr <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == first) /* the span's first symbol is at its base: only a corrupt index */
+		return -1;
+	*start = span->base + es->syms[lo - 1].addr;
 	return (ptrdiff_t)lo - 1;
+}
+
+/* The symbol holding vaddr (sized symbols end at their size), or -1. */
+static ptrdiff_t find_symbol(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start)
+{
+	ptrdiff_t i = es ? find_floor(es, vaddr, start) : -1;
+
+	if (i < 0 || (es->syms[i].size && vaddr - *start >= es->syms[i].size))
+		return -1;
+	return i;
+}
+
+/* The table a name offset falls in, or NULL. */
+static const struct name_table *name_table(const struct elf_symbols *es, uint32_t name)
+{
+	for (uint32_t i = 0; i < es->nr_tables; i++) {
+		const struct name_table *t = &es->tables[i];
+
+		if (name >= t->start && name - t->start < t->size)
+			return t;
+	}
+	return NULL;
+}
+
+static void drop_name_pages(struct file_view *view, const char *name, size_t len)
+{
+	file_view__drop_around(view, (uint64_t)((const uint8_t *)name - file_view__data(view)), len);
+}
+
+/* Symbol sym's name, at p in t, a file's table, with room bytes to the table's end: the
+ * copy kept in the cache, else a copy checked against the file. The copy is taken before
+ * the check, so a read that found zeros past a truncated end, or bytes of a rewrite, is
+ * never returned. NULL when the file changed, or no NUL ends the name inside its table. */
+static const char *checked_name(const struct elf_symbols *es, const struct name_table *t,
+				size_t sym, const char *p, size_t room)
+{
+	struct name_cache *c = es->cache;
+	const char *nul;
+	uint32_t slot;
+	size_t len;
+	char *copy;
+
+	if (!c)
+		return NULL;
+	for (uint32_t i = 0; i < NAME_CACHE_SLOTS; i++) {
+		if (c->name[i] && c->sym[i] == sym)
+			return c->name[i];
+	}
+	nul = memchr(p, '\0', room);
+	len = nul ? (size_t)(nul - p) : 0;
+	if (len == 0 || !(copy = malloc(len + 1)))
+		return NULL;
+	memcpy(copy, p, len);
+	copy[len] = '\0';
+	drop_name_pages(t->view, p, len + 1);
+	if (file_view__changed(t->view)) {
+		free(copy);
+		return NULL;
+	}
+	slot = c->next;
+	c->next = (c->next + 1) % NAME_CACHE_SLOTS;
+	if (c->name[slot])
+		c->bytes -= strlen(c->name[slot]) + 1;
+	free(c->name[slot]);
+	c->name[slot] = copy;
+	c->sym[slot] = sym;
+	c->bytes += len + 1;
+	return copy;
+}
+
+/* Symbol i's name, or NULL when its offset or its file no longer gives one. */
+static const char *symbol_name(const struct elf_symbols *es, size_t i)
+{
+	uint32_t name = es->syms[i].name, off;
+	const struct name_table *t;
+
+	if (name & NAME_SIDE) {
+		off = name & ~NAME_SIDE;
+		return off < es->side_len ? es->side + off : NULL;
+	}
+	t = name_table(es, name);
+	if (!t)
+		return NULL;
+	off = name - t->start;
+	if (t->view)
+		return checked_name(es, t, i, t->bytes + off, t->size - off);
+	return memchr(t->bytes + off, '\0', t->size - off) ? t->bytes + off : NULL;
 }
 
 const char *elf_symbols__lookup(const struct elf_symbols *es, uint64_t vaddr, uint64_t *offset)
 {
-	ptrdiff_t i;
-	const struct symbol *s;
+	uint64_t start;
+	ptrdiff_t i = find_symbol(es, vaddr, &start);
+	const char *name = i < 0 ? NULL : symbol_name(es, (size_t)i);
 
-	if (!es)
-		return NULL;
-	i = find_floor(es->syms, es->nr_syms, vaddr);
-	if (i < 0)
-		return NULL;
-	s = &es->syms[i];
-	if (s->size && vaddr - s->start >= s->size)
-		return NULL;
-	*offset = vaddr - s->start;
-	return es->names + s->name;
+	if (name)
+		*offset = vaddr - start;
+	return name;
 }
 
+/* No name needed: a file that changed still has the functions it had when read. */
 int elf_symbols__function(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start,
 			  uint64_t *size)
 {
-	uint64_t offset;
+	ptrdiff_t i = find_symbol(es, vaddr, start);
 
-	if (!elf_symbols__lookup(es, vaddr, &offset))
+	if (i < 0)
 		return -ENOENT;
-	*start = vaddr - offset;
-	*size = es->syms[find_floor(es->syms, es->nr_syms, vaddr)].size;
+	*size = es->syms[i].size;
 	return 0;
 }
 
@@ -885,22 +1286,51 @@ size_t elf_symbols__count(const struct elf_symbols *es)
 	return es ? es->nr_syms : 0;
 }
 
-void elf_symbols__drop_functions(struct elf_symbols *es)
+static void free_name_cache(struct name_cache *c)
 {
-	if (!es)
-		return;
-	free(es->syms);
-	free(es->names);
-	es->syms = NULL;
-	es->names = NULL;
-	es->nr_syms = es->names_len = es->names_cap = 0;
+	for (uint32_t i = 0; c && i < NAME_CACHE_SLOTS; i++)
+		free(c->name[i]);
+	free(c);
 }
 
+/* Frees the index and its names, and closes the files they were read from. */
+static void free_functions(struct elf_symbols *es)
+{
+	free(es->syms);
+	free(es->spans);
+	free(es->pending);
+	free(es->side);
+	free(es->debugdata);
+	free_name_cache(es->cache);
+	file_view__close(es->view);
+	file_view__close(es->debug_view);
+	es->syms = NULL;
+	es->spans = NULL;
+	es->pending = NULL;
+	es->side = NULL;
+	es->debugdata = NULL;
+	es->cache = NULL;
+	es->view = es->debug_view = NULL;
+	es->nr_syms = es->syms_bytes = es->nr_spans = 0;
+	es->nr_pending = es->pending_cap = 0;
+	es->side_len = es->side_cap = es->debugdata_size = 0;
+	es->nr_tables = 0;
+}
+
+void elf_symbols__drop_functions(struct elf_symbols *es)
+{
+	if (es)
+		free_functions(es);
+}
+
+/* The heap the symbols hold. The file pages names are read from are not heap: the page
+ * cache holds them, and those a load or a lookup mapped are handed back at once. */
 size_t elf_symbols__bytes(const struct elf_symbols *es)
 {
 	if (!es)
 		return 0;
-	return sizeof(*es) + es->nr_syms * sizeof(*es->syms) + es->names_cap +
+	return sizeof(*es) + es->syms_bytes + es->nr_spans * sizeof(*es->spans) + es->side_cap +
+	       es->debugdata_size + (es->cache ? sizeof(*es->cache) + es->cache->bytes : 0) +
 	       es->nr_segments * sizeof(*es->segments) + es->image_size;
 }
 
@@ -908,15 +1338,14 @@ void elf_symbols__free(struct elf_symbols *es)
 {
 	if (!es)
 		return;
-	free(es->syms);
-	free(es->names);
+	free_functions(es);
 	free(es->segments);
 	free(es->image);
 	free(es);
 }
 
 struct ksyms {
-	struct elf_symbols table; /* the same sorted-table machinery; sizes unknown (0) */
+	struct elf_symbols table; /* the same index; sizes unknown (0), every name copied */
 };
 
 int ksyms__load(const char *path, struct ksyms **out)
@@ -925,7 +1354,6 @@ int ksyms__load(const char *path, struct ksyms **out)
 	char line[512];
 	FILE *f;
 	int err = 0;
-	size_t cap = 0;
 
 	*out = NULL;
 	f = fopen(path, "re");
@@ -937,35 +1365,28 @@ int ksyms__load(const char *path, struct ksyms **out)
 		goto cleanup;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		struct elf_symbols *t = &ks->table;
 		char type, name[256];
 		uint64_t addr;
+		int bind;
 
 		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) != 3 || addr == 0)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (grow_array((void **)&t->syms, &cap, t->nr_syms + 1, sizeof(*t->syms))) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		t->syms[t->nr_syms].start = addr;
-		t->syms[t->nr_syms].size = 0;
 		/* kallsyms types: T global, W weak, t local */
-		t->syms[t->nr_syms].rank =
-			alias_rank(false, type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK,
-				   name);
-		err = add_name(t, name, &t->syms[t->nr_syms].name);
+		bind = type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK;
+		err = add_pending(&ks->table, addr, 0, bind, name, strlen(name), NULL);
 		if (err)
 			goto cleanup;
-		t->nr_syms++;
 	}
-	if (ks->table.nr_syms == 0) {
+	if (ks->table.nr_pending == 0) {
 		err = -ENOENT; /* kallsyms shows no addresses to unprivileged readers */
 		goto cleanup;
 	}
-	sort_symbols(&ks->table);
-	fit_to_size(&ks->table);
+	err = build_index(&ks->table);
+	if (err)
+		goto cleanup;
+	fit_side_names(&ks->table);
 	*out = ks;
 	ks = NULL;
 cleanup:
@@ -983,7 +1404,6 @@ void ksyms__free(struct ksyms *ks)
 {
 	if (!ks)
 		return;
-	free(ks->table.syms);
-	free(ks->table.names);
+	free_functions(&ks->table);
 	free(ks);
 }

@@ -1,5 +1,6 @@
 /* Names for addresses: function symbols of ELF files (libelf) and of the kernel
- * (/proc/kallsyms). Tables are built once, sorted, and binary-searched. */
+ * (/proc/kallsyms). Tables are built once, sorted, and binary-searched; an ELF file's
+ * names are read from its mapping (util/file_view.h), which stays open with the symbols. */
 #ifndef HPROF_SYMBOLS_H
 #define HPROF_SYMBOLS_H
 
@@ -41,10 +42,13 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
  * Returns 0, or -ENOENT when no PT_LOAD segment backs the mapping. */
 int elf_symbols__offset_to_vaddr(const struct elf_symbols *syms, uint64_t map_offset,
 				 uint64_t file_offset, uint64_t *vaddr);
-/* The function holding vaddr and vaddr's offset into it, or NULL. */
+/* The function holding vaddr and vaddr's offset into it, or NULL. Names are read from the
+ * file the symbols came from: NULL too once that file changed (truncated, rewritten), but
+ * for the few names looked up before the change. The name stays valid until the next
+ * lookup in syms, or until they are dropped or freed. */
 const char *elf_symbols__lookup(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *offset);
-/* The function holding vaddr: its start, and its size (0 when the symbol gives none).
- * Returns 0, or -ENOENT. */
+/* The function holding vaddr: its start, and its size (0 when the symbol gives none), even
+ * after the file changed. Returns 0, or -ENOENT. */
 int elf_symbols__function(const struct elf_symbols *syms, uint64_t vaddr, uint64_t *start,
 			  uint64_t *size);
 /* Where the function symbols came from. */
@@ -53,10 +57,11 @@ const char *elf_symbols_source__name(enum elf_symbols_source source);
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
-/* Frees the function symbols, keeping what the binary's mappings and a profile's outputs
- * still need: segments, build-id, entry point. Lookups then find nothing. */
+/* Frees the function symbols and closes the files their names were read from, keeping
+ * what the binary's mappings and a profile's outputs still need: segments, build-id, entry
+ * point. Lookups then find nothing. */
 void elf_symbols__drop_functions(struct elf_symbols *syms);
-/* Memory the symbols hold (HPROF_DEBUG=memory). */
+/* Heap the symbols hold (HPROF_DEBUG=memory): not the file pages names are read from. */
 size_t elf_symbols__bytes(const struct elf_symbols *syms);
 /* How far past a binary's entry point its start-up code may call out: _start calls
  * __libc_start_main (or ld.so's _start calls _dl_start) within its first few

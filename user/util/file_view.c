@@ -214,6 +214,14 @@ void file_view__drop_pages(struct file_view *v, uint64_t off, uint64_t len)
 	madvise((void *)(v->data + first), (size_t)(last - first), MADV_DONTNEED);
 }
 
+void file_view__drop_around(struct file_view *v, uint64_t off, uint64_t len)
+{
+	uint64_t first = off & ~(uint64_t)(FILE_VIEW_FAULT_AROUND - 1);
+	uint64_t end = (off + len + FILE_VIEW_FAULT_AROUND - 1) & ~(uint64_t)(FILE_VIEW_FAULT_AROUND - 1);
+
+	file_view__drop_pages(v, first, end - first);
+}
+
 void file_view__close(struct file_view *v)
 {
 	if (!v)

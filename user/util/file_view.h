@@ -16,7 +16,7 @@
 
 /* At most this many views exist at once (their address ranges are what the SIGBUS
  * handler searches); opening another fails with -EMFILE. */
-#define FILE_VIEW_MAX 4096
+#define FILE_VIEW_MAX 16384
 
 struct file_view;
 
@@ -30,14 +30,25 @@ int file_view__open(const char *path, uint64_t max_size, struct file_view **out,
 const uint8_t *file_view__data(const struct file_view *v);
 size_t file_view__size(const struct file_view *v);
 
-/* The file is no longer the one mapped: a read faulted past its end, or its size, mtime
- * or ctime changed. Costs an fstat: for cold paths (compiling rows, naming a frame). Once
- * changed, a view stays changed. */
+/* The file is no longer the one mapped: a read faulted past its end, or the path it was
+ * opened by now leads to another file (device, inode) or one of another size or mtime.
+ * Costs a stat of that path (a pinned descriptor's /proc/self/fd/N follows the file even
+ * once it is deleted): for cold paths (compiling rows, naming a frame). Once changed, a
+ * view stays changed. */
 bool file_view__changed(struct file_view *v);
 
 /* Hands back the pages of [off, off + len) this process has read (the page cache keeps
  * them; a later read maps them again): after a pass over a whole section. */
 void file_view__drop_pages(struct file_view *v, uint64_t off, uint64_t len);
+
+/* The kernel maps the cached pages around a page a read faults in, up to this block
+ * (fault_around_bytes' default). */
+#define FILE_VIEW_FAULT_AROUND (64u << 10)
+
+/* Hands back what reading [off, off + len) mapped: the fault-around blocks holding it. For
+ * a read that happens once (a function's CFI compiled, a frame's name): else every block
+ * read stays in hprof's RSS. */
+void file_view__drop_around(struct file_view *v, uint64_t off, uint64_t len);
 
 /* Accepts NULL. */
 void file_view__close(struct file_view *v);
