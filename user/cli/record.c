@@ -38,7 +38,7 @@ struct record_opts {
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
-	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = default */
+	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = sized to -F */
 	bool verbose;         /* -v: every figure of the summary */
 	bool quiet;           /* -q: no status line, no summary, only errors */
 };
@@ -85,7 +85,8 @@ static void usage(FILE *out)
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
-		"                        to 1 GiB (default 16 MiB)\n"
+		"                        to 1 GiB (default: 50 ms of the largest samples\n"
+		"                        from every CPU at -F, 2 MiB to 256 MiB)\n"
 		"  -v, --verbose         end with every figure of the summary\n"
 		"  -q, --quiet           print only errors: no status line, no summary\n"
 		"  -h, --help            show this help\n"

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,74 @@ static int set_delta_copies(struct sampler *s, const struct sampler_opts *o)
 	return 0;
 }
 
+uint64_t sampler__max_record_size(unsigned stack_size, bool delta_verify)
+{
+	uint64_t copy = stack_size < HPROF_MAX_STACK_COPY ? stack_size : HPROF_MAX_STACK_COPY;
+	uint64_t size = sizeof(struct hprof_sample) +
+			(HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8;
+
+	/* No copy (--no-dwarf) sends no stack and no FP tail. A copy sent whole as a delta
+	 * carries the delta's header and map besides; a verified one the copy twice. */
+	if (copy)
+		size += sizeof(struct hprof_stack_delta) + HPROF_DELTA_MAP_WORDS * 8 +
+			(delta_verify ? 2 : 1) * copy + HPROF_FP_TAIL_WINDOW;
+	/* the ring buffer's 8-byte header, then the record padded to 8 bytes */
+	return BPF_RINGBUF_HDR_SZ + ((size + 7) & ~7ull);
+}
+
+/* The default ring buffer. While hprof reads, the BPF program adds records until the ring is
+ * a quarter full, which wakes the reader (or the 100-ms poll timeout comes first); the other
+ * three quarters take what arrives while the reader wakes and drains. A drain also unwinds
+ * and symbolizes what it read, and a first sample in a large binary has its tables built
+ * first (libLLVM: 40-170 ms, bench/README.md). Sized for the worst traffic (every CPU busy,
+ * every sample the largest record), the ring holds SAMPLER_RING_WORST_MS of it: the reader
+ * is woken after a quarter of that and has the rest to drain. Real copies stop at the end of
+ * the stack or at the thread's learned base and are mostly sent as deltas (0.3-15 KiB a
+ * sample against the ~68 KiB of the default 64-KiB copy's bound), so the same ring holds
+ * ~0.2-10 s of ordinary traffic, past the slowest drain. The old fixed 16 MiB held 240 ms
+ * of the worst case on 2 CPUs at 499 Hz (and cost 32 MiB of RSS: libbpf maps the data pages
+ * twice, all of them up front) but 2 ms on 128 CPUs at 999 Hz. The floor keeps slow rates
+ * (the default -F 99, --no-dwarf, few CPUs) from rings a single slow drain overflows: 2 MiB
+ * holds 150 ms of the worst case on 2 CPUs at 99 Hz. The ceiling bounds the memory on large
+ * hosts (twice the ring in RSS). */
+unsigned sampler__default_ring_size(unsigned nr_cpus, unsigned frequency, uint64_t max_record)
+{
+	uint64_t want = (uint64_t)nr_cpus * frequency * max_record * SAMPLER_RING_WORST_MS / 1000;
+	uint64_t size = SAMPLER_RING_MIN;
+
+	while (size < want && size < SAMPLER_RING_MAX)
+		size <<= 1;
+	return (unsigned)size;
+}
+
+/* CPUs the sampler attaches to: the online ones (sampler__start skips the others). */
+static unsigned sampled_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n <= 0)
+		n = libbpf_num_possible_cpus();
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static unsigned ring_size(const struct sampler_opts *o)
+{
+	unsigned cpus, size;
+	uint64_t record;
+	const char *debug;
+
+	if (o->ring_size)
+		return o->ring_size;
+	cpus = sampled_cpus();
+	record = sampler__max_record_size(o->stack_size, o->stack_deltas && o->delta_verify);
+	size = sampler__default_ring_size(cpus, o->frequency, record);
+	debug = getenv("HPROF_DEBUG");
+	if (debug && strstr(debug, "memory"))
+		fprintf(stderr, "hprof: ring buffer: %u KiB (%u CPUs at %u Hz, records up to %" PRIu64
+				" bytes)\n", size >> 10, cpus, o->frequency, record);
+	return size;
+}
+
 static int load(struct sampler *s, const struct sampler_opts *o)
 {
 	int err;
@@ -95,8 +164,7 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	if (o->max_pids)
 		bpf_map__set_max_entries(s->skel->maps.pids, o->max_pids);
 	bpf_map__set_max_entries(s->skel->maps.delta_work, libbpf_num_possible_cpus());
-	if (o->ring_size)
-		bpf_map__set_max_entries(s->skel->maps.samples, o->ring_size);
+	bpf_map__set_max_entries(s->skel->maps.samples, ring_size(o));
 	/* A quarter full wakes the reader; below that it drains every poll timeout. */
 	s->skel->rodata->ringbuf_wakeup_bytes = bpf_map__max_entries(s->skel->maps.samples) / 4;
 	err = hprof_bpf__load(s->skel);

@@ -15,7 +15,7 @@
 struct sampler_opts {
 	unsigned frequency;  /* Hz per CPU */
 	unsigned stack_size; /* ceiling of each sample's stack copy; 0: copy nothing */
-	unsigned ring_size;  /* bytes of the ring buffer; 0: the BPF program's default */
+	unsigned ring_size;  /* bytes of the ring buffer; 0: sampler__default_ring_size's */
 	bool filter_pids;    /* record only the pids added with sampler__add_pid */
 	bool follow_forks;   /* children of filtered pids join the filter */
 	bool stack_deltas;   /* copies to a learned base sent as deltas (user/record/stack_delta.h) */
@@ -28,6 +28,19 @@ struct sampler_opts {
 typedef int (*sampler_record_fn)(void *ctx, void *data, size_t size);
 
 struct sampler;
+
+/* The most bytes one sample can take in the ring buffer with copies of at most stack_size
+ * bytes (0: none, --no-dwarf), delta_verify doubling them: the record's header, the
+ * fixed part, the deepest FP chain and kernel stack, the stack region as a delta would
+ * send it, the FP tail's window, rounded up as the ring buffer stores it. */
+uint64_t sampler__max_record_size(unsigned stack_size, bool delta_verify);
+/* The ring buffer's size when --ring-size is not given: room for SAMPLER_RING_WORST_MS of
+ * the worst traffic that can arrive (every CPU sampled at frequency Hz, each sample the
+ * largest record), rounded up to a power of two, within SAMPLER_RING_MIN..MAX. */
+#define SAMPLER_RING_WORST_MS 50
+#define SAMPLER_RING_MIN (2u << 20)
+#define SAMPLER_RING_MAX (256u << 20)
+unsigned sampler__default_ring_size(unsigned nr_cpus, unsigned frequency, uint64_t max_record);
 
 /* Loads and attaches everything but the perf events. Returns 0 or -errno after printing
  * one line. */
