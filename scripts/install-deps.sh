@@ -33,6 +33,12 @@ packages=(
 	golang-go                  # `go tool pprof`: the independent reader of --pprof in tests
 	chromium                   # tests render the differential flamegraph in a headless browser
 	time                       # /usr/bin/time -v: peak memory in bench/b_diff.sh
+	# hprof serve's HTTP: libmicrohttpd is made for embedding an HTTP server in a C daemon
+	# and is in Debian; it parses requests and enforces connection limits and timeouts, so
+	# hprof has no hand-written HTTP parser
+	libmicrohttpd-dev
+	# the serve tests run a real Prometheus server against hprof and `promtool check metrics`
+	prometheus
 )
 
 # A Rust binary linked by rust-lld for tests/t_layouts.sh: Debian's rustc and cargo, unless

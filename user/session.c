@@ -32,6 +32,8 @@ struct session {
 	struct code_cache *code;         /* what was learned of code without CFI */
 	bool no_scan;                    /* --no-scan: exact methods only */
 	bool scan_only;                  /* HPROF_DEBUG=scan: scans only, to measure them */
+	session_sample_fn sink;          /* NULL: samples count in profile */
+	void *sink_ctx;
 };
 
 /* HPROF_DEBUG=scan: code without CFI only by scanning (no analysis, no frame records). */
@@ -446,6 +448,23 @@ static void sweep_modules(struct session *s, uint64_t now_ns)
 	s->next_sweep_ns = now_ns + MODULE_SWEEP_NS;
 }
 
+/* Counts the sample's stack in the profile, or hands it to the sink with its labels (proc:
+ * NULL for a stack without user frames, whose process is not looked up). */
+static int count_sample(struct session *s, struct process *proc, const struct hprof_sample *sample,
+			const char *comm, const char *root, const struct frame *frames, uint32_t n)
+{
+	struct profile_labels labels = { .pid = sample->pid, .tid = sample->tid };
+
+	if (!s->sink)
+		return profile__add(s->profile, comm, root, frames, n);
+	if (proc) {
+		process_table__read_labels(s->processes, proc);
+		labels.process = proc->name[0] ? proc->name : NULL;
+		labels.cgroup = proc->cgroup;
+	}
+	return s->sink(s->sink_ctx, comm, root, &labels, frames, n);
+}
+
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
@@ -473,7 +492,7 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	}
 	if (sample->nr_user == 0) {
 		s->stats.kernel_only++;
-		return profile__add(s->profile, comm, NULL, frames, n);
+		return count_sample(s, NULL, sample, comm, NULL, frames, n);
 	}
 	proc = find_process(s, sample);
 	if (!proc)
@@ -483,9 +502,20 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	n += user_stack(s, proc, sample, frames + n, &method, &reason);
 	s->stats.methods[method]++;
 	if (method != METHOD_TRUNCATED)
-		return profile__add(s->profile, comm, NULL, frames, n);
+		return count_sample(s, proc, sample, comm, NULL, frames, n);
 	s->stats.truncated[reason]++;
-	return profile__add(s->profile, comm, hybrid__truncated_root(reason), frames, n);
+	return count_sample(s, proc, sample, comm, hybrid__truncated_root(reason), frames, n);
+}
+
+const struct ksyms *session__ksyms(const struct session *s)
+{
+	return s->ksyms;
+}
+
+void session__set_sample_sink(struct session *s, session_sample_fn fn, void *ctx)
+{
+	s->sink = fn;
+	s->sink_ctx = ctx;
 }
 
 void session__unwind_cache_stats(const struct session *s, struct unwind_cache_stats *stats)

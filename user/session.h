@@ -45,6 +45,8 @@ const struct process_table_stats *session__process_stats(const struct session *s
  * (it is handled later, in time order). */
 void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path);
 struct module_registry *session__modules(struct session *s);
+/* The kernel's symbols (NULL when /proc/kallsyms shows no addresses). */
+const struct ksyms *session__ksyms(const struct session *s);
 /* The DWARF walk alone over one sample's copy, through the session's mappings and tables
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,
  * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without
@@ -70,6 +72,13 @@ int session__walk_process(struct session *s, uint32_t pid, const struct unwind_r
 int session__resolve_frame(struct session *s, uint32_t pid, uint64_t addr, bool caller,
 			   struct frame *f);
 struct profile *session__profile(struct session *s);
+/* Where counted stacks go instead of the session's profile (hprof serve's windows), each
+ * with its labels (pid, tid, the process's name and cgroup, read from /proc once per
+ * process). fn returns 0 or -ENOMEM. */
+typedef int (*session_sample_fn)(void *ctx, const char *comm, const char *root,
+				 const struct profile_labels *labels, const struct frame *frames,
+				 uint32_t n);
+void session__set_sample_sink(struct session *s, session_sample_fn fn, void *ctx);
 const struct sample_stats *session__stats(const struct session *s);
 /* The run's summary: the session's figures, and the recording's (kernel_counters NULL and
  * sideband_lost 0 for a report). */

@@ -7,6 +7,7 @@
  * suffix ("memcpy@@GLIBC_2.14") and kallsyms' names are copied, into the side names. A
  * name read from a file is trusted only while the file is unchanged (checked_name). */
 #include "binary/symbols.h"
+#include "util/text.h"
 #include "util/file_view.h"
 #include "util/grow.h"
 
@@ -131,17 +132,6 @@ struct elf_symbols {
 	uint32_t nr_function_entries;
 	enum elf_symbols_source source;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Copies len bytes of name into the side names. Returns 0, -E2BIG or -ENOMEM. */
 static int add_side_name(struct elf_symbols *es, const char *name, size_t len, uint32_t *at)
@@ -921,12 +911,12 @@ static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_byte
 	int ret;
 
 	if (elf_kind(elf) != ELF_K_ELF) {
-		set_err(err, errlen, "%s: not an ELF file", what);
+		text__set_err(err, errlen, "%s: not an ELF file", what);
 		return -ENOEXEC;
 	}
 	ret = read_segments(es, elf);
 	if (ret) {
-		set_err(err, errlen, "%s: unreadable program headers: %s", what, elf_errmsg(-1));
+		text__set_err(err, errlen, "%s: unreadable program headers: %s", what, elf_errmsg(-1));
 		return ret;
 	}
 	read_build_id(es, elf);
@@ -940,7 +930,7 @@ static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_byte
 	if (!ret)
 		ret = keep_views(es);
 	if (ret) {
-		set_err(err, errlen, "%s: reading symbols: %s", what,
+		text__set_err(err, errlen, "%s: reading symbols: %s", what,
 			ret == -ESTALE ? "the file changed while it was read" : strerror(-ret));
 		return ret;
 	}
@@ -971,7 +961,7 @@ int elf_symbols__load_from(const char *open_path, const char *path, struct elf_s
 	 * end of one truncated meanwhile finds zeros instead of raising SIGBUS. */
 	ret = file_view__open(open_path, ELF_SYMBOLS_FILE_MAX_BYTES, &es->view, NULL, 0);
 	if (ret) {
-		set_err(err, errlen, "%s: %s", path,
+		text__set_err(err, errlen, "%s: %s", path,
 			ret == -EINVAL ? "not a regular, non-empty file" : strerror(-ret));
 		goto cleanup;
 	}
@@ -981,7 +971,7 @@ int elf_symbols__load_from(const char *open_path, const char *path, struct elf_s
 	 * mapping serves. */
 	elf = elf_memory((char *)src.data, src.size);
 	if (!elf) {
-		set_err(err, errlen, "%s: %s", path, elf_errmsg(-1));
+		text__set_err(err, errlen, "%s: %s", path, elf_errmsg(-1));
 		ret = -ENOEXEC;
 		goto cleanup;
 	}
@@ -1015,7 +1005,7 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
 	es->image_size = size;
 	elf = elf_memory(es->image, size);
 	if (!elf) {
-		set_err(err, errlen, "ELF image: %s", elf_errmsg(-1));
+		text__set_err(err, errlen, "ELF image: %s", elf_errmsg(-1));
 		elf_symbols__free(es);
 		return -ENOEXEC;
 	}

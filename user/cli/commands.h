@@ -9,5 +9,6 @@ int cmd_diff(int argc, char **argv);       /* user/cli/diff.c: compare two profi
 int cmd_stack(int argc, char **argv);      /* user/cli/stack.c: print every thread's stack of a process */
 int cmd_table(int argc, char **argv);      /* user/cli/table.c: print a binary's unwind rows */
 int cmd_flamegraph(int argc, char **argv); /* user/cli/flamegraph.c: folded stacks to SVG */
+int cmd_serve(int argc, char **argv);      /* user/cli/serve.c: an always-on agent served over HTTP */
 
 #endif

@@ -16,6 +16,7 @@ static const struct subcommand subcommands[] = {
 	{ "stack", cmd_stack },
 	{ "table", cmd_table },
 	{ "flamegraph", cmd_flamegraph },
+	{ "serve", cmd_serve },
 };
 
 /* Blocks this large (binaries' symbols and unwind tables, the profile's arrays) each get

@@ -22,6 +22,7 @@
 #include "record/recorder.h"
 #include "sample.h"
 #include "session.h"
+#include "util/text.h"
 #include "util/atomic_file.h"
 
 #define DEFAULT_FREQUENCY 99
@@ -59,6 +60,7 @@ static void usage(FILE *out)
 		"       hprof report CAPTURE [--svg FILE] [--folded FILE] [--pprof FILE] [--json FILE]\n"
 		"       hprof diff BASE NEW [--threshold PCT] [--svg FILE] [--json FILE]\n"
 		"       hprof stack PID | hprof table FILE | hprof flamegraph IN.folded OUT.svg\n"
+		"       hprof serve [--listen ADDR:PORT] (an always-on agent: see hprof serve --help)\n"
 		"Samples user and kernel stacks on every CPU and writes a flamegraph.\n"
 		"\n"
 		"  --svg FILE            write an interactive flamegraph\n"
@@ -95,20 +97,6 @@ static void usage(FILE *out)
 		"With -- COMMAND, profiles COMMAND and its children until it exits and exits\n"
 		"with its status.\n",
 		DEFAULT_FREQUENCY, HPROF_DEFAULT_STACK_COPY, HPROF_MAX_STACK_COPY);
-}
-
-/* Parses a whole decimal number in [min, max]; false on anything else. */
-static bool parse_number(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
 }
 
 static long long max_sample_rate(void)
@@ -153,18 +141,18 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 		o->out.json_path = arg;
 		return 0;
 	case OPT_TOP:
-		if (!parse_number(arg, 1, INT32_MAX, &v))
+		if (!text__parse_number(arg, 1, INT32_MAX, &v))
 			return usage_error("--top takes a positive number of functions, got '%s'", arg);
 		o->out.top = (size_t)v;
 		return 0;
 	case OPT_TIME:
-		if (!parse_number(arg, 1, 365LL * 24 * 3600 * 1000, &v))
+		if (!text__parse_number(arg, 1, 365LL * 24 * 3600 * 1000, &v))
 			return usage_error("--time takes a positive number of milliseconds, got '%s'", arg);
 		o->time_ms = v;
 		return 0;
 	case 'F':
 		max_rate = max_sample_rate();
-		if (!parse_number(arg, 1, max_rate, &v)) {
+		if (!text__parse_number(arg, 1, max_rate, &v)) {
 			fprintf(stderr, "hprof: --frequency must be between 1 and %lld "
 					"(kernel.perf_event_max_sample_rate), got '%s'\n", max_rate, arg);
 			return -EINVAL;
@@ -174,7 +162,7 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case 'p': {
 		pid_t *pids = realloc(o->pids, (o->nr_pids + 1) * sizeof(*pids));
 
-		if (!parse_number(arg, 1, INT32_MAX, &v))
+		if (!text__parse_number(arg, 1, INT32_MAX, &v))
 			return usage_error("--pid takes a process id, got '%s'", arg);
 		if (!pids)
 			return -ENOMEM;
@@ -203,13 +191,13 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 		o->verbose = false;
 		return 0;
 	case OPT_RING_SIZE:
-		if (!parse_number(arg, 4096, 1 << 30, &v) || (v & (v - 1)))
+		if (!text__parse_number(arg, 4096, 1 << 30, &v) || (v & (v - 1)))
 			return usage_error("--ring-size takes a power of two from 4096 to 1073741824, got '%s'",
 					   arg);
 		o->ring_size = (unsigned)v;
 		return 0;
 	case OPT_STACK_SIZE:
-		if (!parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
+		if (!text__parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
 			return usage_error("--stack-size takes a multiple of 8 from 8 to 65536, got '%s'",
 					   arg);
 		o->stack_size = v;

@@ -48,6 +48,8 @@ struct stack_copy {
 	size_t first;
 	uint32_t nr_frames;
 	uint64_t count;
+	bool labeled;
+	struct profile_labels labels; /* strings point into the profile */
 };
 
 struct builder {
@@ -110,8 +112,13 @@ static int collect_stack(void *ctx, const struct profile_stack *s)
 		       sizeof(*b->all_frames)))
 		return -ENOMEM;
 	memcpy(b->all_frames + b->nall_frames, s->frames, s->nr_frames * sizeof(*s->frames));
-	b->stacks[b->nstacks++] = (struct stack_copy){ s->comm, s->root, b->nall_frames,
-						      s->nr_frames, s->count };
+	b->stacks[b->nstacks] = (struct stack_copy){ .comm = s->comm, .root = s->root,
+						    .first = b->nall_frames,
+						    .nr_frames = s->nr_frames, .count = s->count,
+						    .labeled = s->labels != NULL };
+	if (s->labels)
+		b->stacks[b->nstacks].labels = *s->labels;
+	b->nstacks++;
 	b->nall_frames += s->nr_frames;
 	return 0;
 }
@@ -413,7 +420,7 @@ static void builder__free(struct builder *b)
 	free(b->mapping_ptrs);
 }
 
-/* Samples: leaf first, the root frame (if any) outermost; values and the comm label. */
+/* Samples: leaf first, the root frame (if any) outermost; values and labels. */
 struct sample_arrays {
 	pb_sample *samples;
 	pb_sample **ptrs;
@@ -423,8 +430,60 @@ struct sample_arrays {
 	pb_label **label_ptrs;
 };
 
+/* The most labels a sample carries: comm, and with labels thread_name, pid, tid, cgroup. */
+#define LABELS_MAX 5
+
+/* The label keys' string indexes. */
+struct label_keys {
+	int64_t comm, thread, pid, tid, cgroup;
+};
+
+/* Appends the label key = str to s; -ENOMEM when a string could not be added. */
+static int add_label(struct builder *b, pb_sample *s, pb_label *l, int64_t key, const char *str)
+{
+	perftools__profiles__label__init(l);
+	l->key = key;
+	l->str = string_index(b, str);
+	if (key < 0 || l->str < 0)
+		return -ENOMEM;
+	s->label[s->n_label++] = l;
+	return 0;
+}
+
+/* The sample's labels: its command name as "comm"; counted with labels (hprof serve), the
+ * process's name as "comm", the thread's as "thread_name", "pid", "tid" and "cgroup". The
+ * keys other than "comm" enter the string table with the first stack that has labels, so
+ * a profile without any is written as before. */
+static int add_labels(struct builder *b, struct label_keys *k, const struct stack_copy *st,
+		      pb_sample *s, pb_label *l)
+{
+	char num[16];
+	int err;
+
+	if (!st->labeled)
+		return add_label(b, s, l, k->comm, st->comm);
+	if (k->thread < 0) {
+		k->thread = string_index(b, PPROF_THREAD_LABEL);
+		k->pid = string_index(b, PPROF_PID_LABEL);
+		k->tid = string_index(b, PPROF_TID_LABEL);
+		k->cgroup = string_index(b, PPROF_CGROUP_LABEL);
+	}
+	err = add_label(b, s, l++, k->comm, st->labels.process ? st->labels.process : st->comm);
+	if (!err)
+		err = add_label(b, s, l++, k->thread, st->comm);
+	snprintf(num, sizeof(num), "%u", st->labels.pid);
+	if (!err)
+		err = add_label(b, s, l++, k->pid, num);
+	snprintf(num, sizeof(num), "%u", st->labels.tid);
+	if (!err)
+		err = add_label(b, s, l++, k->tid, num);
+	if (!err && st->labels.cgroup)
+		err = add_label(b, s, l++, k->cgroup, st->labels.cgroup);
+	return err;
+}
+
 static int build_samples(struct builder *b, const struct pprof_opts *o, struct sample_arrays *a,
-			 int64_t comm_key)
+			 struct label_keys *keys)
 {
 	int64_t period = o->frequency ? (int64_t)(1000000000ull / o->frequency) : 0;
 	size_t nids = 0, pos = 0;
@@ -435,17 +494,16 @@ static int build_samples(struct builder *b, const struct pprof_opts *o, struct s
 	a->ptrs = calloc(b->nstacks + 1, sizeof(*a->ptrs));
 	a->ids = calloc(nids + 1, sizeof(*a->ids));
 	a->values = calloc(2 * b->nstacks + 1, sizeof(*a->values));
-	a->labels = calloc(b->nstacks + 1, sizeof(*a->labels));
-	a->label_ptrs = calloc(b->nstacks + 1, sizeof(*a->label_ptrs));
+	a->labels = calloc(LABELS_MAX * b->nstacks + 1, sizeof(*a->labels));
+	a->label_ptrs = calloc(LABELS_MAX * b->nstacks + 1, sizeof(*a->label_ptrs));
 	if (!a->samples || !a->ptrs || !a->ids || !a->values || !a->labels || !a->label_ptrs)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nstacks; i++) {
 		const struct stack_copy *st = &b->stacks[i];
 		pb_sample *s = &a->samples[i];
-		pb_label *l = &a->labels[i];
+		int err;
 
 		perftools__profiles__sample__init(s);
-		perftools__profiles__label__init(l);
 		s->location_id = a->ids + pos;
 		for (uint32_t f = 0; f < st->nr_frames; f++)
 			a->ids[pos++] = frame_location(b, &b->all_frames[st->first + f]);
@@ -458,13 +516,10 @@ static int build_samples(struct builder *b, const struct pprof_opts *o, struct s
 		/* int64 values: a count no real profile reaches saturates rather than wraps */
 		s->value[1] = period && st->count > (uint64_t)(INT64_MAX / period)
 				      ? INT64_MAX : (int64_t)st->count * period;
-		l->key = comm_key;
-		l->str = string_index(b, st->comm);
-		if (l->str < 0)
-			return -ENOMEM;
-		a->label_ptrs[i] = l;
-		s->label = &a->label_ptrs[i];
-		s->n_label = 1;
+		s->label = &a->label_ptrs[LABELS_MAX * i];
+		err = add_labels(b, keys, st, s, &a->labels[LABELS_MAX * i]);
+		if (err)
+			return err;
 		a->ptrs[i] = s;
 	}
 	return 0;
@@ -492,7 +547,7 @@ int pprof__write(struct profile *p, struct module_registry *reg, const struct pp
 	pb_value_type *type_ptrs[2] = { &types[0], &types[1] };
 	uint8_t *packed = NULL;
 	size_t len;
-	int64_t comm_key;
+	struct label_keys keys;
 	int err;
 
 	err = string_index(&b, "") == 0 ? 0 : -ENOMEM;
@@ -500,8 +555,9 @@ int pprof__write(struct profile *p, struct module_registry *reg, const struct pp
 	types[0].unit = string_index(&b, "count");
 	types[1].type = period_type.type = string_index(&b, "cpu");
 	types[1].unit = period_type.unit = string_index(&b, "nanoseconds");
-	comm_key = string_index(&b, PPROF_COMM_LABEL);
-	if (!err && (comm_key < 0 || types[0].type < 0 || types[0].unit < 0 ||
+	keys = (struct label_keys){ .comm = string_index(&b, PPROF_COMM_LABEL), .thread = -1,
+				    .pid = -1, .tid = -1, .cgroup = -1 };
+	if (!err && (keys.comm < 0 || types[0].type < 0 || types[0].unit < 0 ||
 		     types[1].type < 0 || types[1].unit < 0))
 		err = -ENOMEM;
 	if (!err)
@@ -511,7 +567,7 @@ int pprof__write(struct profile *p, struct module_registry *reg, const struct pp
 	if (!err)
 		err = build_locations(&b);
 	if (!err)
-		err = build_samples(&b, o, &a, comm_key);
+		err = build_samples(&b, o, &a, &keys);
 	if (err)
 		goto cleanup;
 	msg.n_sample_type = 2;

@@ -3,7 +3,7 @@
  * location per distinct frame with its address (the ELF virtual address for files, as
  * `addr2line -e FILE` takes it; absolute for the kernel and code outside files), mappings
  * per file segment with path, build-id and file offset, functions with names, and each
- * sample's command name as the label "comm". */
+ * sample's command name as the label "comm" (and more labels for stacks counted with them). */
 #ifndef HPROF_OUTPUT_PPROF_H
 #define HPROF_OUTPUT_PPROF_H
 
@@ -31,6 +31,12 @@ int pprof__write_file(const char *path, struct profile *p, struct module_registr
 
 /* The label every sample carries its command name in. */
 #define PPROF_COMM_LABEL "comm"
+/* Labels of stacks counted with labels (profile__add_labeled, hprof serve): there "comm" is
+ * the process's name, and these the thread's name, pid, tid and cgroup path. */
+#define PPROF_THREAD_LABEL "thread_name"
+#define PPROF_PID_LABEL "pid"
+#define PPROF_TID_LABEL "tid"
+#define PPROF_CGROUP_LABEL "cgroup"
 /* Larger decompressed profiles are refused: the input is untrusted. */
 #define PPROF_MAX_BYTES (1u << 30)
 

@@ -37,6 +37,8 @@ _Static_assert(sizeof(struct stack_node) == 16, "a node is four indexes");
 struct head_key {
 	char comm[HPROF_COMM_LEN];
 	const char *root; /* interned: compared by pointer */
+	bool labeled;
+	struct profile_labels labels; /* strings interned as root is */
 };
 
 struct stack_head {
@@ -373,8 +375,9 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
 	return id;
 }
 
-/* The head node of (comm, root), added on first sight. NONE when out of memory. */
-static uint32_t head_node(struct profile *p, const char *comm, const char *root)
+/* The head node of (comm, root, labels), added on first sight. NONE when out of memory. */
+static uint32_t head_node(struct profile *p, const char *comm, const char *root,
+			  const struct profile_labels *labels)
 {
 	struct head_key key;
 	struct stack_head *hd;
@@ -383,6 +386,14 @@ static uint32_t head_node(struct profile *p, const char *comm, const char *root)
 	strncpy(key.comm, comm, HPROF_COMM_LEN - 1);
 	if (root && !(key.root = intern_root(p, root)))
 		return NONE;
+	if (labels) {
+		key.labeled = true;
+		key.labels.pid = labels->pid;
+		key.labels.tid = labels->tid;
+		if ((labels->process && !(key.labels.process = intern_root(p, labels->process))) ||
+		    (labels->cgroup && !(key.labels.cgroup = intern_root(p, labels->cgroup))))
+			return NONE;
+	}
 	HASH_FIND(hh, p->heads, &key, sizeof(key), hd);
 	if (hd)
 		return hd->node;
@@ -408,7 +419,14 @@ static uint32_t head_node(struct profile *p, const char *comm, const char *root)
 int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n)
 {
-	uint32_t node = head_node(p, comm, root);
+	return profile__add_labeled(p, comm, root, NULL, frames, n);
+}
+
+int profile__add_labeled(struct profile *p, const char *comm, const char *root,
+			 const struct profile_labels *labels, const struct frame *frames,
+			 uint32_t n)
+{
+	uint32_t node = head_node(p, comm, root, labels);
 
 	for (uint32_t i = n; node != NONE && i-- > 0;)
 		node = child(p, node, &frames[i]);
@@ -669,7 +687,29 @@ static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 	return c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
 }
 
-/* comm, root, then frames innermost first, then the shorter first. */
+/* Interned strings, NULL first. */
+static int compare_interned(const char *a, const char *b)
+{
+	if (a == b)
+		return 0;
+	return !a ? -1 : !b ? 1 : strcmp(a, b);
+}
+
+static int compare_labels(const struct head_key *x, const struct head_key *y)
+{
+	int c;
+
+	if (x->labeled != y->labeled)
+		return x->labeled ? 1 : -1;
+	if (x->labels.pid != y->labels.pid)
+		return x->labels.pid < y->labels.pid ? -1 : 1;
+	if (x->labels.tid != y->labels.tid)
+		return x->labels.tid < y->labels.tid ? -1 : 1;
+	c = compare_interned(x->labels.process, y->labels.process);
+	return c ? c : compare_interned(x->labels.cgroup, y->labels.cgroup);
+}
+
+/* comm, root, labels, then frames innermost first, then the shorter first. */
 static int compare_stacks(const void *a, const void *b, void *ctx)
 {
 	const struct profile *p = ctx;
@@ -683,6 +723,9 @@ static int compare_stacks(const void *a, const void *b, void *ctx)
 		return !x->head->key.root ? -1
 		       : !y->head->key.root ? 1
 					    : strcmp(x->head->key.root, y->head->key.root);
+	c = compare_labels(&x->head->key, &y->head->key);
+	if (c)
+		return c;
 	/* up both paths together, from the innermost frame; a shared node means the rest of
 	 * the paths are the same */
 	while (nx != ny && p->nodes[nx].parent != NONE && p->nodes[ny].parent != NONE) {
@@ -715,6 +758,7 @@ int profile__for_each_stack(struct profile *p, profile_stack_fn fn, void *ctx)
 		struct profile_stack s = {
 			.comm = sorted[i].head->key.comm[0] ? sorted[i].head->key.comm : "?",
 			.root = sorted[i].head->key.root,
+			.labels = sorted[i].head->key.labeled ? &sorted[i].head->key.labels : NULL,
 			.count = p->counts[p->nodes[node].stack],
 		};
 

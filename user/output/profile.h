@@ -22,6 +22,17 @@ int profile__key_by_name(struct profile *p);
  * frame placed right under comm (e.g. the reason a stack is incomplete). */
 int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n);
+/* What a stack is labelled with besides its command name (hprof serve's pprof labels):
+ * stacks with other labels are counted apart. */
+struct profile_labels {
+	uint32_t pid, tid;
+	const char *process; /* the process's command name; NULL: unknown */
+	const char *cgroup;  /* the cgroup path; NULL: none */
+};
+/* profile__add with labels (NULL: none, as profile__add). */
+int profile__add_labeled(struct profile *p, const char *comm, const char *root,
+			 const struct profile_labels *labels, const struct frame *frames,
+			 uint32_t n);
 uint64_t profile__nr_stacks(const struct profile *p);
 uint64_t profile__nr_samples(const struct profile *p);
 /* What the profile holds (HPROF_DEBUG=memory). */
@@ -40,6 +51,7 @@ int profile__write_folded(struct profile *p, FILE *out);
 struct profile_stack {
 	const char *comm;
 	const char *root;           /* NULL, or a frame right under comm ("[truncated: ...]") */
+	const struct profile_labels *labels; /* NULL: counted without labels */
 	const struct frame *frames; /* innermost first; valid during the call only */
 	uint32_t nr_frames;
 	uint64_t count;

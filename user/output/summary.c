@@ -413,8 +413,7 @@ static void print_deltas(const struct stack_delta_stats *d, FILE *out)
 	fprintf(out, "\n");
 }
 
-/* VmRSS of this process in KiB, 0 when /proc cannot say. */
-static uint64_t rss_kib(void)
+uint64_t summary__rss_kib(void)
 {
 	char line[128];
 	uint64_t kib = 0;
@@ -444,7 +443,7 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 			" evicted), function starts of code without either %.1f MiB, %" PRIu64
 			" files pinned; %" PRIu64 " idle ones dropped, %" PRIu64 " read again), %" PRIu64
 			" anonymous code modules, %" PRIu64 " perf maps\n",
-		rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
+		summary__rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
 		m->processes_sampled, m->threads, m->filtered_pids,
 		m->profile.stacks, m->profile.nodes, m->profile.frames, m->profile.names,
 		(double)m->profile.bytes / mib, m->modules.files,

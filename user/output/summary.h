@@ -64,6 +64,8 @@ struct memory_stats {
 	struct profile_memory profile;
 };
 
+/* VmRSS of this process in KiB, 0 when /proc cannot say. */
+uint64_t summary__rss_kib(void);
 /* One line "hprof: memory: ..." with stats, the heap in use and VmRSS. */
 void summary__print_memory(const struct memory_stats *m, FILE *out);
 struct output_opts;

@@ -1,6 +1,7 @@
 #include "proc/processes.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,6 +63,7 @@ static void free_process(struct process *proc)
 {
 	if (proc) {
 		address_space__free(proc->as);
+		free(proc->cgroup);
 		free(proc);
 	}
 }
@@ -172,6 +174,7 @@ static int apply_fork(struct process_table *t, const struct map_event *e)
 	child->as = copy;
 	child->seeded = true;
 	memcpy(child->comm, parent->comm, sizeof(child->comm));
+	memcpy(child->name, parent->name, sizeof(child->name));
 	return 0;
 }
 
@@ -184,6 +187,8 @@ static int apply_exec(struct process_table *t, const struct map_event *e)
 	proc->seeded = true; /* everything it maps from now on comes as events */
 	memcpy(proc->comm, e->comm, sizeof(e->comm) < sizeof(proc->comm) ? sizeof(e->comm)
 									   : sizeof(proc->comm));
+	memcpy(proc->name, proc->comm, sizeof(proc->name));
+	proc->name[sizeof(proc->name) - 1] = '\0';
 	return 0;
 }
 
@@ -242,6 +247,56 @@ size_t process_table__count(const struct process_table *t, size_t *counted)
 	for (proc = t->by_pid; proc; proc = proc->hh.next)
 		*counted += proc->counted;
 	return t->nr;
+}
+
+/* The first line of /proc/PID/FILE into buf, without its newline; false when unreadable. */
+static bool read_proc_line(uint32_t pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%u/%s", pid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+/* The cgroup v2 path ("0::/system.slice/x.scope"), NULL for the root or without one. */
+static char *read_cgroup(uint32_t pid)
+{
+	char path[64], line[4096];
+	char *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "0::", 3) == 0 && strcmp(line + 3, "/") != 0 && line[3])
+			found = strdup(line + 3);
+	}
+	fclose(f);
+	return found;
+}
+
+void process_table__read_labels(struct process_table *t, struct process *proc)
+{
+	if (proc->labels_read)
+		return;
+	proc->labels_read = true;
+	if (t->replay)
+		return;
+	if (!proc->name[0] && !read_proc_line(proc->pid, "comm", proc->name, sizeof(proc->name)))
+		proc->name[0] = '\0';
+	proc->cgroup = read_cgroup(proc->pid);
 }
 
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr)

@@ -23,6 +23,12 @@ struct process {
 	struct address_space *as;
 	/* Names this set of mappings for the unwind cache: new with every change. */
 	uint64_t space_id;
+	/* For labels (process__read_labels): the process's own command name (its exec's, its
+	 * parent's at fork, else /proc/PID/comm), and its cgroup path (NULL: the root or
+	 * unknown). */
+	char name[HPROF_COMM_LEN];
+	char *cgroup;
+	bool labels_read;
 	UT_hash_handle hh;
 };
 
@@ -50,6 +56,9 @@ int process_table__apply(struct process_table *t, const struct map_event *e, con
 /* Seeds pid's mappings from the text of a maps file (a capture's). Returns 0 or -errno. */
 int process_table__load_maps(struct process_table *t, uint32_t pid, const char *text, size_t len);
 /* The executable mapping of proc holding addr, or NULL. */
+/* Reads what labels need and the events did not give (the name, the cgroup) from /proc,
+ * once per process; nothing in a replay. */
+void process_table__read_labels(struct process_table *t, struct process *proc);
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr);
 const struct process_table_stats *process_table__stats(const struct process_table *t);
 /* Processes held now (not yet exited, or not known to have); *counted of them are in the

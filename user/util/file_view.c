@@ -1,4 +1,5 @@
 #include "util/file_view.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,17 +84,6 @@ static int install_handler(void)
 	return 0;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* A free slot's index, or FILE_VIEW_MAX. */
 static size_t free_slot(void)
 {
@@ -116,36 +106,36 @@ int file_view__open(const char *path, uint64_t max_size, struct file_view **out,
 	*out = NULL;
 	ret = install_handler();
 	if (ret) {
-		set_err(err, errlen, "%s: SIGBUS handler: %s", path, strerror(-ret));
+		text__set_err(err, errlen, "%s: SIGBUS handler: %s", path, strerror(-ret));
 		return ret;
 	}
 	slot = free_slot();
 	if (slot == FILE_VIEW_MAX) {
-		set_err(err, errlen, "%s: more than %d binaries mapped at once", path, FILE_VIEW_MAX);
+		text__set_err(err, errlen, "%s: more than %d binaries mapped at once", path, FILE_VIEW_MAX);
 		return -EMFILE;
 	}
 	/* O_NONBLOCK: a FIFO named by a profiled process must not block hprof */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		text__set_err(err, errlen, "%s: %s", path, strerror(-ret));
 		goto cleanup;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		ret = -EINVAL;
-		set_err(err, errlen, "%s: not a regular, non-empty file", path);
+		text__set_err(err, errlen, "%s: not a regular, non-empty file", path);
 		goto cleanup;
 	}
 	if ((uint64_t)st.st_size > max_size) {
 		ret = -EFBIG;
-		set_err(err, errlen, "%s: larger than %llu bytes", path, (unsigned long long)max_size);
+		text__set_err(err, errlen, "%s: larger than %llu bytes", path, (unsigned long long)max_size);
 		goto cleanup;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	v = calloc(1, sizeof(*v));
 	if (map == MAP_FAILED || !v || !(v->path = strdup(path))) {
 		ret = map == MAP_FAILED ? -errno : -ENOMEM;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		text__set_err(err, errlen, "%s: %s", path, strerror(-ret));
 		goto cleanup;
 	}
 	v->data = map;
