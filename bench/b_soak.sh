@@ -39,25 +39,12 @@ stop_all() {
 }
 trap stop_all EXIT
 
-export THREADS='
-import threading
-def work():
-    sum(range(20000))
-while True:
-    ts = [threading.Thread(target=work) for _ in range(4)]
-    for t in ts: t.start()
-    for t in ts: t.join()'
-PROCESSES='while :; do /bin/true; /usr/bin/python3 -c pass; done'
 
 # hprof records one interval longer than the series runs, so that no point of the series
 # falls while it writes its outputs (the peak of that is given apart).
 hprof_args=(-v -F 999 --time $(((SECONDS_TOTAL + INTERVAL) * 1000)) --folded "$TMP/soak.folded")
 if [ "$SCOPE" = system ]; then
-	# Each churn loop leads its own process group, so that it goes with everything it started.
-	setsid sh -c "$PROCESSES" >/dev/null 2>&1 &
-	churn+=($!)
-	setsid /usr/bin/python3 -c "$THREADS" >/dev/null 2>&1 &
-	churn+=($!)
+	churn_start
 	HPROF_DEBUG=memory:1 setsid "$HPROF" "${hprof_args[@]}" >/dev/null 2>"$TMP/soak.err" &
 	hprof_pid=$!
 else

@@ -55,3 +55,25 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) 
 
 # calc FORMAT EXPR: awk arithmetic, printed with FORMAT.
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+# The soak's churn (bench/b_soak.sh, b_serve.sh): processes and threads coming and going all
+# the time. THREADS is a python3 program starting and joining four short threads at a time;
+# PROCESSES a shell loop starting /bin/true and python3 -c pass.
+export THREADS='
+import threading
+def work():
+    sum(range(20000))
+while True:
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts: t.start()
+    for t in ts: t.join()'
+PROCESSES='while :; do /bin/true; /usr/bin/python3 -c pass; done'
+
+# churn_start: starts both loops, each leading its own process group (so that it goes with
+# everything it started: kill -- -PID), their pids appended to the array churn.
+churn_start() {
+	setsid sh -c "$PROCESSES" >/dev/null 2>&1 &
+	churn+=($!)
+	setsid /usr/bin/python3 -c "$THREADS" >/dev/null 2>&1 &
+	churn+=($!)
+}

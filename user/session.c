@@ -11,6 +11,7 @@
 #include "proc/processes.h"
 #include "proc/resolver.h"
 #include "unwind/code_cache.h"
+#include "util/file_view.h"
 
 /* Kernel frames, then the user stack. */
 #define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES)
@@ -27,6 +28,7 @@ struct session {
 	struct hybrid *hybrid;
 	struct sample_stats stats;
 	uint64_t next_sweep_ns;          /* 0: at the first sample's time */
+	uint64_t next_view_drop_ns;
 	struct frame *frames;            /* scratch, MAX_STACK_FRAMES */
 	struct unwind_frame *user;       /* scratch, HYBRID_MAX_FRAMES */
 	struct code_cache *code;         /* what was learned of code without CFI */
@@ -438,8 +440,15 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 	return n;
 }
 
+/* Pages of binaries read for CFI and names go back once a second (util/file_view.h). */
+#define VIEW_DROP_NS (1000 * 1000 * 1000ull)
+
 static void sweep_modules(struct session *s, uint64_t now_ns)
 {
+	if (now_ns >= s->next_view_drop_ns) {
+		file_view__drop_touched();
+		s->next_view_drop_ns = now_ns + VIEW_DROP_NS;
+	}
 	if (!s->next_sweep_ns)
 		s->next_sweep_ns = now_ns + MODULE_SWEEP_NS;
 	if (now_ns < s->next_sweep_ns)

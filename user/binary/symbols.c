@@ -1123,10 +1123,6 @@ static const struct name_table *name_table(const struct elf_symbols *es, uint32_
 	return NULL;
 }
 
-static void drop_name_pages(struct file_view *view, const char *name, size_t len)
-{
-	file_view__drop_around(view, (uint64_t)((const uint8_t *)name - file_view__data(view)), len);
-}
 
 /* Symbol sym's name, at p in t, a file's table, with room bytes to the table's end: the
  * copy kept in the cache, else a copy checked against the file. The copy is taken before
@@ -1153,7 +1149,8 @@ static const char *checked_name(const struct elf_symbols *es, const struct name_
 		return NULL;
 	memcpy(copy, p, len);
 	copy[len] = '\0';
-	drop_name_pages(t->view, p, len + 1);
+	/* a profile names each frame once: the pages read go back (file_view__drop_touched) */
+	file_view__touched(t->view);
 	if (file_view__changed(t->view)) {
 		free(copy);
 		return NULL;

@@ -508,27 +508,6 @@ void unwind_row_cache__free(struct unwind_row_cache *c)
 	free(c);
 }
 
-/* A function is compiled once: the file pages its compile read go back (its FDE's and
- * CIE's, and those of .eh_frame_hdr's table that lookups since the last compile searched),
- * or over a run every block of CFI read would stay in hprof's RSS. */
-static void drop_pages_read(struct lazy_table *lz, uint8_t si, uint64_t fde_off, uint64_t cie_off)
-{
-	const struct cfi_section *sec = &lz->elf.sec[si];
-	const uint8_t *base, *hdr;
-	size_t size, hdr_len;
-
-	if (!lz->view)
-		return;
-	base = file_view__data(lz->view);
-	size = file_view__size(lz->view);
-	if (lz->elf.owned[si] || sec->data < base || sec->data >= base + size)
-		return; /* a decompressed .debug_frame is on the heap */
-	file_view__drop_around(lz->view, (uint64_t)(sec->data - base) + fde_off, 1);
-	file_view__drop_around(lz->view, (uint64_t)(sec->data - base) + cie_off, 1);
-	if (cfi_fde_index__hdr_range(lz->index, &hdr, &hdr_len))
-		file_view__drop_pages(lz->view, (uint64_t)(hdr - base), hdr_len);
-}
-
 /* Compiles index entry i's FDE into fn: the same bounds and rows as the whole-table
  * compile gives it (see compile()). */
 static int compile_fn(struct lazy_table *lz, size_t i, struct compiled_fn *fn, struct cfi_err *e)
@@ -573,7 +552,8 @@ static int compile_fn(struct lazy_table *lz, size_t i, struct compiled_fn *fn, s
 	if (!err)
 		cfi_rows__take(&rows, &fn->rows, &fn->nr_rows, &fn->wide, &fn->nr_wide);
 	cfi_rows__release(&rows);
-	drop_pages_read(lz, si, off, cie.off);
+	/* a function is compiled once: the pages read go back (file_view__drop_touched) */
+	file_view__touched(lz->view);
 	return err;
 }
 

@@ -17,6 +17,7 @@
 struct view_slot {
 	volatile uintptr_t start, end;
 	volatile sig_atomic_t faulted;
+	struct file_view *view; /* for file_view__drop_touched */
 };
 
 static struct view_slot slots[FILE_VIEW_MAX];
@@ -34,6 +35,7 @@ struct file_view {
 	ino_t ino;
 	struct timespec mtime;
 	bool changed;
+	bool touched; /* pages read since file_view__drop_touched */
 };
 
 /* A fault in a view's range is a read past the end of a file truncated since it was
@@ -145,6 +147,7 @@ int file_view__open(const char *path, uint64_t max_size, struct file_view **out,
 	v->ino = st.st_ino;
 	v->mtime = st.st_mtim;
 	slots[slot].faulted = 0;
+	slots[slot].view = v;
 	slots[slot].start = (uintptr_t)map;
 	slots[slot].end = (uintptr_t)map + v->size;
 	if (slot == slots_used)
@@ -204,12 +207,21 @@ void file_view__drop_pages(struct file_view *v, uint64_t off, uint64_t len)
 	madvise((void *)(v->data + first), (size_t)(last - first), MADV_DONTNEED);
 }
 
-void file_view__drop_around(struct file_view *v, uint64_t off, uint64_t len)
+void file_view__touched(struct file_view *v)
 {
-	uint64_t first = off & ~(uint64_t)(FILE_VIEW_FAULT_AROUND - 1);
-	uint64_t end = (off + len + FILE_VIEW_FAULT_AROUND - 1) & ~(uint64_t)(FILE_VIEW_FAULT_AROUND - 1);
+	v->touched = true;
+}
 
-	file_view__drop_pages(v, first, end - first);
+void file_view__drop_touched(void)
+{
+	for (size_t i = 0; i < slots_used; i++) {
+		struct file_view *v = slots[i].end ? slots[i].view : NULL;
+
+		if (v && v->touched) {
+			file_view__drop_pages(v, 0, v->size);
+			v->touched = false;
+		}
+	}
 }
 
 void file_view__close(struct file_view *v)
@@ -218,6 +230,7 @@ void file_view__close(struct file_view *v)
 		return;
 	slots[v->slot].end = 0;
 	slots[v->slot].start = 0;
+	slots[v->slot].view = NULL;
 	munmap((void *)v->data, v->size);
 	free(v->path);
 	free(v);

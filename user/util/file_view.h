@@ -41,14 +41,15 @@ bool file_view__changed(struct file_view *v);
  * them; a later read maps them again): after a pass over a whole section. */
 void file_view__drop_pages(struct file_view *v, uint64_t off, uint64_t len);
 
-/* The kernel maps the cached pages around a page a read faults in, up to this block
- * (fault_around_bytes' default). */
-#define FILE_VIEW_FAULT_AROUND (64u << 10)
-
-/* Hands back what reading [off, off + len) mapped: the fault-around blocks holding it. For
- * a read that happens once (a function's CFI compiled, a frame's name): else every block
- * read stays in hprof's RSS. */
-void file_view__drop_around(struct file_view *v, uint64_t off, uint64_t len);
+/* Says pages of v were read that need not stay: a function's CFI compiled, a frame's name
+ * read, each once. file_view__drop_touched hands them back later, all at once: a madvise
+ * per read would cost a TLB shootdown on every CPU the process's threads ran on (hprof
+ * serve's HTTP threads), and the kernel maps 64 KiB around each page a read faults in, so
+ * without it every block read would stay in hprof's RSS. */
+void file_view__touched(struct file_view *v);
+/* Hands back the pages of every view read since the last call (at most once a second, from
+ * the thread that reads views). */
+void file_view__drop_touched(void);
 
 /* Accepts NULL. */
 void file_view__close(struct file_view *v);
