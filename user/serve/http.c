@@ -37,12 +37,12 @@ struct serve_http {
 	struct MHD_Daemon *daemon;
 	struct serve_http_handlers h;
 	uint16_t port;
-	unsigned requests; /* requests begun and not completed (atomic): stop lets them finish */
+	unsigned requests; /* requests answered and not completed (atomic): stop lets them finish */
 };
 
 /* What the URI callback tells the access handler about the raw query: these markers'
  * addresses only, never written, so connection threads share nothing mutable. */
-static const char query_ok, query_overlong;
+static const char query_ok, query_overlong, answering;
 /* libmicrohttpd's functions, loaded by the first serve_http__start before any thread */
 static const struct mhd_api *mhd;
 
@@ -178,15 +178,14 @@ static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 	struct serve_http *http = cls;
 	const char *q = uri ? strchr(uri, '?') : NULL;
 
+	(void)http;
 	(void)conn;
-	__atomic_add_fetch(&http->requests, 1, __ATOMIC_SEQ_CST);
 	if (q && strlen(q + 1) > SERVE_QUERY_MAX)
 		return (void *)&query_overlong;
 	return (void *)&query_ok;
 }
 
-/* Called by MHD when a request uri_seen saw is done: its answer sent, or its connection
- * gone. */
+/* Called by MHD when a request is done: its answer sent, or its connection gone. */
 static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 			 enum MHD_RequestTerminationCode why)
 {
@@ -194,7 +193,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 	(void)conn;
 	(void)why;
-	if (*req_cls == &query_ok || *req_cls == &query_overlong)
+	if (*req_cls == &answering)
 		__atomic_sub_fetch(&http->requests, 1, __ATOMIC_SEQ_CST);
 	*req_cls = NULL;
 }
@@ -340,8 +339,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	(void)version;
 	(void)upload_data;
 	(void)upload_data_size;
-	if (*req_cls == &query_overlong)
-		return fail(conn, MHD_HTTP_BAD_REQUEST, "query string too long\n");
+	/* a request answered (its headers all in) counts until it completes: stop lets it */
+	if (*req_cls != &answering) {
+		bool overlong = *req_cls == &query_overlong;
+
+		*req_cls = (void *)&answering;
+		__atomic_add_fetch(&http->requests, 1, __ATOMIC_SEQ_CST);
+		if (overlong)
+			return fail(conn, MHD_HTTP_BAD_REQUEST, "query string too long\n");
+	}
 	if (!strcmp(url, "/"))
 		path = INDEX_PATH;
 	else if (!strcmp(url, "/debug/pprof/profile"))
@@ -488,9 +494,9 @@ void serve_http__stop(struct serve_http *http)
 
 	if (!http)
 		return;
-	/* No new connections; requests begun (windows cut at SIGTERM, their answers on the
-	 * way) get SERVE_DRAIN_S to finish before every connection is shut down. A client that
-	 * has not sent its request line holds nothing up. */
+	/* No new connections; requests being answered (windows cut at SIGTERM, their answers
+	 * on the way) get SERVE_DRAIN_S to finish before every connection is shut down. A
+	 * client that has not sent its whole request holds nothing up. */
 	listener = mhd->quiesce_daemon(http->daemon);
 	for (int i = 0; i < SERVE_DRAIN_S * 100 && __atomic_load_n(&http->requests, __ATOMIC_SEQ_CST);
 	     i++)
