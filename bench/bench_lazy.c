@@ -1,10 +1,12 @@
 /* Unwind tables opened lazily against compiled whole: per binary, the time from opening it
- * to the rules of its first pc (a profile's first sample in a newly mapped library: the file
- * mapped, its sections found, .eh_frame_hdr's table checked, one function compiled), the
- * whole-table compile it replaces, and the memory of each: the whole table's bytes against
- * the FDE index plus the rows of K functions a profile might touch (every N-th function).
- * Times are the best of RUNS, monotonic clock; memory is the tables' own count.
- * Goal (issue 19): the first lookup in a 450 MB library <= 5 ms.
+ * to the rules of its first pc (the file mapped, its sections found, .eh_frame_hdr's table
+ * checked, one function compiled), the time to load its symbols (what a mapping event of a
+ * new binary costs: its segments place the mapping), the whole-table compile the lazy table
+ * replaces, and the memory of each: the whole table's bytes against the FDE index plus the
+ * rows of K functions a profile might touch (every N-th function). Times are the best of
+ * RUNS, monotonic clock; memory is the tables' own count.
+ * Goal (issue 19): a first sample in a 450 MB library resolved <= 5 ms after its mapping
+ * event: symbols and first lookup together.
  *
  * usage: bench_lazy [-n RUNS] [-k FUNCTIONS] FILE... */
 #include <stdint.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binary/symbols.h"
 #include "cfi/unwind_table.h"
 
 #define GOAL_FIRST_LOOKUP_MS 5.0
@@ -53,6 +56,25 @@ static double first_lookup(const char *path, uint64_t pc, int runs, int *found)
 	return best;
 }
 
+/* Seconds to load path's symbols, the best of runs. */
+static double symbols_load(const char *path, int runs)
+{
+	double best = 1e9;
+
+	for (int r = 0; r < runs; r++) {
+		struct elf_symbols *syms = NULL;
+		char err[256];
+		double t0 = now(), t1;
+
+		elf_symbols__load(path, &syms, err, sizeof(err));
+		t1 = now();
+		if (t1 - t0 < best)
+			best = t1 - t0;
+		elf_symbols__free(syms);
+	}
+	return best;
+}
+
 int main(int argc, char **argv)
 {
 	int runs = 9, k = 3000, opt, met = 1;
@@ -67,8 +89,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_lazy [-n RUNS] [-k FUNCTIONS] FILE...\n");
 		return 2;
 	}
-	printf("%-28s | %9s | %14s | %13s | %10s | %11s | %8s\n", "binary", "FDEs", "first lookup ms",
-	       "whole compile ms", "whole MiB", "index+rows MiB", "of whole");
+	printf("%-24s | %7s | %8s | %8s | %8s | %9s | %9s | %10s | %8s\n", "binary", "FDEs",
+	       "lookup ms", "syms ms", "first ms", "whole ms", "whole MiB", "lazy MiB", "of whole");
 	for (int i = optind; i < argc; i++) {
 		struct unwind_table *whole = NULL, *lazy = NULL;
 		struct unwind_row_cache *cache = NULL;
@@ -76,7 +98,7 @@ int main(int argc, char **argv)
 		struct unwind_stats ws, ls;
 		const struct unwind_row *rows;
 		const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-		double compile = 1e9, first;
+		double compile = 1e9, first, syms;
 		size_t n, step;
 		char err[256];
 		int found = 0;
@@ -96,6 +118,7 @@ int main(int argc, char **argv)
 		rows = unwind_table__rows(whole, &n);
 		/* a pc in the middle of the file's code: a library's first sample lands anywhere */
 		first = first_lookup(argv[i], rows[n / 2].pc, runs, &found);
+		syms = symbols_load(argv[i], runs);
 		/* the memory of a profile that touched k functions, spread over the file */
 		unwind_row_cache__new(64u << 20, &cache);
 		unwind_table__open(argv[i], cache, &lazy, err, sizeof(err));
@@ -108,17 +131,18 @@ int main(int argc, char **argv)
 		unwind_table__stats(whole, &ws);
 		unwind_table__stats(lazy, &ls);
 		unwind_row_cache__stats(cache, &cs);
-		printf("%-28s | %9llu | %14.2f%s | %13.1f | %10.1f | %11.2f | %7.2f%%\n", base,
-		       (unsigned long long)ls.fdes, first * 1e3, found ? "" : "?", compile * 1e3,
-		       ws.table_bytes / 1048576.0, (ls.table_bytes + cs.bytes) / 1048576.0,
+		printf("%-24s | %7llu | %8.2f%s | %8.2f | %8.2f | %9.1f | %9.1f | %10.2f | %7.2f%%\n",
+		       base, (unsigned long long)ls.fdes, first * 1e3, found ? "" : "?", syms * 1e3,
+		       (first + syms) * 1e3, compile * 1e3, ws.table_bytes / 1048576.0,
+		       (ls.table_bytes + cs.bytes) / 1048576.0,
 		       100.0 * (double)(ls.table_bytes + cs.bytes) / (double)ws.table_bytes);
-		if (first * 1e3 > GOAL_FIRST_LOOKUP_MS)
+		if ((first + syms) * 1e3 > GOAL_FIRST_LOOKUP_MS)
 			met = 0;
 		unwind_table__free(whole);
 		unwind_table__free(lazy);
 		unwind_row_cache__free(cache);
 	}
-	printf("goal: first lookup <= %.0f ms in every binary: %s\n", GOAL_FIRST_LOOKUP_MS,
+	printf("goal: symbols and first lookup <= %.0f ms in every binary: %s\n", GOAL_FIRST_LOOKUP_MS,
 	       met ? "met" : "not met");
 	return 0;
 }
