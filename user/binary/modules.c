@@ -459,7 +459,7 @@ void module_registry__use(struct module_registry *reg, struct module *mod)
 static bool can_drop(const struct module *mod)
 {
 	return !mod->dropped && !mod->anon_code && mod->path[0] == '/' &&
-	       (elf_symbols__count(mod->syms) || mod->table);
+	       (elf_symbols__holds_functions(mod->syms) || mod->table);
 }
 
 static void drop(struct module *mod)

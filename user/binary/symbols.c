@@ -131,6 +131,10 @@ struct elf_symbols {
 	uint64_t function_entries[ELF_FUNCTION_ENTRIES_MAX];
 	uint32_t nr_function_entries;
 	enum elf_symbols_source source;
+	/* A file's function index is built when first asked for (ensure_index), not at load:
+	 * a new binary's first sample needs only its segments to be walked. */
+	bool index_pending;
+	char *index_path; /* the binary's own path, where its debug files are looked for */
 };
 
 /* Copies len bytes of name into the side names. Returns 0, -E2BIG or -ENOMEM. */
@@ -904,9 +908,10 @@ static int keep_views(struct elf_symbols *es)
 	return 0;
 }
 
-/* Reads everything but the ELF's bytes into es (whose view or image holds them). */
-static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_bytes *src,
-			 const char *path, const char *what, char *err, size_t errlen)
+/* What placing the binary's mappings needs: its segments, build-id, entry point and
+ * function entries. */
+static int load_headers(struct elf_symbols *es, Elf *elf, const char *what, char *err,
+			size_t errlen)
 {
 	int ret;
 
@@ -922,7 +927,16 @@ static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_byte
 	read_build_id(es, elf);
 	read_entry(es, elf);
 	read_function_entries(es, elf);
-	ret = read_symbols(es, src, elf, path);
+	return 0;
+}
+
+/* The function index from the first source that has one (es's view or image holds the
+ * ELF's bytes). */
+static int load_index(struct elf_symbols *es, Elf *elf, const struct elf_bytes *src,
+		      const char *path, const char *what, char *err, size_t errlen)
+{
+	int ret = read_symbols(es, src, elf, path);
+
 	if (!ret)
 		ret = build_index(es);
 	if (!ret && changed_while_read(es))
@@ -936,6 +950,28 @@ static int load_from_elf(struct elf_symbols *es, Elf *elf, const struct elf_byte
 	}
 	fit_side_names(es);
 	return 0;
+}
+
+static void free_functions(struct elf_symbols *es);
+
+/* Builds a file's function index on first use. One that cannot be built (the file changed,
+ * memory) leaves the binary without function symbols. */
+static void ensure_index(const struct elf_symbols *csyms)
+{
+	struct elf_symbols *es = (struct elf_symbols *)csyms; /* the index is filled in once */
+	struct elf_bytes src;
+	Elf *elf;
+
+	if (!es || !es->index_pending)
+		return;
+	es->index_pending = false;
+	src = (struct elf_bytes){ file_view__data(es->view), file_view__size(es->view), es->view };
+	elf = elf_memory((char *)src.data, src.size);
+	if (!elf || load_index(es, elf, &src, es->index_path, es->index_path, NULL, 0) != 0)
+		free_functions(es);
+	elf_end(elf);
+	free(es->index_path);
+	es->index_path = NULL;
 }
 
 int elf_symbols__load(const char *path, struct elf_symbols **out, char *err, size_t errlen)
@@ -975,8 +1011,15 @@ int elf_symbols__load_from(const char *open_path, const char *path, struct elf_s
 		ret = -ENOEXEC;
 		goto cleanup;
 	}
-	ret = load_from_elf(es, elf, &src, path, path, err, errlen);
+	ret = load_headers(es, elf, path, err, errlen);
 	elf_end(elf);
+	if (!ret && !(es->index_path = strdup(path)))
+		ret = -ENOMEM;
+	if (!ret) {
+		es->index_pending = true;
+		/* the headers' pages go back; the index's reads map them again */
+		file_view__drop_pages(es->view, 0, file_view__size(es->view));
+	}
 cleanup:
 	if (ret) {
 		elf_symbols__free(es);
@@ -1009,8 +1052,10 @@ int elf_symbols__load_image(const void *image, size_t size, struct elf_symbols *
 		elf_symbols__free(es);
 		return -ENOEXEC;
 	}
-	ret = load_from_elf(es, elf, &(struct elf_bytes){ es->image, size, NULL }, NULL,
-			    "ELF image", err, errlen);
+	ret = load_headers(es, elf, "ELF image", err, errlen);
+	if (!ret)
+		ret = load_index(es, elf, &(struct elf_bytes){ es->image, size, NULL }, NULL,
+				 "ELF image", err, errlen);
 	elf_end(elf);
 	if (ret) {
 		elf_symbols__free(es);
@@ -1104,7 +1149,10 @@ static ptrdiff_t find_floor(const struct elf_symbols *es, uint64_t vaddr, uint64
 /* The symbol holding vaddr (sized symbols end at their size), or -1. */
 static ptrdiff_t find_symbol(const struct elf_symbols *es, uint64_t vaddr, uint64_t *start)
 {
-	ptrdiff_t i = es ? find_floor(es, vaddr, start) : -1;
+	ptrdiff_t i;
+
+	ensure_index(es);
+	i = es ? find_floor(es, vaddr, start) : -1;
 
 	if (i < 0 || (es->syms[i].size && vaddr - *start >= es->syms[i].size))
 		return -1;
@@ -1210,6 +1258,7 @@ int elf_symbols__function(const struct elf_symbols *es, uint64_t vaddr, uint64_t
 
 enum elf_symbols_source elf_symbols__source(const struct elf_symbols *es)
 {
+	ensure_index(es);
 	return es ? es->source : ELF_SYMBOLS_NONE;
 }
 
@@ -1270,7 +1319,13 @@ size_t elf_symbols__image_size(const struct elf_symbols *es)
 
 size_t elf_symbols__count(const struct elf_symbols *es)
 {
+	ensure_index(es);
 	return es ? es->nr_syms : 0;
+}
+
+bool elf_symbols__holds_functions(const struct elf_symbols *es)
+{
+	return es && (es->index_pending || es->nr_syms);
 }
 
 static void free_name_cache(struct name_cache *c)
@@ -1302,6 +1357,9 @@ static void free_functions(struct elf_symbols *es)
 	es->nr_pending = es->pending_cap = 0;
 	es->side_len = es->side_cap = es->debugdata_size = 0;
 	es->nr_tables = 0;
+	es->index_pending = false;
+	free(es->index_path);
+	es->index_path = NULL;
 }
 
 void elf_symbols__drop_functions(struct elf_symbols *es)

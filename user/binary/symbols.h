@@ -57,6 +57,10 @@ const char *elf_symbols_source__name(enum elf_symbols_source source);
 /* The GNU build-id; its length (0 when the file has none). */
 size_t elf_symbols__build_id(const struct elf_symbols *syms, const uint8_t **id);
 size_t elf_symbols__count(const struct elf_symbols *syms);
+/* Whether syms hold function symbols or may: a file's index is built on its first lookup
+ * (elf_symbols__lookup, __function, __count, __source), not when it is loaded. Never
+ * builds it. */
+bool elf_symbols__holds_functions(const struct elf_symbols *syms);
 /* Frees the function symbols and closes the files their names were read from, keeping
  * what the binary's mappings and a profile's outputs still need: segments, build-id, entry
  * point. Lookups then find nothing. */
