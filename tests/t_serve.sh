@@ -190,7 +190,8 @@ check "SIGTERM: the open window is served, cut short ($(cat "$TMP/cut.code"))" \
 
 # -- --every 2s --keep 3: whole files, never more than 3
 mkdir -p "$TMP/every"
-if start_serve every --every 2s --keep 3 --folded "$TMP/every/win.folded"; then
+if start_serve every --every 2s --keep 3 --folded "$TMP/every/win.folded" \
+	--json "$TMP/every/win.json"; then
 	most=0
 	for ((i = 0; i < 600; i++)); do
 		n=$(find "$TMP/every" -name 'win.*.folded' | wc -l)
@@ -207,8 +208,18 @@ if start_serve every --every 2s --keep 3 --folded "$TMP/every/win.folded"; then
 	check "--every 2s --keep 3: $written windows written, never more than 3 files ($most), 3 at the end ($n)" \
 		bash -c "[ $written -ge 5 ] && [ $most -le 3 ] && [ $n -eq 3 ]"
 	check "--every: every file whole (folded lines only; $bad others)" [ "$bad" -eq 0 ]
+	nj=$(find "$TMP/every" -name 'win.*.json' | wc -l)
+	check "--every --json: 3 JSON summaries kept, each whole, of its window's seconds ($nj)" \
+		python3 -c "
+import glob, json, sys
+files = glob.glob('$TMP/every/win.*.json')
+ok = len(files) == 3
+for f in files:
+    d = json.load(open(f))
+    ok = ok and 'samples' in d and 0 < d['duration_s'] < 10
+sys.exit(0 if ok else 1)"
 	check "--every: no temporary files left" \
-		bash -c "[ -z \"\$(find '$TMP/every' -type f ! -name 'win.*.folded')\" ]"
+		bash -c "[ -z \"\$(find '$TMP/every' -type f ! -name 'win.*.folded' ! -name 'win.*.json')\" ]"
 	check "--every: SIGTERM writes the window in progress, exit 0 ($rc)" [ "$rc" -eq 0 ]
 else
 	fail "--every: hprof serve starts ($(head -3 "$TMP/every.err"))"

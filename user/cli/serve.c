@@ -93,9 +93,10 @@ static void usage(FILE *out)
 		"  --no-dwarf            frame pointers only: copy no user stack\n"
 		"  --stack-size BYTES    user stack bytes copied per sample (default %d)\n"
 		"  --every DURATION      also write one file per window of DURATION (Ns, Nm or\n"
-		"                        Nh, at least 1s) to each of --pprof, --folded, --svg\n"
-		"                        FILE, a pattern: strftime of the window's start, else\n"
-		"                        the start put in before the first extension\n"
+		"                        Nh, at least 1s) to each of --pprof, --folded, --svg,\n"
+		"                        --json FILE, a pattern: strftime of the window's start,\n"
+		"                        else the start put in before the first extension; the\n"
+		"                        JSON summary's figures are the window's\n"
 		"  --keep N              keep the newest N files of each output (default: all)\n"
 		"  -q, --quiet           print only errors\n"
 		"  -h, --help            show this help\n"
@@ -199,8 +200,8 @@ static int parse_option(struct serve_opts *o, int opt, const char *arg)
 		o->out.svg_path = arg;
 		return 0;
 	case OPT_JSON:
-		return usage_error("%s: --every writes --pprof, --folded and --svg files; "
-				   "the counters are at /metrics", "--json");
+		o->out.json_path = arg;
+		return 0;
 	case 'q':
 		o->quiet = true;
 		return 0;
@@ -250,10 +251,13 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
 	if (serve_http__parse_listen(o->listen, &o->listen_addr, &o->listen_len) != 0)
 		return usage_error("--listen takes ADDR:PORT with a numeric address, got '%s'",
 				   o->listen);
-	if (o->every_ns && !o->out.pprof_path && !o->out.folded_path && !o->out.svg_path)
-		return usage_error("%s needs --pprof, --folded or --svg FILE to write", "--every");
-	if (!o->every_ns && (o->out.pprof_path || o->out.folded_path || o->out.svg_path))
-		return usage_error("%s: output files are written per --every window", "--pprof, --folded, --svg");
+	if (o->every_ns && !o->out.pprof_path && !o->out.folded_path && !o->out.svg_path &&
+	    !o->out.json_path)
+		return usage_error("%s needs --pprof, --folded, --svg or --json FILE to write", "--every");
+	if (!o->every_ns && (o->out.pprof_path || o->out.folded_path || o->out.svg_path ||
+			     o->out.json_path))
+		return usage_error("%s: output files are written per --every window",
+				   "--pprof, --folded, --svg, --json");
 	if (o->keep && !o->every_ns)
 		return usage_error("%s goes with --every", "--keep");
 	return 0;
@@ -293,6 +297,65 @@ static int make_metrics(struct server *sv, char **text, size_t *len)
 							 (double)(now.tv_nsec - sv->started.tv_nsec) / 1e9,
 				     },
 				     text, len);
+}
+
+/* ---- --every --json: a window's summary, its figures counted since it began ---- */
+
+/* The counters a window's JSON summary is made of. Every field is a uint64_t (struct
+ * sample_stats and struct process_table_stats too), so a window's are end less start. */
+struct counters {
+	struct sample_stats stats;
+	struct process_table_stats processes;
+	uint64_t kernel[KC_NR];
+	uint64_t sideband_lost, received_bytes;
+};
+_Static_assert(sizeof(struct counters) % sizeof(uint64_t) == 0, "counters are uint64_t words");
+
+static void read_counters(struct server *sv, struct counters *c)
+{
+	c->stats = *session__stats(sv->session);
+	c->processes = *session__process_stats(sv->session);
+	recorder__read_counters(sv->rec, c->kernel);
+	c->sideband_lost = recorder__sideband_lost(sv->rec);
+	c->received_bytes = recorder__received_bytes(sv->rec);
+}
+
+static void *counters_snapshot(void *ctx)
+{
+	struct counters *c = malloc(sizeof(*c));
+
+	if (c)
+		read_counters(ctx, c);
+	return c;
+}
+
+static int write_window_json(void *ctx, const char *path, struct profile *profile,
+			     uint64_t duration_ns, void *snapshot)
+{
+	struct server *sv = ctx;
+	struct counters now, *start = snapshot;
+	uint64_t *n = (uint64_t *)&now;
+	const uint64_t *s = (const uint64_t *)start;
+	int err;
+
+	read_counters(sv, &now);
+	for (size_t i = 0; start && i < sizeof(now) / sizeof(uint64_t); i++)
+		n[i] -= s[i];
+	err = summary__write_json_file(path, &(struct run_summary){
+						     .what = "hprof serve window",
+						     .stats = &now.stats,
+						     .processes = &now.processes,
+						     .profile = profile,
+						     .modules = session__modules(sv->session),
+						     .duration_s = (double)duration_ns / 1e9,
+						     .frequency = sv->o->frequency,
+						     .no_dwarf = sv->o->no_dwarf,
+						     .kernel_counters = now.kernel,
+						     .sideband_lost = now.sideband_lost,
+						     .received_bytes = now.received_bytes,
+					     });
+	free(start);
+	return err;
 }
 
 /* The recorder's thread: answers the /metrics requests waiting. */
@@ -423,6 +486,9 @@ static int run(struct serve_opts *o)
 						 .every_ns = o->every_ns,
 						 .out = o->out,
 						 .keep = o->keep,
+						 .snapshot = counters_snapshot,
+						 .write_json = write_window_json,
+						 .ctx = &sv,
 					 },
 					 &sv.windows);
 	if (err) {

@@ -18,6 +18,7 @@ struct window {
 	uint64_t length_ns;
 	uint64_t start_ns, end_ns;
 	time_t start_wall;       /* for --every's file names */
+	void *snapshot;          /* --every --json: the counters at its start */
 	struct profile *profile; /* the recorder's thread only */
 	bool started;            /* counting: in active[] */
 	bool done;               /* body or err is there for the client */
@@ -33,7 +34,7 @@ struct kept_files {
 	size_t n;
 };
 
-enum { OUT_FOLDED, OUT_PPROF, OUT_SVG, OUT_COUNT };
+enum { OUT_FOLDED, OUT_PPROF, OUT_SVG, OUT_JSON, OUT_COUNT };
 
 struct serve_windows {
 	pthread_mutex_t lock;
@@ -233,7 +234,7 @@ static int write_window(struct serve_windows *w, struct window *win, uint64_t no
 {
 	struct output_opts out = w->o.out;
 	const char *patterns[OUT_COUNT] = { w->o.out.folded_path, w->o.out.pprof_path,
-					    w->o.out.svg_path };
+					    w->o.out.svg_path, w->o.out.json_path };
 	char *paths[OUT_COUNT] = { NULL };
 	int err = 0;
 
@@ -250,8 +251,13 @@ static int write_window(struct serve_windows *w, struct window *win, uint64_t no
 	out.top = 0;
 	out.frequency = w->o.frequency;
 	out.duration_ns = now_ns > win->start_ns ? now_ns - win->start_ns : 0;
-	if (!err)
+	if (!err && (out.folded_path || out.pprof_path || out.svg_path))
 		err = outputs__write(win->profile, w->o.modules, &out);
+	if (!err && paths[OUT_JSON] && w->o.write_json) {
+		err = w->o.write_json(w->o.ctx, paths[OUT_JSON], win->profile, out.duration_ns,
+				      win->snapshot);
+		win->snapshot = NULL;
+	}
 	for (int k = 0; k < OUT_COUNT; k++) {
 		if (paths[k] && !err)
 			keep_file(w, k, paths[k]);
@@ -277,6 +283,8 @@ static int start_window(struct serve_windows *w, struct window *win, uint64_t no
 	win->end_ns = now_ns + win->length_ns;
 	win->start_wall = time(NULL);
 	win->started = true;
+	if (!win->client[0] && w->o.out.json_path && w->o.snapshot)
+		win->snapshot = w->o.snapshot(w->o.ctx);
 	w->active[w->nr_active++] = win;
 	return 0;
 }
@@ -316,6 +324,8 @@ static int end_every(struct serve_windows *w, uint64_t now_ns, bool next)
 	deactivate(w, win);
 	err = write_window(w, win, now_ns);
 	profile__free(win->profile);
+	free(win->snapshot);
+	win->snapshot = NULL;
 	w->every = NULL;
 	if (next && start_window(w, win, now_ns, !w->o.out.pprof_path) == 0) {
 		w->every = win;
@@ -404,6 +414,8 @@ void serve_windows__free(struct serve_windows *w)
 		return;
 	for (size_t i = 0; i < w->nr_active; i++)
 		profile__free(w->active[i]->profile);
+	if (w->every)
+		free(w->every->snapshot);
 	free(w->every);
 	for (struct window *x = w->requested, *next; x; x = next) {
 		next = x->next;

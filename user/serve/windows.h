@@ -30,8 +30,15 @@ struct serve_windows_opts {
 	/* --every: back-to-back windows of this length written to the files out names (its
 	 * paths are patterns: strftime of the window's start); 0: none */
 	uint64_t every_ns;
-	struct output_opts out;
+	struct output_opts out; /* out.json_path: written through write_json */
 	unsigned keep; /* --keep: files kept per output; 0: all */
+	/* --every --json: snapshot() takes the counters at a window's start (malloc'd);
+	 * write_json() writes the window's JSON summary to path, its figures those counted
+	 * since the snapshot, and frees it. Returns 0 or -errno after printing a line. */
+	void *(*snapshot)(void *ctx);
+	int (*write_json)(void *ctx, const char *path, struct profile *profile,
+			  uint64_t duration_ns, void *snapshot);
+	void *ctx;
 };
 
 int serve_windows__new(const struct serve_windows_opts *o, struct serve_windows **out);
