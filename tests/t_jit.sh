@@ -63,6 +63,18 @@ if jit map -- --perf-map; then
 		grep -q "perf map files: 2 entries, 1 bad lines skipped; 1 files read, 0 refused" "$TMP/map.err"
 fi
 
+# A map file written only as the program ends (HotSpot's -XX:+DumpPerfMapAtExit): every
+# sample in the JIT code came before its name, and the frames are named all the same when
+# the process exits.
+if jit atexit -- --perf-map-at-exit; then
+	named=$(called atexit jit_hot_loop) unnamed=$(called atexit '\[jit\]')
+	echo "# map at exit: jit_hot_loop $named, [jit] $unnamed"
+	check "map file written at exit: the mapped function is named jit_hot_loop ($named)" \
+		eval 'many "$named" && at_least 25 "$named"'
+	check "map file written at exit: the function without an entry stays [jit] ($unnamed)" \
+		at_least 25 "$unnamed"
+fi
+
 # The JIT code keeps frame pointers: the kernel's chain gives its callers. Judged over the
 # samples whose leaf is JIT code, wherever else the program spent its time.
 if jit callers --no-dwarf -- --perf-map; then

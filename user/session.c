@@ -129,9 +129,13 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	/* a process's exit is its main thread's too */
 	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT)
 		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_EXIT ? e->pid : e->tid);
-	/* the process's JIT code goes with its address space */
-	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC)
+	/* the process's JIT code goes with its address space, named for good first: a JIT
+	 * may write its perf map or jitdump only as it ends (HotSpot's DumpPerfMapAtExit) */
+	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC) {
+		module_registry__reload_jit(s->modules, e->pid);
+		profile__settle_names(s->profile, e->pid);
 		module_registry__process_gone(s->modules, e->pid);
+	}
 	return process_table__apply(s->processes, e, path);
 }
 
@@ -514,6 +518,12 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return count_sample(s, proc, sample, comm, NULL, frames, n);
 	s->stats.truncated[reason]++;
 	return count_sample(s, proc, sample, comm, hybrid__truncated_root(reason), frames, n);
+}
+
+void session__settle_names(struct session *s)
+{
+	module_registry__reload_jit(s->modules, 0);
+	profile__settle_names(s->profile, 0);
 }
 
 const struct ksyms *session__ksyms(const struct session *s)

@@ -72,6 +72,9 @@ int session__walk_process(struct session *s, uint32_t pid, const struct unwind_r
 int session__resolve_frame(struct session *s, uint32_t pid, uint64_t addr, bool caller,
 			   struct frame *f);
 struct profile *session__profile(struct session *s);
+/* Names the JIT frames of processes still running as their perf maps and jitdumps name
+ * them now (frames named after their mapping when counted): before a recording's outputs. */
+void session__settle_names(struct session *s);
 /* Where counted stacks go instead of the session's profile (hprof serve's windows), each
  * with its labels (pid, tid, the process's name and cgroup, read from /proc once per
  * process). fn returns 0 or -ENOMEM. */

@@ -1,10 +1,12 @@
 /* JIT workload: main -> run_jit -> two functions of x86-64 machine code written into an
  * anonymous executable mapping, each with a frame-pointer prologue and a counted loop.
- * Usage: fp_jit [SECONDS] [--perf-map | --perf-map-owner UID | --perf-map-fifo |
- *                         --code-file PATH]
+ * Usage: fp_jit [SECONDS] [--perf-map | --perf-map-at-exit | --perf-map-owner UID |
+ *                         --perf-map-fifo | --code-file PATH]
  *   --perf-map        writes /tmp/perf-PID.map naming the first function jit_hot_loop (the
  *                     second has no entry), after a stale entry for the same range and a
  *                     malformed line
+ *   --perf-map-at-exit the same file, written only once the work is done (as HotSpot's
+ *                     -XX:+DumpPerfMapAtExit does): the samples come before their names
  *   --perf-map-owner  the same file, then chowned to UID
  *   --perf-map-fifo   a FIFO at /tmp/perf-PID.map instead
  *   --code-file       the code is written into a private mapping of PATH (/dev/zero), not
@@ -75,6 +77,8 @@ static int make_map_file(const char *mode, const char *owner, uintptr_t named)
 	unlink(path);
 	if (strcmp(mode, "--perf-map") == 0)
 		return write_perf_map(path, named, -1);
+	if (strcmp(mode, "--perf-map-at-exit") == 0)
+		return 0; /* written by main once the work is done */
 	if (strcmp(mode, "--perf-map-owner") == 0 && owner)
 		return write_perf_map(path, named, atoi(owner));
 	if (strcmp(mode, "--perf-map-fifo") == 0)
@@ -124,6 +128,17 @@ int main(int argc, char **argv)
 		seed = seed * 1103515245u + 12345u;
 		run_jit(named, 200 * 1000 + (seed >> 8) % (200 * 1000));
 		run_jit(unnamed, 200 * 1000 + (seed >> 12) % (200 * 1000));
+	}
+	if (argc > 2 && strcmp(argv[2], "--perf-map-at-exit") == 0) {
+		char path[64];
+		int err;
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+		err = write_perf_map(path, (uintptr_t)code, -1);
+		if (err) {
+			fprintf(stderr, "fp_jit: %s: %s\n", path, strerror(-err));
+			return 1;
+		}
 	}
 	printf("done %lu\n", sink & 1);
 	return 0;

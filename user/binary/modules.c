@@ -271,12 +271,27 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	e->anon_key = key;
 	e->mod.name = strchr(key, ' ') + 1;
 	e->mod.anon_code = true;
+	e->mod.anon_pid = pid;
 	e->mod.load_err = -ENOENT;
 	/* Without its perf map the module still names frames by mapping. */
 	e->mod.perf_map = pc->map;
 	e->mod.jitdump = pc->jitdump;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
+}
+
+void module_registry__reload_jit(struct module_registry *reg, uint32_t pid)
+{
+	struct process_code *pc, *tmp;
+
+	HASH_ITER(hh, reg->processes, pc, tmp) {
+		if (pid && pc->pid != pid)
+			continue;
+		if (pc->map)
+			perf_map__load(pc->map);
+		if (pc->jitdump)
+			jitdump__load(pc->jitdump);
+	}
 }
 
 /* The modules stay (frames counted in them keep their ids and names); the perf map goes,

@@ -38,6 +38,7 @@ struct module {
 	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays,
 	 * and once the process is gone). */
 	bool anon_code;
+	uint32_t anon_pid; /* anonymous code: its process */
 	struct perf_map *perf_map;
 	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
 	 * and unwinding info of its JIT code; NULL as perf_map is. */
@@ -86,9 +87,13 @@ void module_registry__use(struct module_registry *reg, struct module *mod);
 /* Drops the symbols and tables of binaries no process used since MODULE_IDLE_SWEEPS sweeps
  * ago; the caller sweeps at a steady pace. */
 void module_registry__sweep(struct module_registry *reg);
-/* pid exited or exec'd: its anonymous code's perf map is dropped (frames were named when
- * counted) and the pid's next process gets modules of its own. */
+/* pid exited or exec'd: its anonymous code's perf map is dropped (its frames were named
+ * when counted, or for good just before: profile__settle_names) and the pid's next process
+ * gets modules of its own. */
 void module_registry__process_gone(struct module_registry *reg, uint32_t pid);
+/* Reads pid's perf map and jitdump again (every live process's with pid 0), whatever their
+ * recheck interval: before names are settled at its exit or the run's end. */
+void module_registry__reload_jit(struct module_registry *reg, uint32_t pid);
 /* The perf map files' counts, summed over processes. */
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats);

@@ -81,18 +81,27 @@ static char *unnamed_frame_name(struct module_registry *modules, struct module *
 }
 
 /* JIT code: its process's perf map entry, else its jitdump's code load, else its
- * mapping's name, never an address. */
-static char *anon_code_name(const struct module *mod, uint64_t pc)
+ * mapping's name, never an address: provisional while the process lives to name it later. */
+static char *anon_code_name(const struct module *mod, uint64_t pc, bool *provisional)
 {
 	const char *name = perf_map__lookup(mod->perf_map, pc);
 
 	if (!name && mod->jitdump)
 		name = jitdump__lookup(mod->jitdump, pc);
+	*provisional = !name && (mod->perf_map || mod->jitdump);
 	return strdup(name ? name : mod->name);
 }
 
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f)
+{
+	bool provisional;
+
+	return frame_name__format_provisional(modules, ksyms, f, &provisional);
+}
+
+char *frame_name__format_provisional(struct module_registry *modules, const struct ksyms *ksyms,
+				     const struct frame *f, bool *provisional)
 {
 	/* caller frames: look up ra-1, the call instruction, not the one after it */
 	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr;
@@ -101,6 +110,7 @@ char *frame_name__format(struct module_registry *modules, const struct ksyms *ks
 	uint64_t off;
 	char *name = NULL;
 
+	*provisional = false;
 	switch (f->module) {
 	case MODULE_KERNEL:
 		sym = ksyms__lookup(ksyms, pc, &off);
@@ -115,7 +125,7 @@ char *frame_name__format(struct module_registry *modules, const struct ksyms *ks
 	}
 	mod = module_registry__by_id(modules, f->module);
 	if (mod && mod->anon_code)
-		return anon_code_name(mod, pc);
+		return anon_code_name(mod, pc, provisional);
 	if (mod)
 		sym = elf_symbols__lookup(mod->syms, pc, &off);
 	/* A return address right after a gap (the kernel's signal return path lands on

@@ -10,6 +10,11 @@
 
 /* The name of f, malloc'd; NULL when out of memory. ksyms may be NULL (kernel frames are
  * then named by address). */
+char *frame_name__format_provisional(struct module_registry *modules, const struct ksyms *ksyms,
+				     const struct frame *f, bool *provisional);
+/* As frame_name__format_provisional, without saying whether the name may change: *provisional
+ * there is set for JIT code named after its mapping while its process lives (its perf map or
+ * jitdump may name it later: HotSpot's -XX:+DumpPerfMapAtExit, buffered jitdump records). */
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f);
 

@@ -417,6 +417,7 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 	set_subtitle(o, session, duration_s, subtitle, sizeof(subtitle));
 	o->out.frequency = o->frequency;
 	o->out.duration_ns = (uint64_t)(duration_s * 1e9);
+	session__settle_names(session);
 	err = outputs__write(session__profile(session), session__modules(session), &o->out);
 	if (!err && *raw) {
 		struct capture_info info = {

@@ -75,6 +75,13 @@ struct profile {
 	 * neither need to be kept for the outputs. Names are kept once each. */
 	uint32_t *frame_names; /* by frame index: index in strings; NONE: not named yet */
 	size_t frame_names_cap;
+	/* JIT frames named after their mapping while their process lives: a perf map or
+	 * jitdump may still name them (profile__settle_names). Until then a frame keeps a
+	 * node of its own, keyed by name or not, so that a later name reaches only it. */
+	bool *provisional;     /* by frame index */
+	size_t provisional_cap;
+	uint32_t *pending;     /* the provisional frames' indexes */
+	size_t nr_pending, pending_cap;
 	char **strings;
 	size_t nr_strings, strings_cap, strings_bytes;
 	struct id_index string_ids;
@@ -245,11 +252,14 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 	    grow_array((void **)&p->frames, &p->frames_cap, p->nr_frames + 1, sizeof(*p->frames)) ||
 	    grow_array((void **)&p->frame_names, &p->frame_names_cap, p->nr_frames + 1,
 		       sizeof(*p->frame_names)) ||
+	    grow_array((void **)&p->provisional, &p->provisional_cap, p->nr_frames + 1,
+		       sizeof(*p->provisional)) ||
 	    index_reserve(p, &p->frame_ids, frame_id_hash))
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
 	p->frames[id] = *f;
 	p->frame_names[id] = NONE;
+	p->provisional[id] = false;
 	index_put(&p->frame_ids, h, id);
 	return id;
 }
@@ -289,11 +299,18 @@ static uint32_t frame_name_id(struct profile *p, uint32_t id)
 {
 	char *name;
 
+	bool provisional;
+
 	if (p->frame_names[id] != NONE)
 		return p->frame_names[id];
-	name = frame_name__format(p->modules, p->ksyms, &p->frames[id]);
+	name = frame_name__format_provisional(p->modules, p->ksyms, &p->frames[id], &provisional);
 	if (!name)
 		return NONE;
+	if (provisional &&
+	    !grow_array((void **)&p->pending, &p->pending_cap, p->nr_pending + 1, sizeof(*p->pending))) {
+		p->pending[p->nr_pending++] = id;
+		p->provisional[id] = true;
+	}
 	p->frame_names[id] = intern(p, name);
 	return p->frame_names[id];
 }
@@ -318,7 +335,7 @@ static uint32_t node_frame_id(struct profile *p, uint32_t id)
 	uint32_t name = frame_name_id(p, id), module = p->frames[id].module, fid;
 	uint64_t h;
 
-	if (name == NONE || !p->by_name)
+	if (name == NONE || !p->by_name || p->provisional[id])
 		return name == NONE ? NONE : id;
 	h = child_hash(name, module);
 	if (p->name_frames.slots) {
@@ -445,6 +462,30 @@ int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 	return 0;
 }
 
+void profile__settle_names(struct profile *p, uint32_t pid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < p->nr_pending; i++) {
+		uint32_t id = p->pending[i], name;
+		const struct module *mod = module_registry__by_id(p->modules, p->frames[id].module);
+		bool provisional;
+		char *text;
+
+		if (pid && (!mod || mod->anon_pid != pid)) {
+			p->pending[kept++] = id;
+			continue;
+		}
+		/* named now as it will be: its process is gone, or the run over */
+		p->provisional[id] = false;
+		text = frame_name__format_provisional(p->modules, p->ksyms, &p->frames[id],
+						      &provisional);
+		if (text && (name = intern(p, text)) != NONE)
+			p->frame_names[id] = name;
+	}
+	p->nr_pending = kept;
+}
+
 uint64_t profile__nr_stacks(const struct profile *p)
 {
 	return p->nr_stacks;
@@ -462,7 +503,8 @@ void profile__memory(const struct profile *p, struct profile_memory *m)
 	/* arrays as far as they are filled (the rest of a doubled array is not touched yet),
 	 * hash indexes whole (their slots are spread over all of it) */
 	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) + (p->nr_stacks + 1) * sizeof(*p->counts) +
-			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names)) +
+			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names) +
+					 sizeof(*p->provisional)) +
 			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
 			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
@@ -789,6 +831,8 @@ void profile__free(struct profile *p)
 	free(p->strings);
 	free(p->string_ids.slots);
 	free(p->frame_names);
+	free(p->provisional);
+	free(p->pending);
 	free(p->name_frames.slots);
 	HASH_ITER(hh, p->roots, r, rtmp) {
 		HASH_DEL(p->roots, r);

@@ -33,6 +33,10 @@ struct profile_labels {
 int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 			 const struct profile_labels *labels, const struct frame *frames,
 			 uint32_t n);
+/* Names for good the JIT frames of pid (every process's with pid 0) that were named after
+ * their mapping (frame_name__format_provisional): at its exit or the run's end, once its
+ * perf map and jitdump were read again (module_registry__reload_jit). */
+void profile__settle_names(struct profile *p, uint32_t pid);
 uint64_t profile__nr_stacks(const struct profile *p);
 uint64_t profile__nr_samples(const struct profile *p);
 /* What the profile holds (HPROF_DEBUG=memory). */
