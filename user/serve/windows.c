@@ -305,6 +305,8 @@ static void end_request(struct serve_windows *w, struct window *win, uint64_t no
 	int err;
 
 	deactivate(w, win);
+	/* JIT frames named after their mapping: as their perf maps name them now */
+	profile__settle_names(win->profile, 0);
 	err = encode_pprof(w, win, now_ns);
 	profile__free(win->profile);
 	win->profile = NULL;
@@ -322,6 +324,7 @@ static int end_every(struct serve_windows *w, uint64_t now_ns, bool next)
 	int err;
 
 	deactivate(w, win);
+	profile__settle_names(win->profile, 0);
 	err = write_window(w, win, now_ns);
 	profile__free(win->profile);
 	free(win->snapshot);
