@@ -185,11 +185,6 @@ size_t cfi_fde_index__bytes(const struct cfi_fde_index *idx)
 	return sizeof(*idx) + (idx->starts ? idx->n * sizeof(*idx->starts) : 0);
 }
 
-bool cfi_fde_index__in_hdr(const struct cfi_fde_index *idx)
-{
-	return idx->table != NULL;
-}
-
 bool cfi_fde_index__hdr_range(const struct cfi_fde_index *idx, const uint8_t **start, size_t *len)
 {
 	if (!idx->table)

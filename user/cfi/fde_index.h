@@ -32,8 +32,6 @@ void cfi_fde_index__where(const struct cfi_fde_index *idx, size_t i, uint8_t *se
 bool cfi_fde_index__floor(const struct cfi_fde_index *idx, uint64_t pc, size_t *i);
 /* Heap bytes the index holds (none when it is .eh_frame_hdr's table). */
 size_t cfi_fde_index__bytes(const struct cfi_fde_index *idx);
-/* The table read is .eh_frame_hdr's (in the file's pages). */
-bool cfi_fde_index__in_hdr(const struct cfi_fde_index *idx);
 /* Where the index's bytes lie (.eh_frame_hdr's table in the image), for handing
  * its pages back after the check that reads them all; false for an index on the heap. */
 bool cfi_fde_index__hdr_range(const struct cfi_fde_index *idx, const uint8_t **start, size_t *len);

@@ -779,8 +779,3 @@ cleanup:
 		free(lz);
 	return err;
 }
-
-bool unwind_table__is_lazy(const struct unwind_table *t)
-{
-	return t && t->lazy;
-}

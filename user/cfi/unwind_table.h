@@ -72,7 +72,6 @@ void unwind_row_cache__stats(const struct unwind_row_cache *cache,
  * same cache. unwind_table__rows gives no rows. Errors as unwind_table__from_file. */
 int unwind_table__open(const char *path, struct unwind_row_cache *cache,
 		       struct unwind_table **out, char *err, size_t errlen);
-bool unwind_table__is_lazy(const struct unwind_table *table);
 
 /* Accepts NULL. */
 void unwind_table__free(struct unwind_table *table);
