@@ -71,8 +71,13 @@ struct hprof_thread_stack {
 	 * in a program built with frame pointers); 0 when its chains cannot be trusted. */
 	__u64 fp_tail;
 	__u64 fp_tail_ip; /* the return address read at fp_tail + 8: main's into libc */
+	/* The thread's task start time, which a later thread given the same tid does not
+	 * share: userspace writes 0, and the thread's next sample claims the entry with its
+	 * own. Entries are checked, not deleted when their thread exits: a hook on every exit
+	 * cost more than everything else the kernel does for an always-on agent. */
+	__u64 start_time;
 };
-_Static_assert(sizeof(struct hprof_thread_stack) == 24, "thread_stacks value is shared with BPF");
+_Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is shared with BPF");
 /* The frames beyond a chain's end that may be learned: libc's start-up code only
  * (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3). Beyond a
  * function deeper than main they depend on the call path, not on the thread. */

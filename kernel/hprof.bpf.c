@@ -57,7 +57,8 @@ struct {
 	__type(value, __u64); /* the process's start time, or HPROF_PID_ADDED */
 } pids SEC(".maps");
 
-/* Stack bases userspace learned from complete walks; an entry goes when its thread exits. */
+/* Stack bases userspace learned from complete walks, each claimed by its thread's start
+ * time (struct hprof_thread_stack); the least recently used go when it is full. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, HPROF_MAX_THREADS);
@@ -548,8 +549,9 @@ static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off, __u6
 struct delta_state {
 	__u64 seq;        /* that copy's number; 0: none */
 	__u64 end;        /* where it ended (the learned base): chunks are counted down from it */
-	__u32 tid;        /* the thread it belongs to */
+	__u32 tid;        /* the thread it belongs to, */
 	__u32 since_full; /* deltas sent since the last whole copy */
+	__u64 start_time; /* and that thread's start time (a later one may get its tid) */
 	__u64 hashes[HPROF_DELTA_MAX_CHUNKS]; /* chunk i's hash, mixed with seq (chunk_key) */
 };
 
@@ -571,6 +573,7 @@ struct delta_work {
 	__u64 sent[HPROF_DELTA_MAP_WORDS];
 	__u64 seq;
 	__u64 end;
+	__u64 start_time;     /* the thread's */
 	__u32 since_full;
 	__u32 nr_chunks;
 	__u64 pos;            /* payload bytes written */
@@ -717,9 +720,10 @@ static __always_inline __u64 new_sequence(void)
 
 /* Whether a copy ending at end may be a delta against the thread's state. */
 static __always_inline bool delta_base_usable(const struct delta_state *state, __u32 tid,
-					      __u64 end)
+					      __u64 start_time, __u64 end)
 {
-	return state && state->tid == tid && state->end == end && state->seq != 0 &&
+	return state && state->tid == tid && state->start_time == start_time &&
+	       state->end == end && state->seq != 0 &&
 	       state->since_full + 1 < HPROF_DELTA_FULL_EVERY;
 }
 
@@ -812,8 +816,9 @@ static __always_inline bool copy_stack_delta(struct hprof_sample *s, struct scra
 	if (!found)
 		return false;
 	*slot = found;
+	w->start_time = known->start_time;
 	len = encode_delta(w, rec, s->tid, sizeof(*s) + off, want, found,
-			   delta_base_usable(found, s->tid, w->end));
+			   delta_base_usable(found, s->tid, w->start_time, w->end));
 	if (len == 0)
 		return false;
 	s->flags |= SAMPLE_COPY_LEARNED | SAMPLE_STACK_DELTA;
@@ -843,6 +848,7 @@ static __always_inline void commit_stack_delta(__u32 tid, struct delta_state *sl
 	bpf_probe_read_kernel(slot->hashes, len, w->hashes);
 	slot->end = w->end;
 	slot->tid = tid;
+	slot->start_time = w->start_time;
 	slot->since_full = w->since_full;
 	slot->seq = w->seq;
 }
@@ -850,7 +856,8 @@ static __always_inline void commit_stack_delta(__u32 tid, struct delta_state *sl
 /* When a copy to the end of the stack last woke the reader (see reader_wakeup). Shared by
  * the CPUs: a race costs one more wakeup, or one fewer. */
 __u64 last_base_wakeup_ns = 0;
-#define BASE_WAKEUP_EVERY_NS (20 * 1000 * 1000ull)
+/* 0: never (hprof serve: at 19 Hz a thread's next sample comes after the next read) */
+const volatile __u64 base_wakeup_every_ns = 20 * 1000 * 1000ull;
 
 /* A copy that ran to the end of the stack (not to a learned base, not the leaf alone): the
  * thread's base is not known to the kernel yet. */
@@ -862,7 +869,7 @@ static __always_inline bool copied_to_stack_end(const struct hprof_sample *s)
 
 /* Waking the reader on every sample costs more than the sample itself: hprof polls every
  * 100 ms, and is woken when the buffer fills past a quarter. A thread whose base the kernel
- * does not know yet also wakes it, at most every BASE_WAKEUP_EVERY_NS: its first walk then
+ * does not know yet also wakes it, at most every base_wakeup_every_ns: its first walk then
  * teaches the kernel at the second wakeup (past the ~10-ms reorder window), not at the next
  * poll, and the thread's copies stop running to the end of the stack after ~12 samples at
  * 499 Hz, not ~50. Every 5 ms took ~8, but under process churn (every new process wakes
@@ -871,12 +878,28 @@ static __always_inline __u64 reader_wakeup(const struct hprof_sample *s)
 {
 	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ringbuf_wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
-	if (copied_to_stack_end(s) &&
-	    s->timestamp_ns - last_base_wakeup_ns > BASE_WAKEUP_EVERY_NS) {
+	if (base_wakeup_every_ns && copied_to_stack_end(s) &&
+	    s->timestamp_ns - last_base_wakeup_ns > base_wakeup_every_ns) {
 		last_base_wakeup_ns = s->timestamp_ns;
 		return BPF_RB_FORCE_WAKEUP;
 	}
 	return BPF_RB_NO_WAKEUP;
+}
+
+/* The current thread's learned stack, NULL when none is known. An entry userspace wrote
+ * (start time 0) is claimed by the thread's next sample; one another thread claimed, which
+ * held the tid before, is not this thread's. */
+static __always_inline struct hprof_thread_stack *own_thread_stack(__u32 tid)
+{
+	struct hprof_thread_stack *known = bpf_map_lookup_elem(&thread_stacks, &tid);
+	__u64 start;
+
+	if (!known)
+		return NULL;
+	start = bpf_get_current_task_btf()->start_time;
+	if (known->start_time == 0)
+		known->start_time = start;
+	return known->start_time == start ? known : NULL;
 }
 
 SEC("perf_event")
@@ -942,7 +965,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8)
 		return 0;
 	if ((s->flags & SAMPLE_USER_REGS) && stack_copy_size) {
-		known = bpf_map_lookup_elem(&thread_stacks, &s->tid);
+		known = own_thread_stack(s->tid);
 		if (fp_chain_suffices(s, known)) {
 			copy_leaf(s, s->data + off);
 		} else if (on_alt_stack(s, &alt)) {
@@ -968,27 +991,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		count(KC_DROP_RINGBUF_FULL);
 	else if (s->flags & SAMPLE_STACK_DELTA)
 		commit_stack_delta(s->tid, slot);
-	return 0;
-}
-
-/* A thread's delta state goes with it: a new thread with its tid starts whole. */
-static __always_inline void forget_stack_delta(__u32 tid)
-{
-	__u32 index = hprof_delta__slot(tid);
-	struct delta_state *slot = bpf_map_lookup_elem(&delta_states, &index);
-
-	if (slot && slot->tid == tid)
-		slot->seq = 0;
-}
-
-/* A thread's learned stack base goes with it: its tid may come back as another thread. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *task)
-{
-	__u32 tid = task->pid;
-
-	bpf_map_delete_elem(&thread_stacks, &tid);
-	forget_stack_delta(tid);
 	return 0;
 }
 

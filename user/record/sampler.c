@@ -19,7 +19,6 @@ struct sampler {
 	struct bpf_link **links; /* one per CPU, NULL once stopped */
 	int nr_links;
 	struct bpf_link *fork_link;
-	struct bpf_link *exit_link;
 	struct bpf_link *free_link;
 	struct ring_buffer *rb;
 	unsigned frequency;
@@ -167,6 +166,8 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	bpf_map__set_max_entries(s->skel->maps.samples, ring_size(o));
 	/* A quarter full wakes the reader; below that it drains every poll timeout. */
 	s->skel->rodata->ringbuf_wakeup_bytes = bpf_map__max_entries(s->skel->maps.samples) / 4;
+	if (o->lazy_wakeups)
+		s->skel->rodata->base_wakeup_every_ns = 0;
 	err = hprof_bpf__load(s->skel);
 	if (err)
 		fprintf(stderr, "hprof: cannot load the BPF program: %s (is BPF enabled in this kernel?)\n",
@@ -186,13 +187,11 @@ int sampler__open(const struct sampler_opts *opts, sampler_record_fn fn, void *c
 	err = load(s, opts);
 	if (err)
 		goto fail;
-	s->exit_link = attach_tracepoint(s->skel->progs.on_exit, "exit");
-	if (s->exit_link && opts->follow_forks)
+	if (opts->follow_forks)
 		s->fork_link = attach_tracepoint(s->skel->progs.on_fork, "fork");
-	if (s->exit_link && opts->filter_pids)
+	if (opts->filter_pids && (s->fork_link || !opts->follow_forks))
 		s->free_link = attach_tracepoint(s->skel->progs.on_free, "process free");
-	if (!s->exit_link || (opts->follow_forks && !s->fork_link) ||
-	    (opts->filter_pids && !s->free_link)) {
+	if ((opts->follow_forks && !s->fork_link) || (opts->filter_pids && !s->free_link)) {
 		err = -EINVAL;
 		goto fail;
 	}
@@ -347,7 +346,6 @@ void sampler__free(struct sampler *s)
 	sampler__stop(s);
 	free(s->links);
 	bpf_link__destroy(s->fork_link);
-	bpf_link__destroy(s->exit_link);
 	bpf_link__destroy(s->free_link);
 	ring_buffer__free(s->rb);
 	hprof_bpf__destroy(s->skel);

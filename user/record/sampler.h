@@ -21,6 +21,10 @@ struct sampler_opts {
 	bool stack_deltas;   /* copies to a learned base sent as deltas (user/record/stack_delta.h) */
 	bool delta_verify;   /* deltas carry the whole copy too, to check the rebuild against */
 	unsigned max_pids;   /* room in the kernel's pid filter; 0: the BPF program's default */
+	/* The reader is woken only when the buffer fills, never early for a thread whose stack
+	 * base the kernel does not know yet (an always-on agent at a low rate, which reads
+	 * every half second: under process churn, most samples are of such threads). */
+	bool lazy_wakeups;
 };
 
 /* Called with each ring buffer record (a struct hprof_sample of size bytes, not yet
