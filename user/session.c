@@ -150,6 +150,11 @@ void session__pin_mapped_file(struct session *s, const struct map_event *e, cons
 		module_registry__pin(s->modules, e->pid, &m);
 }
 
+void session__process_exit_seen(struct session *s, uint32_t pid)
+{
+	process_table__exit_seen(s->processes, pid);
+}
+
 const struct process_table_stats *session__process_stats(const struct session *s)
 {
 	return process_table__stats(s->processes);

@@ -44,6 +44,9 @@ const struct process_table_stats *session__process_stats(const struct session *s
 /* Opens the file of an mmap event as soon as it is read, while its process still lives
  * (it is handled later, in time order). */
 void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path);
+/* A process's exit was read (it is handled later, in time order): see
+ * process_table__exit_seen. */
+void session__process_exit_seen(struct session *s, uint32_t pid);
 struct module_registry *session__modules(struct session *s);
 /* The kernel's symbols (NULL when /proc/kallsyms shows no addresses). */
 const struct ksyms *session__ksyms(const struct session *s);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "binary/name_cache.h"
 #include "binary/naming.h"
 #include "sample.h"
 #include "util/grow.h"
@@ -62,6 +63,7 @@ struct root_entry {
 struct profile {
 	struct module_registry *modules;
 	const struct ksyms *ksyms;
+	struct name_cache *name_cache; /* NULL: none (profile__use_name_cache) */
 	struct stack_node *nodes;
 	size_t nr_nodes, nodes_cap;
 	uint64_t *counts; /* samples of each distinct stack, index 1 on */
@@ -121,6 +123,11 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+void profile__use_name_cache(struct profile *p, struct name_cache *cache)
+{
+	p->name_cache = cache;
 }
 
 int profile__key_by_name(struct profile *p)
@@ -294,6 +301,34 @@ static uint32_t intern(struct profile *p, char *str)
 	return id;
 }
 
+/* Whether f's name stays what it is while its module id lives: the kernel's and a
+ * binary's do; a JIT's may come later (its perf map), and pseudo-modules' cost nothing. */
+static bool name_is_lasting(const struct profile *p, const struct frame *f)
+{
+	const struct module *mod;
+
+	if (f->module == MODULE_KERNEL)
+		return true;
+	mod = module_registry__by_id(p->modules, f->module);
+	return mod && !mod->anon_code;
+}
+
+/* f's name (malloc'd), from the name cache when it holds it. NULL when out of memory. */
+static char *format_frame_name(struct profile *p, const struct frame *f, bool *provisional)
+{
+	bool lasting = p->name_cache && name_is_lasting(p, f);
+	const char *kept = lasting ? name_cache__get(p->name_cache, f) : NULL;
+	char *name;
+
+	*provisional = false;
+	if (kept)
+		return strdup(kept);
+	name = frame_name__format_provisional(p->modules, p->ksyms, f, provisional);
+	if (name && lasting && !*provisional)
+		name_cache__put(p->name_cache, f, name);
+	return name;
+}
+
 /* The index in strings of frame id's name, made on first use. NONE when out of memory. */
 static uint32_t frame_name_id(struct profile *p, uint32_t id)
 {
@@ -303,7 +338,7 @@ static uint32_t frame_name_id(struct profile *p, uint32_t id)
 
 	if (p->frame_names[id] != NONE)
 		return p->frame_names[id];
-	name = frame_name__format_provisional(p->modules, p->ksyms, &p->frames[id], &provisional);
+	name = format_frame_name(p, &p->frames[id], &provisional);
 	if (!name)
 		return NONE;
 	if (provisional &&

@@ -18,6 +18,10 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
  * with a quarter of the nodes on a system-wide run; pprof, which shows addresses, needs
  * them apart. Called before the first sample; -EBUSY after. */
 int profile__key_by_name(struct profile *p);
+struct name_cache;
+/* Takes frame names from cache and leaves there the ones it makes (hprof serve's windows,
+ * one profile after another). The cache must outlive the profile's naming. */
+void profile__use_name_cache(struct profile *p, struct name_cache *cache);
 /* Counts one sample of frames[0..n), innermost first. root, when not NULL, is a
  * frame placed right under comm (e.g. the reason a stack is incomplete). */
 int profile__add(struct profile *p, const char *comm, const char *root,

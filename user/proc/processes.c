@@ -1,12 +1,15 @@
 #include "proc/processes.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "proc/procmaps.h"
+#include "util/tid_set.h"
 
 struct process_table {
 	struct process *by_pid;
@@ -17,12 +20,20 @@ struct process_table {
 	process_maps_hook_fn maps_hook;
 	void *maps_hook_ctx;
 	struct process_table_stats stats;
+	/* Processes whose exit was read and not yet handled (process_table__exit_seen). */
+	struct tid_set *exiting;
 };
 
 int process_table__new(struct process_table **out)
 {
-	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	struct process_table *t = calloc(1, sizeof(*t));
+
+	if (t && !(t->exiting = tid_set__new())) {
+		free(t);
+		t = NULL;
+	}
+	*out = t;
+	return t ? 0 : -ENOMEM;
 }
 
 void process_table__set_replay(struct process_table *t)
@@ -229,6 +240,7 @@ int process_table__apply(struct process_table *t, const struct map_event *e, con
 	case MAP_EVENT_MMAP:
 		return apply_mmap(t, e, path);
 	case MAP_EVENT_EXIT:
+		tid_set__remove(t->exiting, e->pid);
 		proc = find(t, e->pid);
 		if (proc) {
 			remove_process(t, proc);
@@ -267,24 +279,31 @@ static bool read_proc_line(uint32_t pid, const char *file, char *buf, size_t len
 	return ok;
 }
 
-/* The cgroup v2 path ("0::/system.slice/x.scope"), NULL for the root or without one. */
+/* The cgroup v2 path ("0::/system.slice/x.scope"), NULL for the root or without one. Read
+ * with plain open and read: it is read once for each new process a profile labels, and
+ * under churn a stdio stream's allocations were most of its cost. */
 static char *read_cgroup(uint32_t pid)
 {
-	char path[64], line[4096];
-	char *found = NULL;
-	FILE *f;
+	char path[64], text[8192];
+	char *line, *end;
+	ssize_t got;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
-	while (!found && fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "0::", 3) == 0 && strcmp(line + 3, "/") != 0 && line[3])
-			found = strdup(line + 3);
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return NULL;
+	text[got] = '\0';
+	for (line = text; *line; line = end + (*end != '\0')) {
+		end = line + strcspn(line, "\n");
+		if (strncmp(line, "0::", 3) == 0 && end > line + 3 && !(end == line + 4 && line[3] == '/'))
+			return strndup(line + 3, (size_t)(end - line - 3));
 	}
-	fclose(f);
-	return found;
+	return NULL;
 }
 
 void process_table__read_labels(struct process_table *t, struct process *proc)
@@ -292,11 +311,17 @@ void process_table__read_labels(struct process_table *t, struct process *proc)
 	if (proc->labels_read)
 		return;
 	proc->labels_read = true;
-	if (t->replay)
+	if (t->replay || tid_set__contains(t->exiting, proc->pid))
 		return;
 	if (!proc->name[0] && !read_proc_line(proc->pid, "comm", proc->name, sizeof(proc->name)))
 		proc->name[0] = '\0';
 	proc->cgroup = read_cgroup(proc->pid);
+}
+
+void process_table__exit_seen(struct process_table *t, uint32_t pid)
+{
+	/* when full, labels are looked for as before */
+	tid_set__add(t->exiting, pid);
 }
 
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr)
@@ -314,5 +339,6 @@ void process_table__free(struct process_table *t)
 		HASH_DEL(t->by_pid, proc);
 		free_process(proc);
 	}
+	tid_set__free(t->exiting);
 	free(t);
 }

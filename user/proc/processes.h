@@ -55,10 +55,13 @@ struct process *process_table__get(struct process_table *t, uint32_t pid);
 int process_table__apply(struct process_table *t, const struct map_event *e, const char *path);
 /* Seeds pid's mappings from the text of a maps file (a capture's). Returns 0 or -errno. */
 int process_table__load_maps(struct process_table *t, uint32_t pid, const char *text, size_t len);
-/* The executable mapping of proc holding addr, or NULL. */
 /* Reads what labels need and the events did not give (the name, the cgroup) from /proc,
- * once per process; nothing in a replay. */
+ * once per process; nothing in a replay, nor once its exit was seen. */
 void process_table__read_labels(struct process_table *t, struct process *proc);
+/* pid's exit was read (it is handled later, in time order): its labels are not looked for
+ * in /proc, where a short-lived process's samples would find nothing by then. */
+void process_table__exit_seen(struct process_table *t, uint32_t pid);
+/* The executable mapping of proc holding addr, or NULL. */
 struct mapping *process__find_mapping(const struct process *proc, uint64_t addr);
 const struct process_table_stats *process_table__stats(const struct process_table *t);
 /* Processes held now (not yet exited, or not known to have); *counted of them are in the

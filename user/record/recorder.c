@@ -11,8 +11,8 @@
 #include "record/sideband.h"
 #include "record/stack_delta.h"
 #include "util/grow.h"
+#include "util/tid_set.h"
 
-#define POLL_TIMEOUT_MS 100
 /* A record is written a little after its timestamp is taken (the BPF program stamps the
  * sample before it copies the stack): records are put in order only once they are older
  * than the last drain of every buffer by this much. */
@@ -20,6 +20,12 @@
 /* HPROF_DEBUG=memory[:SECONDS]: what hprof holds, every SECONDS (default 10) while it
  * runs and once at the end. */
 #define MEMORY_REPORT_S 10.0
+
+struct held_exit {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	bool handled; /* queued when read */
+};
 
 struct recorder {
 	struct recorder_opts opts;
@@ -33,10 +39,21 @@ struct recorder {
 	 * of the ring buffer, which holds their last samples. */
 	uint32_t *exited, *exiting;
 	size_t nr_exited, nr_exiting, exited_cap, exiting_cap;
+	/* The threads a sample was queued for since their last exit. Only they have anything
+	 * to forget when they exit: under thread churn nearly every thread that exits was never
+	 * sampled, and queueing and handling their exits was a sixth of hprof serve's CPU. */
+	struct tid_set *sampled;
+	bool every_exit; /* sampled is full: every exit is handled */
+	/* Exits read in the last drain, looked at again after the next read of the ring
+	 * buffer, which holds every sample they took: a thread sampled just before it exited
+	 * has its exit handled then, after that sample. */
+	struct held_exit *held_exits;
+	size_t nr_held_exits, held_exits_cap;
 	uint64_t received_bytes; /* of sample records, as the ring buffer delivered them */
 	double duration_s;
 	uint64_t kernel_counters[KC_NR];
 	double report_memory_s; /* 0: never */
+	unsigned next_wait_ms;  /* the next poll's timeout (recorder__read_within) */
 };
 
 static uint64_t now_ns(void)
@@ -88,14 +105,15 @@ static int queue_sample(void *ctx, void *data, size_t size)
 	}
 	/* A record too short to hold its time is counted as malformed when it is handled. */
 	time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
+	if (size >= sizeof(*sample) && sample->tid && !r->every_exit &&
+	    tid_set__add(r->sampled, sample->tid) != 0)
+		r->every_exit = true;
 	return reorder__push(r->queue, time, REORDER_SAMPLE, rec, len);
 }
 
-/* Side-band hook: a thread exited. */
-static void note_thread_exit(void *ctx, uint32_t tid)
+/* tid's delta images go two drains from now (forget_exited_threads). */
+static void note_thread_exit(struct recorder *r, uint32_t tid)
 {
-	struct recorder *r = ctx;
-
 	if (r->deltas && grow_array((void **)&r->exiting, &r->exiting_cap, r->nr_exiting + 1,
 				    sizeof(*r->exiting)) == 0)
 		r->exiting[r->nr_exiting++] = tid;
@@ -124,18 +142,77 @@ static void request_full_copy(void *ctx, uint32_t tid)
 	sampler__forget_stack_delta(ctx, tid);
 }
 
-/* Side-band callback: the event and its path, as one queued record. */
-static int queue_map_event(void *ctx, const struct map_event *e, const char *path)
+/* The event and its path, as one queued record. */
+static int push_event(struct recorder *r, const struct map_event *e, const char *path)
 {
-	struct recorder *r = ctx;
 	size_t path_len = strnlen(path, MAP_EVENT_PATH_MAX - 1);
 	uint8_t record[sizeof(*e) + MAP_EVENT_PATH_MAX];
 
-	session__pin_mapped_file(r->session, e, path);
 	memcpy(record, e, sizeof(*e));
 	memcpy(record + sizeof(*e), path, path_len);
 	record[sizeof(*e) + path_len] = '\0';
 	return reorder__push(r->queue, e->time_ns, REORDER_EVENT, record, sizeof(*e) + path_len + 1);
+}
+
+static void hold_exit(struct recorder *r, const struct map_event *e, uint32_t tid, bool handled)
+{
+	if (grow_array((void **)&r->held_exits, &r->held_exits_cap, r->nr_held_exits + 1,
+		       sizeof(*r->held_exits)) == 0)
+		r->held_exits[r->nr_held_exits++] = (struct held_exit){
+			.time_ns = e->time_ns, .pid = e->pid, .tid = tid, .handled = handled,
+		};
+}
+
+/* A process's exit is always queued; a thread's only when it was sampled (else it is held
+ * to be looked at again: settle_held_exits). */
+static int read_exit(struct recorder *r, const struct map_event *e)
+{
+	uint32_t tid = e->type == MAP_EVENT_EXIT ? e->pid : e->tid;
+	bool handled = e->type == MAP_EVENT_EXIT || r->every_exit ||
+		       tid_set__contains(r->sampled, tid);
+
+	hold_exit(r, e, tid, handled);
+	if (e->type == MAP_EVENT_EXIT)
+		session__process_exit_seen(r->session, e->pid);
+	if (!handled)
+		return 0;
+	tid_set__remove(r->sampled, tid);
+	note_thread_exit(r, tid);
+	return push_event(r, e, "");
+}
+
+/* The exits the last drain held: those of threads whose sample the ring buffer has
+ * delivered since are queued now (after that sample, in time order). A tid leaves the set
+ * here too, should a sample have come after its exit was queued. */
+static int settle_held_exits(struct recorder *r)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < r->nr_held_exits && !err; i++) {
+		const struct held_exit *h = &r->held_exits[i];
+
+		if (!h->handled && tid_set__contains(r->sampled, h->tid)) {
+			struct map_event e = { .time_ns = h->time_ns, .type = MAP_EVENT_THREAD_EXIT,
+					       .pid = h->pid, .tid = h->tid };
+
+			note_thread_exit(r, h->tid);
+			err = push_event(r, &e, "");
+		}
+		tid_set__remove(r->sampled, h->tid);
+	}
+	r->nr_held_exits = 0;
+	return err;
+}
+
+/* Side-band callback: mapping events are queued; exits as read_exit says. */
+static int queue_map_event(void *ctx, const struct map_event *e, const char *path)
+{
+	struct recorder *r = ctx;
+
+	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_THREAD_EXIT)
+		return read_exit(r, e);
+	session__pin_mapped_file(r->session, e, path);
+	return push_event(r, e, path);
 }
 
 /* Records leave the queue in time order: handled, then written to the capture (after
@@ -167,6 +244,8 @@ static int drain_and_handle(struct recorder *r, bool final)
 	int err;
 
 	err = sampler__consume(r->sampler);
+	if (err >= 0)
+		err = settle_held_exits(r);
 	if (r->deltas)
 		forget_exited_threads(r);
 	if (err >= 0)
@@ -197,8 +276,6 @@ static int open_sideband(struct recorder *r)
 	err = sideband__open(&r->sideband, msg, sizeof(msg));
 	if (err)
 		fprintf(stderr, "hprof: %s\n", msg);
-	else
-		sideband__set_thread_exit_hook(r->sideband, note_thread_exit, r);
 	return err;
 }
 
@@ -214,6 +291,11 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 	r->session = session;
 	r->report_memory_s = memory_report_interval();
 	r->raw = raw;
+	r->sampled = tid_set__new();
+	if (!r->sampled) {
+		free(r);
+		return -ENOMEM;
+	}
 	err = sampler__open(&o->sampler, queue_sample, r, &r->sampler);
 	if (err)
 		goto fail;
@@ -277,14 +359,29 @@ static void progress(struct recorder *r, double elapsed_s, bool running)
 		r->opts.progress(r->opts.progress_ctx, r, elapsed_s, running);
 }
 
+static unsigned poll_ms(const struct recorder *r)
+{
+	return r->opts.poll_ms ? r->opts.poll_ms : RECORDER_POLL_MS;
+}
+
+void recorder__read_within(struct recorder *r, unsigned ms)
+{
+	if (ms < r->next_wait_ms)
+		r->next_wait_ms = ms;
+}
+
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 {
 	double start = now_s(), deadline = start + r->opts.time_ms / 1000.0;
 	double next_report = start + r->report_memory_s, now = start;
 	int err = 0;
 
+	r->next_wait_ms = poll_ms(r);
 	while (!*stop) {
-		err = sampler__poll(r->sampler, POLL_TIMEOUT_MS);
+		unsigned wait_ms = r->next_wait_ms;
+
+		r->next_wait_ms = poll_ms(r);
+		err = sampler__poll(r->sampler, (int)wait_ms);
 		if (err == -EINTR) {
 			err = 0;
 			continue;
@@ -359,5 +456,7 @@ void recorder__free(struct recorder *r)
 	stack_delta__free(r->deltas);
 	free(r->exited);
 	free(r->exiting);
+	tid_set__free(r->sampled);
+	free(r->held_exits);
 	free(r);
 }

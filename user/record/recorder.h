@@ -17,7 +17,7 @@
 
 struct recorder;
 
-/* Called after each read of the buffers (at least every 100 ms) with running set, and with
+/* Called after each read of the buffers (at least every poll_ms) with running set, and with
  * it clear before the recorder prints anything and once recording is over: whatever the
  * hook shows on the terminal must then go. */
 typedef void (*recorder_progress_fn)(void *ctx, struct recorder *r, double elapsed_s,
@@ -30,6 +30,10 @@ struct recorder_opts {
 	size_t nr_pids;
 	struct child *child;  /* NULL, or the command: recording ends when it exits */
 	unsigned delta_drop_every; /* HPROF_DEBUG=delta-drop:N (stack_delta__set_drop_every) */
+	/* How long the reader waits for the buffers between reads; 0: RECORDER_POLL_MS. Each
+	 * read handles what came since, with caches that went cold while it waited: an
+	 * always-on agent reads less often (hprof serve: every half second). */
+	unsigned poll_ms;
 	recorder_progress_fn progress; /* NULL: none */
 	void *progress_ctx;
 };
@@ -41,8 +45,12 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 		   struct capture_writer *raw, struct recorder **out);
 /* Starts sampling and gives up the capabilities only set-up needed. */
 int recorder__start(struct recorder *r);
+#define RECORDER_POLL_MS 100
 /* Records until done or until *stop is set. Returns 0 or -errno after printing one line. */
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop);
+/* From the progress hook: the next read comes within ms (a deadline before the usual
+ * wait is up). */
+void recorder__read_within(struct recorder *r, unsigned ms);
 double recorder__duration_s(const struct recorder *r);
 /* The kernel's counters (enum kernel_counter) once recording is over. */
 const uint64_t *recorder__kernel_counters(struct recorder *r);

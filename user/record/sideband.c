@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* Data pages per CPU: 256 KiB holds some seconds of a busy machine's mapping changes;
- * hprof drains them every poll (100 ms at most). */
+ * hprof drains them every poll (half a second at most). */
 #define SIDEBAND_DATA_PAGES 64
 
 struct cpu_buffer {
@@ -26,8 +26,6 @@ struct sideband {
 	int nr;
 	uint64_t lost;
 	uint8_t *record; /* one record, reassembled when it wraps around the buffer */
-	sideband_thread_exit_fn thread_exit;
-	void *thread_exit_ctx;
 };
 
 /* The fields perf appends to every record when sample_id_all is set, for the sample_type
@@ -100,12 +98,6 @@ cleanup:
 		snprintf(err, errlen, "out of memory");
 	sideband__free(sb);
 	return ret;
-}
-
-void sideband__set_thread_exit_hook(struct sideband *sb, sideband_thread_exit_fn fn, void *ctx)
-{
-	sb->thread_exit = fn;
-	sb->thread_exit_ctx = ctx;
 }
 
 void sideband__free(struct sideband *sb)
@@ -198,8 +190,8 @@ static int decode_comm(const uint8_t *rec, size_t size, uint16_t misc, sideband_
 
 /* PERF_RECORD_FORK and PERF_RECORD_EXIT: pid, ppid, tid, ptid, time. A new thread shares
  * its process's mappings: only its exit is passed on, as a mapping event (what walks
- * learned about it is dropped, in time order) and to the thread exit hook. */
-static int decode_task(struct sideband *sb, const uint8_t *rec, size_t size, uint32_t type,
+ * learned about it is dropped, in time order). */
+static int decode_task(const uint8_t *rec, size_t size, uint32_t type,
 		       sideband_event_fn fn, void *ctx)
 {
 	struct {
@@ -212,8 +204,6 @@ static int decode_task(struct sideband *sb, const uint8_t *rec, size_t size, uin
 	if (size < at + sizeof(body))
 		return 0;
 	memcpy(&body, rec + at, sizeof(body));
-	if (type == PERF_RECORD_EXIT && sb->thread_exit)
-		sb->thread_exit(sb->thread_exit_ctx, body.tid);
 	e.time_ns = body.time;
 	e.pid = body.pid;
 	if (body.pid != body.tid) {
@@ -244,7 +234,7 @@ static int decode(struct sideband *sb, const uint8_t *rec, size_t size, sideband
 		return decode_comm(rec, size, h.misc, fn, ctx);
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
-		return decode_task(sb, rec, size, h.type, fn, ctx);
+		return decode_task(rec, size, h.type, fn, ctx);
 	case PERF_RECORD_LOST:
 		if (size >= sizeof(h) + sizeof(lost)) {
 			memcpy(lost, rec + sizeof(h), sizeof(lost));

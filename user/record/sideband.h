@@ -21,15 +21,10 @@ struct sideband;
  * Returns 0 or -errno (which stops the drain). */
 typedef int (*sideband_event_fn)(void *ctx, const struct map_event *e, const char *path);
 
-/* Called with the tid of every thread that exits, the last of a process included. */
-typedef void (*sideband_thread_exit_fn)(void *ctx, uint32_t tid);
-
 /* Opens the events on every online CPU. Returns 0 or -errno with a one-line message. */
 int sideband__open(struct sideband **out, char *err, size_t errlen);
 /* Hands every record received so far to fn, in each CPU's order. Returns 0 or -errno. */
 int sideband__drain(struct sideband *sb, sideband_event_fn fn, void *ctx);
-/* fn hears of every thread's exit during the drains. */
-void sideband__set_thread_exit_hook(struct sideband *sb, sideband_thread_exit_fn fn, void *ctx);
 /* Records the kernel dropped because a buffer was full. */
 uint64_t sideband__lost(const struct sideband *sb);
 void sideband__free(struct sideband *sb);

@@ -79,12 +79,15 @@ static void sample_metrics(FILE *f, const struct serve_metrics *m)
 		labelled(f, "user_stacks_total", "method", hybrid__method_name(i), st->methods[i]);
 	header(f, "truncated_stacks_total", "counter", "Incomplete user stacks, by why they stopped.");
 	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+		if (t == UNWIND_END_COMPLETE)
+			continue; /* the walks that were not truncated */
 		truncated_reason(t, reason, sizeof(reason));
 		labelled(f, "truncated_stacks_total", "reason", reason, st->truncated[t]);
 	}
 	metric(f, "frames_unmapped_total", "counter", "User frames in no executable mapping.",
 	       st->frames_unmapped);
-	header(f, "mapping_events_total", "counter", "Mapping events applied, by type.");
+	header(f, "mapping_events_total", "counter",
+	       "Mapping events applied, by type (a thread's exit only when it was sampled).");
 	for (int t = 0; t < MAP_EVENT_TYPES; t++) {
 		if (events[t])
 			labelled(f, "mapping_events_total", "type", events[t], m->processes->events[t]);

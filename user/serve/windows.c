@@ -1,6 +1,7 @@
 #include "serve/windows.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binary/name_cache.h"
 #include "output/pprof.h"
 
 #define CLIENT_MAX 64
@@ -48,6 +50,8 @@ struct serve_windows {
 	size_t nr_active;
 	struct window *every;
 	struct kept_files kept[OUT_COUNT];
+	/* the names windows made, for the next ones; swept as windows end */
+	struct name_cache *names;
 };
 
 int serve_windows__new(const struct serve_windows_opts *o, struct serve_windows **out)
@@ -62,6 +66,13 @@ int serve_windows__new(const struct serve_windows_opts *o, struct serve_windows 
 		return -ENOMEM;
 	}
 	if (pthread_cond_init(&w->done, NULL) != 0) {
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return -ENOMEM;
+	}
+	w->names = name_cache__new();
+	if (!w->names) {
+		pthread_cond_destroy(&w->done);
 		pthread_mutex_destroy(&w->lock);
 		free(w);
 		return -ENOMEM;
@@ -279,6 +290,7 @@ static int start_window(struct serve_windows *w, struct window *win, uint64_t no
 		err = profile__key_by_name(win->profile);
 	if (err)
 		return err;
+	profile__use_name_cache(win->profile, w->names);
 	win->start_ns = now_ns;
 	win->end_ns = now_ns + win->length_ns;
 	win->start_wall = time(NULL);
@@ -351,8 +363,12 @@ static int end_windows(struct serve_windows *w, uint64_t now_ns, bool all)
 	}
 	for (size_t i = 0; i < n; i++)
 		end_request(w, ending[i], now_ns);
-	if (w->every && (all || now_ns >= w->every->end_ns))
+	if (w->every && (all || now_ns >= w->every->end_ns)) {
 		err = end_every(w, now_ns, !all);
+		n++;
+	}
+	if (n)
+		name_cache__sweep(w->names);
 	return err;
 }
 
@@ -388,6 +404,22 @@ int serve_windows__tick(struct serve_windows *w, uint64_t now_ns)
 	}
 	start_requests(w, now_ns);
 	return end_windows(w, now_ns, false);
+}
+
+unsigned serve_windows__ms_to_next_end(const struct serve_windows *w, uint64_t now_ns)
+{
+	uint64_t first = UINT64_MAX;
+
+	for (size_t i = 0; i < w->nr_active; i++) {
+		if (w->active[i]->end_ns < first)
+			first = w->active[i]->end_ns;
+	}
+	if (first == UINT64_MAX)
+		return UINT_MAX;
+	if (first <= now_ns)
+		return 0;
+	return (first - now_ns + 999999) / 1000000 > UINT_MAX ? UINT_MAX
+	       : (unsigned)((first - now_ns + 999999) / 1000000);
 }
 
 int serve_windows__stop(struct serve_windows *w, uint64_t now_ns)
@@ -430,6 +462,7 @@ void serve_windows__free(struct serve_windows *w)
 			free(w->kept[k].paths[i]);
 		free(w->kept[k].paths);
 	}
+	name_cache__free(w->names);
 	pthread_cond_destroy(&w->done);
 	pthread_mutex_destroy(&w->lock);
 	free(w);

@@ -53,11 +53,15 @@ int serve_windows__request(struct serve_windows *w, unsigned seconds, const char
 int serve_windows__add(void *windows, const char *comm, const char *root,
 		       const struct profile_labels *labels, const struct frame *frames,
 		       uint32_t n);
-/* The recorder's thread, often (every 100 ms at least): opens the windows asked for, ends
+/* The recorder's thread, after every read (every half second at least, and when a window
+ * is due to end: serve_windows__ms_to_next_end): opens the windows asked for, ends
  * those whose time is up (their bytes to the waiting client, or their files written).
  * now_ns: CLOCK_MONOTONIC. Returns 0, or -errno after printing a line when an --every file
  * could not be written (serving goes on). */
 int serve_windows__tick(struct serve_windows *w, uint64_t now_ns);
+/* The recorder's thread: milliseconds from now_ns to the end of the first window to end
+ * (rounded up), UINT_MAX when none is open. */
+unsigned serve_windows__ms_to_next_end(const struct serve_windows *w, uint64_t now_ns);
 /* Ends every window now with what it counted (SIGTERM): clients get their bytes, the
  * --every file in progress is written; later requests get -ESHUTDOWN. */
 int serve_windows__stop(struct serve_windows *w, uint64_t now_ns);

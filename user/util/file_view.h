@@ -32,9 +32,9 @@ size_t file_view__size(const struct file_view *v);
 
 /* The file is no longer the one mapped: a read faulted past its end, or the path it was
  * opened by now leads to another file (device, inode) or one of another size or mtime.
- * Costs a stat of that path (a pinned descriptor's /proc/self/fd/N follows the file even
- * once it is deleted): for cold paths (compiling rows, naming a frame). Once changed, a
- * view stays changed. */
+ * Costs an fstat of the pinned descriptor for a path /proc/self/fd/N (which follows the
+ * file even once it is deleted), else a stat of the path: for cold paths (compiling rows,
+ * naming a frame). Once changed, a view stays changed. */
 bool file_view__changed(struct file_view *v);
 
 /* Hands back the pages of [off, off + len) this process has read (the page cache keeps
