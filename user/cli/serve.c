@@ -80,6 +80,22 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
+/* The recorder's thread reads the buffers every SERVE_POLL_MS; an HTTP thread that asks it
+ * for a window or the metrics wakes it at once: SIGURG ends its wait (and restarts any
+ * other system call it is in). */
+static pthread_t recorder_thread;
+
+static void on_wake(int sig)
+{
+	(void)sig;
+}
+
+static void wake_recorder(void *ctx)
+{
+	(void)ctx;
+	pthread_kill(recorder_thread, SIGURG);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -401,6 +417,7 @@ static int http_metrics(void *ctx, char **body, size_t *len)
 	deadline.tv_sec += METRICS_WAIT_S;
 	pthread_mutex_lock(&b->lock);
 	want = ++b->wanted;
+	wake_recorder(sv);
 	while (b->made < want && !b->stopping && err == 0)
 		err = pthread_cond_timedwait(&b->made_cond, &b->lock, &deadline);
 	if (b->made >= want && b->text) {
@@ -446,11 +463,14 @@ static void tick(void *ctx, struct recorder *rec, double elapsed_s, bool running
 static void install_signal_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction wake = { .sa_handler = on_wake, .sa_flags = SA_RESTART };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&wake.sa_mask);
+	sigaction(SIGURG, &wake, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -484,6 +504,7 @@ static int run(struct serve_opts *o)
 	struct serve_http *http = NULL;
 	int err;
 
+	recorder_thread = pthread_self();
 	pthread_mutex_init(&sv.metrics.lock, NULL);
 	pthread_cond_init(&sv.metrics.made_cond, NULL);
 	err = session__new(!o->no_dwarf, &sv.session);
@@ -496,6 +517,7 @@ static int run(struct serve_opts *o)
 						 .out = o->out,
 						 .keep = o->keep,
 						 .snapshot = counters_snapshot,
+						 .requested = wake_recorder,
 						 .write_json = write_window_json,
 						 .ctx = &sv,
 					 },

@@ -382,10 +382,8 @@ int recorder__run(struct recorder *r, volatile sig_atomic_t *stop)
 
 		r->next_wait_ms = poll_ms(r);
 		err = sampler__poll(r->sampler, (int)wait_ms);
-		if (err == -EINTR) {
-			err = 0;
-			continue;
-		}
+		if (err == -EINTR)
+			err = 0; /* a signal: read now (hprof serve's HTTP threads wake it so) */
 		if (err >= 0)
 			err = drain_and_handle(r, false);
 		if (err < 0) {

@@ -138,6 +138,8 @@ int serve_windows__request(struct serve_windows *w, unsigned seconds, const char
 	win->length_ns = (uint64_t)seconds * 1000000000ull;
 	win->next = w->requested;
 	w->requested = win;
+	if (w->o.requested)
+		w->o.requested(w->o.ctx);
 	/* the recorder's thread ends every window, stopping or not */
 	while (!win->done)
 		pthread_cond_wait(&w->done, &w->lock);

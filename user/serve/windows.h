@@ -36,6 +36,9 @@ struct serve_windows_opts {
 	 * write_json() writes the window's JSON summary to path, its figures those counted
 	 * since the snapshot, and frees it. Returns 0 or -errno after printing a line. */
 	void *(*snapshot)(void *ctx);
+	/* An HTTP thread asked for a window (NULL: no one is told): the recorder's thread can
+	 * start it at once rather than at its next read. */
+	void (*requested)(void *ctx);
 	int (*write_json)(void *ctx, const char *path, struct profile *profile,
 			  uint64_t duration_ns, void *snapshot);
 	void *ctx;
