@@ -73,8 +73,9 @@ struct hprof_thread_stack {
 	__u64 fp_tail_ip; /* the return address read at fp_tail + 8: main's into libc */
 	/* The thread's task start time, which a later thread given the same tid does not
 	 * share: userspace writes 0, and the thread's next sample claims the entry with its
-	 * own. Entries are checked, not deleted when their thread exits: a hook on every exit
-	 * cost more than everything else the kernel does for an always-on agent. */
+	 * own. Userspace deletes the entry when it handles the thread's exit; a claimed entry
+	 * it missed is checked rather than trusted (a BPF hook on every exit cost more than
+	 * everything else the kernel does for an always-on agent). */
 	__u64 start_time;
 };
 _Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is shared with BPF");

@@ -868,7 +868,8 @@ static __always_inline bool copied_to_stack_end(const struct hprof_sample *s)
 }
 
 /* Waking the reader on every sample costs more than the sample itself: hprof polls every
- * 100 ms, and is woken when the buffer fills past a quarter. A thread whose base the kernel
+ * 100 ms (hprof serve every 500 ms, with base_wakeup_every_ns 0), and is woken when the
+ * buffer fills past a quarter. A thread whose base the kernel
  * does not know yet also wakes it, at most every base_wakeup_every_ns: its first walk then
  * teaches the kernel at the second wakeup (past the ~10-ms reorder window), not at the next
  * poll, and the thread's copies stop running to the end of the stack after ~12 samples at

@@ -335,6 +335,15 @@ static void test_finish_and_learn(void)
 	sample_and_pick(h, b, &s, ip, HPROF_LEAF_COPY, false, SAMPLE_COPY_FP, 4, &r);
 	report(picked(&r, METHOD_TRUNCATED, want, 5) && r.reason == UNWIND_END_COPY_SHORT, &r,
 	       "learned: another thread has learned nothing: truncated at start_main");
+
+	/* the kernel's entry goes with the thread: a later thread given the tid would claim it */
+	hybrid__forget_thread(h, 4);
+	check(told.calls == 1, "exit: a thread never learned tells the kernel nothing");
+	hybrid__forget_thread(h, 3);
+	check(told.calls == 2 && told.tid == 3 && told.base == 0 && told.fp_tail == 0,
+	      "exit: a learned thread's exit tells the kernel to forget it");
+	hybrid__forget_thread(h, 3);
+	check(told.calls == 2, "exit: told once");
 	hybrid__free(h);
 }
 

@@ -54,6 +54,13 @@ static void random_run(void)
 	tid_set__free(s);
 }
 
+/* t * 7919 for odd t */
+static bool odd_multiples(uint32_t tid, void *ctx)
+{
+	(void)ctx;
+	return tid % 7919u == 0 && (tid / 7919u) % 2 == 1;
+}
+
 static void limits(void)
 {
 	struct tid_set *s = tid_set__new();
@@ -71,6 +78,13 @@ static void limits(void)
 	check(all, "every one of them is found");
 	tid_set__remove(s, 7919u);
 	check(tid_set__add(s, 1) == 0 && tid_set__contains(s, 1), "after a removal, adds again");
+	tid_set__keep_if(s, odd_multiples, NULL);
+	all = true;
+	for (uint32_t t = 2; t <= TID_SET_MAX; t++)
+		all = all && tid_set__contains(s, t * 7919u) == (t % 2 == 1);
+	/* 7919 itself went above */
+	check(all && tid_set__count(s) == TID_SET_MAX / 2 - 1 && !tid_set__contains(s, 1),
+	      "keep_if keeps exactly the tids it is told to (%zu)", tid_set__count(s));
 	tid_set__free(s);
 	tid_set__free(NULL);
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,8 @@ static void on_signal(int sig)
  * for a window or the metrics wakes it at once: SIGURG ends its wait (and restarts any
  * other system call it is in). */
 static pthread_t recorder_thread;
+/* Set with the signal: one that lands between the tick and the wait is not lost. */
+static atomic_bool wake_pending;
 
 static void on_wake(int sig)
 {
@@ -93,6 +96,7 @@ static void on_wake(int sig)
 static void wake_recorder(void *ctx)
 {
 	(void)ctx;
+	atomic_store(&wake_pending, true);
 	pthread_kill(recorder_thread, SIGURG);
 }
 
@@ -458,6 +462,9 @@ static void tick(void *ctx, struct recorder *rec, double elapsed_s, bool running
 	serve_metrics(sv);
 	/* a window ends on time, not at the next half-second read */
 	recorder__read_within(rec, serve_windows__ms_to_next_end(sv->windows, now));
+	/* asked for during this tick: the next read comes at once (at worst, one read more) */
+	if (atomic_exchange(&wake_pending, false))
+		recorder__read_within(rec, 0);
 }
 
 static void install_signal_handlers(void)

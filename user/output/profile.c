@@ -302,7 +302,9 @@ static uint32_t intern(struct profile *p, char *str)
 }
 
 /* Whether f's name stays what it is while its module id lives: the kernel's and a
- * binary's do; a JIT's may come later (its perf map), and pseudo-modules' cost nothing. */
+ * binary's do, made from its symbols; not one made while they are dropped (an idle
+ * binary's, until a process uses it again) or could not be read, nor a JIT's, which may
+ * come later (its perf map). Pseudo-modules' cost nothing. */
 static bool name_is_lasting(const struct profile *p, const struct frame *f)
 {
 	const struct module *mod;
@@ -310,7 +312,7 @@ static bool name_is_lasting(const struct profile *p, const struct frame *f)
 	if (f->module == MODULE_KERNEL)
 		return true;
 	mod = module_registry__by_id(p->modules, f->module);
-	return mod && !mod->anon_code;
+	return mod && !mod->anon_code && !mod->dropped && mod->load_err == 0;
 }
 
 /* f's name (malloc'd), from the name cache when it holds it. NULL when out of memory. */

@@ -1,6 +1,7 @@
 #include "record/recorder.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,30 @@ static void report_memory(const struct recorder *r)
 	summary__print_memory(&m, stderr);
 }
 
+static bool thread_lives(uint32_t tid, void *ctx)
+{
+	(void)ctx;
+	return kill((pid_t)tid, 0) == 0 || errno != ESRCH;
+}
+
+/* tid in the set of sampled threads. A tid whose exit was never read (lost with the
+ * mapping events, or a thread that exec'd and took its leader's) stays there: when it is
+ * full, the threads gone go, and should that not make room, every exit is handled. */
+static void note_sampled(struct recorder *r, uint32_t tid)
+{
+	int err = tid_set__add(r->sampled, tid);
+
+	if (err == -ENOSPC) {
+		tid_set__keep_if(r->sampled, thread_lives, NULL);
+		err = tid_set__add(r->sampled, tid);
+		/* little room made: not worth a kill(2) for each one again soon */
+		if (tid_set__count(r->sampled) > TID_SET_MAX / 4 * 3)
+			err = -ENOSPC;
+	}
+	if (err)
+		r->every_exit = true;
+}
+
 /* Ring buffer callback: samples wait in the queue for the mapping events before them, as
  * the kernel would have sent them without deltas. The ring buffer delivers each thread's
  * records in the order they were taken, the order deltas are made in. */
@@ -105,9 +130,8 @@ static int queue_sample(void *ctx, void *data, size_t size)
 	}
 	/* A record too short to hold its time is counted as malformed when it is handled. */
 	time = size >= sizeof(*sample) ? sample->timestamp_ns : 0;
-	if (size >= sizeof(*sample) && sample->tid && !r->every_exit &&
-	    tid_set__add(r->sampled, sample->tid) != 0)
-		r->every_exit = true;
+	if (size >= sizeof(*sample) && sample->tid && !r->every_exit)
+		note_sampled(r, sample->tid);
 	return reorder__push(r->queue, time, REORDER_SAMPLE, rec, len);
 }
 

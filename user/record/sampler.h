@@ -1,7 +1,7 @@
 /* The BPF sampler: loads kernel/hprof.bpf.c, attaches it to one cpu-clock perf event per
- * CPU and to the fork and exit tracepoints, and hands every record of its ring buffer to a
- * callback. Also the two ways userspace talks back to it: the pid filter and what walks
- * have learned about each thread's stack. */
+ * CPU (and, following processes, to the fork and process-free tracepoints), and hands
+ * every record of its ring buffer to a callback. Also the two ways userspace talks back to
+ * it: the pid filter and what walks have learned about each thread's stack. */
 #ifndef HPROF_RECORD_SAMPLER_H
 #define HPROF_RECORD_SAMPLER_H
 

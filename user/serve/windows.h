@@ -37,7 +37,7 @@ struct serve_windows_opts {
 	 * since the snapshot, and frees it. Returns 0 or -errno after printing a line. */
 	void *(*snapshot)(void *ctx);
 	/* An HTTP thread asked for a window (NULL: no one is told): the recorder's thread can
-	 * start it at once rather than at its next read. */
+	 * start it now rather than at its next read. */
 	void (*requested)(void *ctx);
 	int (*write_json)(void *ctx, const char *path, struct profile *profile,
 			  uint64_t duration_ns, void *snapshot);

@@ -469,7 +469,8 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 }
 
 /* Keeps what the sample taught about its thread, and tells the kernel whenever that
- * changed or the kernel did not use it (it forgets a thread when it exits; tids come back):
+ * changed or the kernel did not use it (its entry went when the thread exited, or the LRU
+ * map dropped it; tids come back):
  * where its stack ends, and where its FP chains end when they are right. A copy that the
  * learned facts made too short unlearns them. */
 static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
@@ -586,9 +587,15 @@ void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stat
 	unwind_cache__stats(h->cache, stats);
 }
 
+/* The kernel is told too: its entry for the tid, should the thread have had one, would be
+ * claimed by the next thread given the tid if the thread never came back to claim it. */
 void hybrid__forget_thread(struct hybrid *h, uint32_t tid)
 {
+	if (!thread_table__get(h->threads, tid, 0))
+		return;
 	thread_table__remove(h->threads, tid);
+	if (h->thread_hook)
+		h->thread_hook(h->thread_ctx, tid, 0, 0, 0);
 }
 
 size_t hybrid__thread_count(const struct hybrid *h)

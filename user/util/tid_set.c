@@ -98,6 +98,24 @@ void tid_set__remove(struct tid_set *s, uint32_t tid)
 	}
 }
 
+void tid_set__keep_if(struct tid_set *s, bool (*keep)(uint32_t tid, void *ctx), void *ctx)
+{
+	size_t size = s->slots ? s->mask + 1 : 0;
+	uint32_t *old = s->slots, *slots;
+
+	if (!size || !(slots = calloc(size, sizeof(*slots))))
+		return; /* out of memory: all are kept */
+	s->slots = slots;
+	s->nr = 0;
+	for (size_t i = 0; i < size; i++) {
+		if (old[i] && keep(old[i], ctx)) {
+			s->slots[probe(s, old[i])] = old[i];
+			s->nr++;
+		}
+	}
+	free(old);
+}
+
 size_t tid_set__count(const struct tid_set *s)
 {
 	return s ? s->nr : 0;

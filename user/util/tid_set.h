@@ -18,6 +18,8 @@ int tid_set__add(struct tid_set *s, uint32_t tid);
 bool tid_set__contains(const struct tid_set *s, uint32_t tid);
 void tid_set__remove(struct tid_set *s, uint32_t tid);
 size_t tid_set__count(const struct tid_set *s);
+/* Removes every tid keep says false of. */
+void tid_set__keep_if(struct tid_set *s, bool (*keep)(uint32_t tid, void *ctx), void *ctx);
 /* Accepts NULL. */
 void tid_set__free(struct tid_set *s);
 
