@@ -162,7 +162,10 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 	"$HPROF" diff "$TMP/base_live.folded" "$TMP/rerun.folded" --threshold 2 >"$TMP/rerun_all.out" ||
 		echo "# rerun $i: the machine's load moved kernel frames: $(regressed "$TMP/rerun_all.out")"
 done
-check "no false alarm: 10 unchanged reruns pass at 2 pp ($alarms failed)" [ "$alarms" -eq 0 ]
+# The gate's own promise is a false alarm in at most 1% of runs (its --confidence, spread
+# over the functions): one in ten reruns may raise one, as a suite here once saw; two would
+# happen in fewer than 0.5% of suites at that rate.
+check "no false alarm: at most 1 of 10 unchanged reruns fails at 2 pp ($alarms failed)" [ "$alarms" -le 1 ]
 
 # the same samples read as folded stacks, a pprof profile and a capture (replayed, its stacks
 # are the report's: compared with the report's own outputs)
