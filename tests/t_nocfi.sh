@@ -496,8 +496,10 @@ if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
 	echo "# decoys_scan: $scan_frames frames found by scanning; candidates rejected: $rejected_code by their code, $rejected_walk by a walk"
 	check "decoys_scan: the leaf's callers were found by scanning ($scan_frames frames)" \
 		[ "$scan_frames" -ge "$MIN_SAMPLES" ]
-	check "decoys_scan: each scan passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk)" \
-		[ "$rejected_code" -ge "$scan_frames" ] && [ $((rejected_code + rejected_walk)) -ge $((2 * scan_frames)) ]
+	# A sample taken before the leaf wrote its decoys (its first instructions) meets none:
+	# where samples land is the CPU's doing, so 99% of scans, not every one.
+	check "decoys_scan: 99% of scans passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk, $scan_frames scans)" \
+		[ $((100 * rejected_code)) -ge $((99 * scan_frames)) ] && [ $((100 * (rejected_code + rejected_walk))) -ge $((198 * scan_frames)) ]
 fi
 
 echo "# all runs: $TOTAL_SAMPLES stacks judged"

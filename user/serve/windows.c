@@ -242,6 +242,23 @@ static void keep_file(struct serve_windows *w, int k, char *path)
 	}
 }
 
+/* Before a new file of output k is written: the oldest go, so that with it there are never
+ * more than --keep (a file of the same name is written over, and counts once). */
+static void make_room(struct serve_windows *w, int k, const char *path)
+{
+	struct kept_files *kf = &w->kept[k];
+
+	for (size_t i = 0; i < kf->n; i++) {
+		if (strcmp(kf->paths[i], path) == 0)
+			return;
+	}
+	while (w->o.keep && kf->n >= w->o.keep) {
+		unlink(kf->paths[0]);
+		free(kf->paths[0]);
+		memmove(kf->paths, kf->paths + 1, --kf->n * sizeof(*kf->paths));
+	}
+}
+
 /* Writes an --every window's files. */
 static int write_window(struct serve_windows *w, struct window *win, uint64_t now_ns)
 {
@@ -256,6 +273,10 @@ static int write_window(struct serve_windows *w, struct window *win, uint64_t no
 			fprintf(stderr, "hprof: --every: cannot name a file after '%s'\n", patterns[k]);
 			err = -ENAMETOOLONG;
 		}
+	}
+	for (int k = 0; k < OUT_COUNT && !err; k++) {
+		if (paths[k])
+			make_room(w, k, paths[k]);
 	}
 	out.folded_path = paths[OUT_FOLDED];
 	out.pprof_path = paths[OUT_PPROF];
