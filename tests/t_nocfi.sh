@@ -490,16 +490,17 @@ fi
 expect_chains decoys_scan 'main;decoy_caller;asm_decoy_leaf'
 if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
 	report_judged decoys_scan nofp_decoys
-	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk).*/\1 \2 \3/p' \
+	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk, \([0-9]*\) as stale).*/\1 \2 \3 \4/p' \
 		"$TMP/decoys_scan.err")
-	read -r scan_frames rejected_code rejected_walk <<<"${scanned:-0 0 0}"
-	echo "# decoys_scan: $scan_frames frames found by scanning; candidates rejected: $rejected_code by their code, $rejected_walk by a walk"
+	read -r scan_frames rejected_code rejected_walk rejected_stale <<<"${scanned:-0 0 0 0}"
+	echo "# decoys_scan: $scan_frames frames found by scanning; candidates rejected: $rejected_code by their code, $rejected_walk by a walk, $rejected_stale as stale"
 	check "decoys_scan: the leaf's callers were found by scanning ($scan_frames frames)" \
 		[ "$scan_frames" -ge "$MIN_SAMPLES" ]
 	# A sample taken before the leaf wrote its decoys (its first instructions) meets none:
 	# where samples land is the CPU's doing, so 99% of scans, not every one.
-	check "decoys_scan: 99% of scans passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk, $scan_frames scans)" \
-		[ $((100 * rejected_code)) -ge $((99 * scan_frames)) ] && [ $((100 * (rejected_code + rejected_walk))) -ge $((198 * scan_frames)) ]
+	check "decoys_scan: 99% of scans passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk, $rejected_stale as stale, $scan_frames scans)" \
+		[ $((100 * rejected_code)) -ge $((99 * scan_frames)) ] &&
+		[ $((100 * (rejected_code + rejected_walk + rejected_stale))) -ge $((198 * scan_frames)) ]
 fi
 
 echo "# all runs: $TOTAL_SAMPLES stacks judged"

@@ -429,6 +429,7 @@ static void count_nocfi(struct session *s)
 	n->scan_frames = walk.nocfi_frames[UNWIND_FOUND_SCAN];
 	n->scan_rejected_code = walk.scan_rejected_code;
 	n->scan_rejected_walk = walk.scan_rejected_walk;
+	n->scan_rejected_stale = walk.scan_rejected_stale;
 }
 
 /* The sample's user stack, resolved to frames in out. */

@@ -232,6 +232,34 @@ static void test_scan_trial(void)
 	      (unsigned long)w.stats.scan_rejected_walk);
 }
 
+/* A stale return address whose walk does reach the start: leaf's locals hold b's return
+ * address after its call of c, and the words that make b's frame there lead on to main
+ * (main's return address after its call of a), start_main and _start. Without symbols, a
+ * direct call below leaf may be into it, so the scan is not sure of any candidate; b's
+ * frame is passed over as stale, its caller having called a, not b, and c is found. */
+static void test_scan_stale(void)
+{
+	struct nocfi_model m = { .analyze = false, .symbols = false, .nocfi_from = CHAIN_LEAF };
+	const struct chain_build *b = &CHAIN_NOFP;
+	struct sim_stack s;
+	uint64_t want[8];
+	uint32_t n = true_frames(b, want);
+	struct walk w;
+
+	sim_main_path_to_leaf(&s, b, NULL);
+	/* b's frame at sp + 8: its CFA at sp + 0x38, main's at sp + 0x48, start_main's at
+	 * sp + 0xd8 */
+	sim_store(&s, s.sp, at(b->ra_b));
+	sim_store(&s, s.sp + 0x30, at(b->ra_main_a));
+	sim_store(&s, s.sp + 0x40, at(RA_START_MAIN));
+	sim_store(&s, s.sp + 0xd0, at(RA_START));
+	walk(&m, b, &s, at(PC_LEAF_LOOP), false, &w);
+	check(w.stats.scan_rejected_stale == 1 && w.result.end == UNWIND_END_COMPLETE &&
+		      frames_are(w.frames, w.result.nr_frames, want, n),
+	      "scan: a stale return address whose walk reaches the start is passed over as stale (%lu), and the chain found (%s)",
+	      (unsigned long)w.stats.scan_rejected_stale, frames_text(w.frames, w.result.nr_frames));
+}
+
 int main(void)
 {
 	size_t len;
@@ -253,5 +281,6 @@ int main(void)
 	test_frame_records();
 	test_scan();
 	test_scan_trial();
+	test_scan_stale();
 	return failures ? 1 : 0;
 }

@@ -22,6 +22,8 @@ struct nocfi_stats {
 	uint64_t scan_rejected_code;       /* scan candidates with no call before them, or a
 					    * direct call into another function */
 	uint64_t scan_rejected_walk;       /* scan candidates from which no walk reached the start */
+	uint64_t scan_rejected_stale;      /* scan candidates whose caller had called another
+					    * function since (stale return addresses) */
 };
 
 struct sample_stats {

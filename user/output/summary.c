@@ -82,6 +82,8 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->scan_rejected_code);
 	json__key(w, "scan_rejected_by_walk");
 	json__uint(w, n->scan_rejected_walk);
+	json__key(w, "scan_rejected_as_stale");
+	json__uint(w, n->scan_rejected_stale);
 	json__end_object(w);
 }
 
@@ -102,9 +104,9 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 	fprintf(out, "), %" PRIu64 " unreadable, %" PRIu64
 			" steps rejected (no call before the return address); frames found by frame records %" PRIu64
 			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
-			" by a walk)\n",
+			" by a walk, %" PRIu64 " as stale)\n",
 		n->unreadable, n->analysis_rejected, n->frame_pointer_frames, n->scan_frames,
-		n->scan_rejected_code, n->scan_rejected_walk);
+		n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale);
 }
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)

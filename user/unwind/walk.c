@@ -838,9 +838,45 @@ static enum scan_call scan_call(struct walker *w, uint64_t lookup, enum code_cal
 									: SCAN_CALL_ELSEWHERE;
 }
 
-/* The walk from a candidate return address, found at sp - 8, reaches the stack's start. */
-static bool trial_reaches_start(struct walker *w, uint64_t ra, uint64_t sp,
-				const struct frame_regs *regs)
+/* Where the function holding pc starts, by its symbol, else by its FDE: 0 or -ENOENT. */
+static int known_function_start(struct walker *w, uint64_t pc, uint64_t *start)
+{
+	const struct unwind_map *map;
+
+	if (w->space->function_start && w->space->function_start(w->space->ctx, pc, start) == 0)
+		return 0;
+	if (find_map(&w->maps, w->space, pc, &map) != 0 ||
+	    unwind_table__function_start(map->table, pc - map->bias, start) != 0)
+		return -ENOENT;
+	*start += map->bias;
+	return 0;
+}
+
+/* A stale return address: ra's function was called from the frame below it, which has
+ * called another one since. The walk from ra then finds that frame's return address after
+ * a direct call to some function's start that is not ra's function (main called the clock
+ * and then the JIT code's caller, into the same stack slot). A call into a stub (a PLT
+ * entry: no symbol starts there) tells nothing. A function that ra's reached by a tail
+ * call is rejected too: only candidates the scan is not sure of are judged so. */
+static bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t caller_ra)
+{
+	uint64_t target, start, target_start;
+
+	if (follows_call(w, caller_ra, &target) != CODE_CALL_DIRECT)
+		return false;
+	if (known_function_start(w, ra - 1, &start) != 0 || target == start)
+		return false;
+	return known_function_start(w, target, &target_start) == 0 && target_start == target;
+}
+
+/* How the walk from a scan's candidate went. */
+enum trial { TRIAL_REACHES_START, TRIAL_STOPS, TRIAL_STALE };
+
+/* Whether the walk from a candidate return address, found at sp - 8, reaches the stack's
+ * start, and, for a candidate the scan is not sure of, whether its frame's caller called
+ * its function. */
+static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
+			     const struct frame_regs *regs, bool sure)
 {
 	const struct unwind_regs from = { .ip = ra, .sp = sp, .bp = regs->bp,
 					  .bp_valid = regs->bp_valid };
@@ -849,18 +885,24 @@ static bool trial_reaches_start(struct walker *w, uint64_t ra, uint64_t sp,
 
 	walk_from(&from, w->view->copy, w->space, w->cache, w->cache->trial, UNWIND_MAX_FRAMES,
 		  &result, true);
+	if (!sure && result.nr_frames >= 2 &&
+	    caller_called_elsewhere(w, ra, w->cache->trial[1].pc))
+		return TRIAL_STALE;
 	if (result.end == UNWIND_END_COMPLETE)
-		return true;
+		return TRIAL_REACHES_START;
 	last = &w->cache->trial[result.nr_frames - 1];
 	return result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
-	       w->space->is_entry_code(w->space->ctx, last->pc, !last->exact);
+			       w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)
+		       ? TRIAL_REACHES_START
+		       : TRIAL_STOPS;
 }
 
 /* The last resort: the first word above the frame's sp that follows a call known to go
  * into the frame's function, else the first that follows one that may (through a pointer),
  * from which the walk reaches the stack's start. A stale return address after an indirect
  * call (a clock read through the vDSO's pointer, earlier) can lead to the start too: the
- * sure kind goes first. rbp is taken as the frame left it. */
+ * sure kind goes first, and one of the other kind whose caller has called another function
+ * since is passed over (caller_called_elsewhere). rbp is taken as the frame left it. */
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
@@ -872,6 +914,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			uint64_t addr = regs->sp + 8 * (uint64_t)i, word, target;
 			enum code_call call;
 			enum scan_call how;
+			enum trial trial;
 
 			if (!read_u64(w->view, addr, &word))
 				break;
@@ -888,8 +931,12 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 				continue;
 			}
 			trials++;
-			if (!trial_reaches_start(w, word, addr + 8, regs)) {
-				w->cache->stats.scan_rejected_walk++;
+			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO);
+			if (trial != TRIAL_REACHES_START) {
+				if (trial == TRIAL_STALE)
+					w->cache->stats.scan_rejected_stale++;
+				else
+					w->cache->stats.scan_rejected_walk++;
 				continue;
 			}
 			regs->ip = word;

@@ -144,10 +144,11 @@ struct unwind_cache;
 struct unwind_cache_stats {
 	uint64_t misses; /* lookups that searched a mapping's table (the rest were hits) */
 	/* Code without CFI: frames found by each way (frame-pointer steps, scans), candidates a
-	 * scan rejected by their code (no call before them, or a direct call elsewhere) and
-	 * by a trial walk that did not reach the stack's start. */
+	 * scan rejected by their code (no call before them, or a direct call elsewhere), by a
+	 * trial walk that did not reach the stack's start, and as stale (the frame below
+	 * called another function since: caller_called_elsewhere). */
 	uint64_t nocfi_frames[UNWIND_FOUND_COUNT];
-	uint64_t scan_rejected_code, scan_rejected_walk;
+	uint64_t scan_rejected_code, scan_rejected_walk, scan_rejected_stale;
 	/* steps by an analysis's rules whose return address followed no call */
 	uint64_t analysis_rejected;
 };
