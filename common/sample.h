@@ -11,15 +11,17 @@
 #define HPROF_MAX_FP_DEPTH 256
 /* Kernel frames from bpf_get_stack; the kernel's default perf_event_max_stack. */
 #define HPROF_MAX_KERNEL_DEPTH 127
-/* Largest user stack copy --stack-size accepts. */
-#define HPROF_MAX_STACK_COPY 65536
+/* Largest user stack copy --stack-size accepts. Some programs keep tens of KiB of locals
+ * on the stack (x264's analysis: frames of 24-31 KiB, stacks ~85 KiB deep). */
+#define HPROF_MAX_STACK_COPY 131072
+#define HPROF_MAX_STACK_COPY_TEXT "131072" /* for messages */
 /* The stack copy is read a page at a time so that a copy running past the end of the
  * stack mapping keeps the pages before it instead of failing whole. */
 #define HPROF_STACK_CHUNK 4096
 #define HPROF_MAX_STACK_CHUNKS (HPROF_MAX_STACK_COPY / HPROF_STACK_CHUNK + 1)
 /* The ceiling on each sample's copy (--stack-size); what is copied below it is the
  * thread's live stack: from sp to its learned base, else to the end of its stack. */
-#define HPROF_DEFAULT_STACK_COPY 65536
+#define HPROF_DEFAULT_STACK_COPY 131072
 /* Stack bytes copied from the outermost frame record the FP chain reached, when the main
  * copy does not hold them: enough for the DWARF walk to go on from there through libc's
  * start-up code (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3),
@@ -35,7 +37,7 @@ _Static_assert(HPROF_MAX_FP_DEPTH >= 127, "FP chains must reach at least 127 fra
 _Static_assert(HPROF_MAX_STACK_COPY % HPROF_STACK_CHUNK == 0, "stack copy is whole chunks");
 _Static_assert((HPROF_MAX_STACK_CHUNKS - 1) * HPROF_STACK_CHUNK >= HPROF_MAX_STACK_COPY,
 	       "enough chunks for the largest copy, plus one for a partial first page");
-_Static_assert(HPROF_MAX_STACK_CHUNKS <= 32, "a copy's pages fit its 32-bit map of holes");
+_Static_assert(HPROF_MAX_STACK_CHUNKS <= 64, "a copy's pages fit its 64-bit map of holes");
 _Static_assert(HPROF_SIGFRAME_SEARCH <= HPROF_MAX_STACK_COPY, "the search stays in the copy");
 
 /* Why the in-kernel frame-pointer walk stopped. */
@@ -124,7 +126,8 @@ struct hprof_sample {
 	__u8 fp_end; /* enum fp_end */
 	__u8 pad;
 	__u16 tail_len;
-	__u32 stack_holes; /* the stack copy's unreadable pages */
+	__u32 interrupted_len; /* see interrupted_sp */
+	__u64 stack_holes; /* the stack copy's unreadable pages */
 	/* Address of the frame record the FP chain's last return address was read from
 	 * (user_ips[nr_user - 1] is at fp_tail_frame + 8); 0 when the chain has one frame. */
 	__u64 fp_tail_frame;
@@ -133,11 +136,10 @@ struct hprof_sample {
 	 * interrupted, copied from the sp saved in the kernel's signal frame; 0 and 0 when
 	 * there is none. stack_len + interrupted_len stay within the copy's ceiling. */
 	__u64 interrupted_sp;
-	__u32 interrupted_len;
-	__u32 interrupted_holes; /* the interrupted copy's unreadable pages */
+	__u64 interrupted_holes; /* the interrupted copy's unreadable pages */
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 160, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 168, "hprof_sample layout is shared with BPF");
 
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
@@ -280,11 +282,11 @@ static inline __u64 hprof_sample__user_memory_len(const struct hprof_sample *s)
 }
 
 /* A map of holes for the first len bytes of a copy from base: its pages past them go. */
-static inline __u32 hprof_sample__holes_within(__u32 holes, __u64 base, __u64 len)
+static inline __u64 hprof_sample__holes_within(__u64 holes, __u64 base, __u64 len)
 {
 	__u64 pages = len ? ((base + len - 1) / HPROF_STACK_CHUNK - base / HPROF_STACK_CHUNK) + 1 : 0;
 
-	return pages >= 32 ? holes : holes & ((1u << pages) - 1);
+	return pages >= 64 ? holes : holes & ((1ull << pages) - 1);
 }
 
 /* Cuts a well-formed record of *size bytes to the copy --stack-size limit would have

@@ -292,56 +292,80 @@ static __always_inline __u32 through_record(__u32 *field, __u32 v)
 	return *(volatile __u32 *)field;
 }
 
+static __always_inline void store_holes(__u64 *field, __u64 v)
+{
+	*(volatile __u64 *)field = v;
+}
+
+/* A copy a page at a time (bpf_loop's context): where it goes and comes from, how far it
+ * got, and which pages could not be read. */
+struct page_copy {
+	__u8 *dst;
+	__u64 from, want;
+	__u64 copied, kept, holes;
+	__u32 pages_kept;
+};
+
+/* bpf_loop step c: the copy's c-th page (the first may start mid-page, the last may end
+ * short), 1 to stop. Verified once, for any c and any state: every value is bounded here. */
+static long copy_page(__u64 c, void *ctx)
+{
+	struct page_copy *p = ctx;
+	__u64 copied = p->copied, want = p->want, len;
+
+	if (c >= 64 || copied >= want || want > HPROF_MAX_STACK_COPY)
+		return 1;
+	len = HPROF_STACK_CHUNK - ((p->from + copied) & (HPROF_STACK_CHUNK - 1));
+	if (len > want - copied)
+		len = want - copied;
+	/* Keep clang from testing a copy of len and passing another to the helper: the
+	 * verifier must see the bound on the register it checks. */
+	barrier_var(len);
+	if (len == 0 || len > HPROF_STACK_CHUNK)
+		return 1;
+	barrier_var(copied);
+	if (copied > HPROF_MAX_STACK_COPY)
+		return 1;
+	if (bpf_probe_read_user(p->dst + copied, len, (void *)(p->from + copied)) == 0) {
+		p->kept = copied + len;
+		p->pages_kept = c + 1;
+	} else {
+		p->holes |= 1ull << c;
+	}
+	p->copied = copied + len;
+	return 0;
+}
+
 /* Copies want bytes of user memory from `from` to dst in one read, sized so that it does
  * not run off the end of the stack. Should the read fail (a page never touched, or swapped
  * out, cannot be read without a fault), copies a page at a time: a page that fails is left
  * zero-filled (the helper clears what it could not read) and marked in *holes, and the
  * pages above it are still copied. Sets *len, both in the record, to the bytes copied up
- * to the last page read, and returns it. */
+ * to the last page read, and returns it. The pages go through bpf_loop: a loop the
+ * verifier unrolled would take it past its budget at HPROF_MAX_STACK_CHUNKS pages. */
 static __always_inline __u32 copy_region(__u8 *dst, __u64 from, __u64 want, __u32 *len_out,
-					 __u32 *holes_out)
+					 __u64 *holes_out)
 {
-	__u64 copied = 0, kept = 0;
-	__u32 holes = 0, pages_kept = 0;
+	struct page_copy p = { .dst = dst, .from = from, .want = want };
+	__u64 holes;
 
 	barrier_var(want);
 	if (want == 0 || want > HPROF_MAX_STACK_COPY)
 		return through_record(len_out, 0);
 	if (bpf_probe_read_user(dst, want, (void *)from) == 0)
 		return through_record(len_out, want);
-	for (int c = 0; c < HPROF_MAX_STACK_CHUNKS; c++) {
-		__u64 len = HPROF_STACK_CHUNK - ((from + copied) & (HPROF_STACK_CHUNK - 1));
-
-		if (copied >= want)
-			break;
-		if (len > want - copied)
-			len = want - copied;
-		/* Keep clang from testing a copy of len and passing another to the helper:
-		 * the verifier must see the bound on the register it checks. */
-		barrier_var(len);
-		if (len == 0 || len > HPROF_STACK_CHUNK)
-			break;
-		barrier_var(copied);
-		if (copied > HPROF_MAX_STACK_COPY)
-			break;
-		if (bpf_probe_read_user(dst + copied, len, (void *)(from + copied)) == 0) {
-			kept = copied + len;
-			pages_kept = c + 1;
-		} else {
-			holes |= 1u << c;
-		}
-		copied += len;
-	}
+	bpf_loop(HPROF_MAX_STACK_CHUNKS, copy_page, &p, 0);
 	/* unreadable pages past the last one read are no holes: the copy ends before them */
-	through_record(holes_out, holes & ((1u << pages_kept) - 1));
-	return through_record(len_out, kept);
+	holes = p.pages_kept >= 64 ? p.holes : p.holes & ((1ull << p.pages_kept) - 1);
+	store_holes(holes_out, holes);
+	return through_record(len_out, p.kept);
 }
 
 /* Counts how a copy of want bytes went, and marks a short one in the sample. */
 static __always_inline void count_copy(struct hprof_sample *s, __u64 want, __u64 copied,
-				       const __u32 *holes)
+				       const __u64 *holes)
 {
-	if (*(volatile const __u32 *)holes)
+	if (*(volatile const __u64 *)holes)
 		count(KC_STACK_COPY_HOLES);
 	if (copied >= want)
 		return;

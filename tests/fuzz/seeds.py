@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Seed inputs for tests/fuzz from a real capture (hprof --raw).
 
-  seeds.py capture CAPTURE OUT     a smaller capture: its first 4 samples, and the other
+  seeds.py capture CAPTURE OUT     a smaller capture: its first 3 samples and the first with
+                                   an interrupted stack (else the 4th), and the other
                                    records of their processes
   seeds.py unwind CAPTURE OUTDIR   fuzz_unwind inputs: from the first return address into
                                    libc on each sample's stack (a libc frame, as the walk
@@ -18,9 +19,9 @@
 import struct
 import sys
 
-# struct hprof_sample (160 bytes): timestamp, ip, sp, bp, bx, di, r10, r12-r15, pid, tid, ...
-SAMPLE_HDR = struct.Struct("<QQQQQQQQQQQIIIIHHIBBHIQ16sQII")
-assert SAMPLE_HDR.size == 160
+# struct hprof_sample (168 bytes): timestamp, ip, sp, bp, bx, di, r10, r12-r15, pid, tid, ...
+SAMPLE_HDR = struct.Struct("<QQQQQQQQQQQIIIIHHIBBHIQQ16sQQ")
+assert SAMPLE_HDR.size == 168
 PID, NR_USER, NR_KERNEL, STACK_LEN = 11, 15, 16, 17
 
 
@@ -42,14 +43,21 @@ def event_pid(rtype, payload):
     return None
 
 
+INTERRUPTED_LEN = 21
+
+
 def shrink(path, out):
     data = open(path, "rb").read()
     pids = {SAMPLE_HDR.unpack_from(p)[PID] for t, p, _ in records(data) if t == 3}
+    interrupted = [i for i, (t, p, _) in enumerate(r for r in records(data) if r[0] == 3)
+                   if SAMPLE_HDR.unpack_from(p)[INTERRUPTED_LEN]]
+    # the first 4 samples; the last of them the first with an interrupted stack, if any
+    keep = {0, 1, 2, interrupted[0] if interrupted else 3}
     kept, samples = [data[:16]], 0
     for rtype, payload, raw in records(data):
         if rtype == 3:
             samples += 1
-            if samples > 4:
+            if samples - 1 not in keep:
                 continue
         pid = event_pid(rtype, payload)
         if pid is None or pid in pids:
@@ -136,7 +144,7 @@ def delta_record(tid, seq, base_seq, now, prev):
     region += payload
     hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 0, 0, 0, 0, 0, 0, 0, 100, tid, 0,
                           SAMPLE_STACK_DELTA | 10,
-                          2, 0, len(region), 0, 0, 0, 0, 0, b"seed", 0, 0, 0)
+                          2, 0, len(region), 0, 0, 0, 0, 0, 0, b"seed", 0, 0)
     return hdr + struct.pack("<QQ", 0x401000, 0x401100) + region
 
 

@@ -70,6 +70,31 @@ static void test_reads(void)
 	check(stack_copy__len_before_holes(&stack) == sizeof(low), "no hole: the whole copy");
 }
 
+/* The largest copy: 33 pages (a copy that starts mid-page), its holes past the 32nd page
+ * marked and read as such. */
+static void test_large_copy(void)
+{
+	static uint8_t bytes[HPROF_MAX_STACK_COPY];
+	const uint64_t base = 0x7f0000000800;
+	struct stack_copy copy = { bytes, base, sizeof(bytes), 1ull << 32 | 1ull << 20, NULL };
+	const uint64_t last_page = (base + sizeof(bytes) - 1) / PAGE * PAGE;
+	uint64_t v;
+
+	check(HPROF_MAX_STACK_CHUNKS == 33 && strtoul(HPROF_MAX_STACK_COPY_TEXT, NULL, 10) ==
+						       HPROF_MAX_STACK_COPY,
+	      "the largest copy is %s bytes, 33 pages at most", HPROF_MAX_STACK_COPY_TEXT);
+	put_u64(bytes, sizeof(bytes) - 8, 7);
+	check(read_at(&copy, last_page, &v) == STACK_READ_HOLE,
+	      "a hole on the 33rd page is read as one");
+	check(read_at(&copy, last_page - 8, &v) == STACK_READ_OK,
+	      "the page before it is read");
+	check(stack_copy__len_before_holes(&copy) == (base / PAGE + 20) * PAGE - base,
+	      "the bytes before the first hole end with its page");
+	check(hprof_sample__holes_within(copy.holes, base, sizeof(bytes)) == copy.holes &&
+		      hprof_sample__holes_within(copy.holes, base, 32 * PAGE - 0x800) == 1ull << 20,
+	      "a limit keeps the holes of the pages within it");
+}
+
 /* A record with a stack of 100 bytes, an interrupted stack of 50 and a tail of 16. */
 struct record {
 	struct hprof_sample s;
@@ -231,6 +256,7 @@ cleanup:
 int main(void)
 {
 	test_reads();
+	test_large_copy();
 	test_limit();
 	test_walk();
 	return failures ? 1 : 0;

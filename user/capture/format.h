@@ -17,8 +17,9 @@
 
 #define CAPTURE_MAGIC "HPROFCAP"
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
- * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi. */
-#define CAPTURE_VERSION 5
+ * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
+ * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits. */
+#define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 

@@ -202,8 +202,8 @@ static int parse_option(struct serve_opts *o, int opt, const char *arg)
 		return 0;
 	case OPT_STACK_SIZE:
 		if (!text__parse_number(arg, 8, HPROF_MAX_STACK_COPY, &v) || v % 8)
-			return usage_error("--stack-size takes a multiple of 8 from 8 to 65536, got '%s'",
-					   arg);
+			return usage_error("--stack-size takes a multiple of 8 from 8 to "
+					   HPROF_MAX_STACK_COPY_TEXT ", got '%s'", arg);
 		o->stack_size = (unsigned)v;
 		return 0;
 	case OPT_EVERY:

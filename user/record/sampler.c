@@ -97,12 +97,14 @@ uint64_t sampler__max_record_size(unsigned stack_size, bool delta_verify)
  * every sample the largest record), the ring holds SAMPLER_RING_WORST_MS of it: the reader
  * is woken after a quarter of that and has the rest to drain. Real copies stop at the end of
  * the stack or at the thread's learned base and are mostly sent as deltas (0.3-15 KiB a
- * sample against the ~68 KiB of the default 64-KiB copy's bound), so the same ring holds
- * ~0.2-10 s of ordinary traffic, past the slowest drain. The old fixed 16 MiB held 240 ms
- * of the worst case on 2 CPUs at 499 Hz (and cost 32 MiB of RSS: libbpf maps the data pages
- * twice, all of them up front) but 2 ms on 128 CPUs at 999 Hz. The floor keeps slow rates
- * (the default -F 99, --no-dwarf, few CPUs) from rings a single slow drain overflows: 2 MiB
- * holds 150 ms of the worst case on 2 CPUs at 99 Hz. The ceiling bounds the memory on large
+ * sample against the ~132 KiB of the default 128-KiB copy's bound), so the same ring holds
+ * ~0.2-10 s of ordinary traffic, past the slowest drain; whole copies of 57 KiB from both
+ * CPUs at 999 Hz (deep recursion, deltas off) lost none in a 2-MiB ring. The old fixed
+ * 16 MiB held 240 ms of the worst case of 64-KiB copies on 2 CPUs at 499 Hz (and cost
+ * 32 MiB of RSS: libbpf maps the data pages twice, all of them up front) but 2 ms on 128
+ * CPUs at 999 Hz. The floor keeps slow rates (the default -F 99, --no-dwarf, few CPUs) from
+ * rings a single slow drain overflows: 2 MiB holds 80 ms of the worst case on 2 CPUs at
+ * 99 Hz. The ceiling bounds the memory on large
  * hosts (twice the ring in RSS). */
 unsigned sampler__default_ring_size(unsigned nr_cpus, unsigned frequency, uint64_t max_record)
 {

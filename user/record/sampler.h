@@ -41,7 +41,7 @@ uint64_t sampler__max_record_size(unsigned stack_size, bool delta_verify);
 /* The ring buffer's size when --ring-size is not given: room for SAMPLER_RING_WORST_MS of
  * the worst traffic that can arrive (every CPU sampled at frequency Hz, each sample the
  * largest record), rounded up to a power of two, within SAMPLER_RING_MIN..MAX. */
-#define SAMPLER_RING_WORST_MS 50
+#define SAMPLER_RING_WORST_MS 25
 #define SAMPLER_RING_MIN (2u << 20)
 #define SAMPLER_RING_MAX (256u << 20)
 unsigned sampler__default_ring_size(unsigned nr_cpus, unsigned frequency, uint64_t max_record);

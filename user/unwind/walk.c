@@ -43,7 +43,7 @@ static bool in_hole(const struct stack_copy *copy, uint64_t addr)
 	uint64_t first = copy->base / STACK_COPY_PAGE;
 	uint64_t lo = addr / STACK_COPY_PAGE - first, hi = (addr + 7) / STACK_COPY_PAGE - first;
 
-	return (lo < 32 && (copy->holes >> lo & 1)) || (hi < 32 && (copy->holes >> hi & 1));
+	return (lo < 64 && (copy->holes >> lo & 1)) || (hi < 64 && (copy->holes >> hi & 1));
 }
 
 /* One copy alone; a hole only if the copy holds all 8 bytes. */
@@ -85,7 +85,7 @@ uint64_t stack_copy__len_before_holes(const struct stack_copy *copy)
 	if (!copy->holes)
 		return copy->len;
 	/* the first hole's page starts where the page before it ends */
-	page_end = (copy->base / STACK_COPY_PAGE + (uint64_t)__builtin_ctz(copy->holes)) *
+	page_end = (copy->base / STACK_COPY_PAGE + (uint64_t)__builtin_ctzll(copy->holes)) *
 		   STACK_COPY_PAGE;
 	if (page_end <= copy->base)
 		return 0;
@@ -1189,7 +1189,7 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 		fprintf(out, "%s [%#" PRIx64 ", %#" PRIx64 ")", c == copy ? ", copy" : " and",
 			c->base, c->base + c->len);
 		if (c->holes)
-			fprintf(out, " (holes %#x)", c->holes);
+			fprintf(out, " (holes %#" PRIx64 ")", c->holes);
 	}
 	fputc('\n', out);
 	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {

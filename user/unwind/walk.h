@@ -38,7 +38,7 @@ struct stack_copy {
 	uint64_t len;
 	/* Pages that could not be copied: bit i is the i-th page from base's, whose bytes in
 	 * the copy are zeros, not memory. */
-	uint32_t holes;
+	uint64_t holes;
 	const struct stack_copy *more;
 };
 
