@@ -77,7 +77,7 @@ static int find_text(Elf *elf, const uint8_t *file, size_t file_size, struct tex
  * says it was saved (or left alone where it was not). */
 static bool agrees(const struct code_rules *a, const struct unwind_rules *c)
 {
-	if (a->cfa != c->cfa || a->cfa_offset != c->cfa_offset)
+	if (a->cfa != c->cfa || a->cfa_offset != c->cfa_offset || a->ra_offset != -8)
 		return false;
 	/* tracing from the start, rbp not yet written since its save still holds the value */
 	if (c->rbp == UNWIND_RBP_AT_CFA)

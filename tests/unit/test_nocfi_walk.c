@@ -19,6 +19,7 @@ struct nocfi_model {
 	const uint8_t *code; /* the chain's text segment, at CHAIN_BIAS */
 	bool analyze, symbols;
 	uint32_t analyses;
+	const struct code_rules *fixed; /* the analysis's rules for every pc, when set */
 };
 
 static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
@@ -57,6 +58,10 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 	if (!m->analyze)
 		return CODE_UNDECODABLE;
 	m->analyses++;
+	if (m->fixed) {
+		*rules = *m->fixed;
+		return CODE_OK;
+	}
 	function_start(ctx, pc, &start);
 	return x86_code__analyze(&code, pc, start, start ? start + 64 : 0, rules);
 }
@@ -260,6 +265,38 @@ static void test_scan_stale(void)
 	      (unsigned long)w.stats.scan_rejected_stale, frames_text(w.frames, w.result.nr_frames));
 }
 
+/* A callee that moved its return address into its caller's top word (sljit's fast calls:
+ * pop (%rsp)) runs with its caller's rsp: CFA = rsp + 0, the return address at CFA + 0.
+ * leaf is taken to be one: c's frame from sp, c's return address into it at sp. The walk
+ * goes on from c with the same sp; a return address that names the frame's own pc again
+ * at the same sp is no caller. */
+static void test_return_address_in_caller(void)
+{
+	const struct code_rules moved = { .cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 0,
+					  .ra_offset = 0, .rbp = UNWIND_RBP_UNCHANGED,
+					  .rbx = UNWIND_RBX_UNCHANGED };
+	struct nocfi_model m = { .analyze = true, .nocfi_from = CHAIN_LEAF, .fixed = &moved };
+	const struct chain_build *b = &CHAIN_NOFP;
+	struct sim_stack s;
+	uint64_t want[8];
+	uint32_t n = true_frames(b, want);
+	struct walk w;
+
+	sim_main_path_to_leaf(&s, b, NULL);
+	s.sp += LOCALS_LEAF + 8; /* c's sp */
+	sim_store(&s, s.sp, at(b->ra_c));
+	walk(&m, b, &s, at(PC_LEAF_LOOP), false, &w);
+	check(w.result.end == UNWIND_END_COMPLETE && frames_are(w.frames, w.result.nr_frames, want, n) &&
+		      w.frames[1].found == UNWIND_FOUND_ANALYSIS,
+	      "return address moved into the caller's top word: the caller at the same sp, then every frame (%s)",
+	      frames_text(w.frames, w.result.nr_frames));
+	sim_store(&s, s.sp, at(PC_LEAF_LOOP));
+	walk(&m, b, &s, at(PC_LEAF_LOOP), true, &w);
+	check(w.result.end != UNWIND_END_COMPLETE && w.result.nr_frames == 1,
+	      "the frame's own pc again at the same sp is no caller (%s)",
+	      unwind_end__name(w.result.end));
+}
+
 int main(void)
 {
 	size_t len;
@@ -282,5 +319,6 @@ int main(void)
 	test_scan();
 	test_scan_trial();
 	test_scan_stale();
+	test_return_address_in_caller();
 	return failures ? 1 : 0;
 }

@@ -108,6 +108,57 @@ static void test_rules(void)
 	}
 }
 
+/* Return addresses the code moves: sljit's fast calls (PCRE2's JIT) enter with
+ * pop (%rsp), which moves the return address into the caller's top word, and return by
+ * pushing it again. At 0x3000:
+ *   0x3000: pop (%rsp)  0x3003: add $1,%rax  0x3007: mov (%rsp),%rax  0x300b: push %rax
+ *   0x300c: ret
+ *   0x3010: pop (%rsp)  0x3013: nop  0x3014: push (%rsp)  0x3017: ret
+ *   0x3020: mov %rax,(%rsp)  0x3024: ret      (a return address overwritten: unknown)
+ *   0x3030: mov (%rsp),%rcx  0x3034: mov %rcx,0x8(%rsp)  0x3039: pop %rax  0x303a: ret
+ *                                            (its own return address, copied up a word) */
+static void test_moved_return(void)
+{
+	static const uint8_t moved[] = {
+		0x8f, 0x04, 0x24, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x8b, 0x04, 0x24, 0x50, 0xc3, 0xcc,
+		0xcc, 0xcc, 0x8f, 0x04, 0x24, 0x90, 0xff, 0x34, 0x24, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc,
+		0xcc, 0xcc, 0xcc, 0xcc, 0x48, 0x89, 0x04, 0x24, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+		0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x48, 0x8b, 0x0c, 0x24, 0x48, 0x89, 0x4c, 0x24,
+		0x08, 0x58, 0xc3,
+	};
+	const struct code_window w = { moved, 0x3000, sizeof(moved) };
+	struct code_rules r;
+	enum code_fail fail;
+
+	fail = x86_code__analyze(&w, 0x3000, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 8 &&
+		      r.ra_offset == -8,
+	      "fast call, at its entry: CFA rsp+8, return address at CFA-8 (%s, %+d, %+d)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	fail = x86_code__analyze(&w, 0x3003, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 0 &&
+		      r.ra_offset == 0,
+	      "fast call, past pop (%%rsp): the caller's rsp is rsp, the return address at it (%s, %+d, %+d)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	fail = x86_code__analyze(&w, 0x3013, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 0 &&
+		      r.ra_offset == 0,
+	      "fast call returning by push (%%rsp); ret: the same (%s, %+d, %+d)", code_fail__name(fail),
+	      r.cfa_offset, r.ra_offset);
+	check(x86_code__analyze(&w, 0x3020, 0, 0, &r) == CODE_STACK_LOST,
+	      "a return address overwritten by a value the analysis cannot name: stack lost");
+	fail = x86_code__analyze(&w, 0x3030, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 16 &&
+		      r.ra_offset == -16,
+	      "a return address copied a word up: read where it was at pc (%s, %+d, %+d)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	fail = x86_code__analyze(&window, F_PUSHES_BODY, 0, 0, &r);
+	check(fail == CODE_OK && r.ra_offset == -8, "a plain function: return address at CFA-8");
+	fail = x86_code__analyze(&window, F_PUSHES_BODY, F_PUSHES, 0, &r);
+	check(fail == CODE_OK && r.ra_offset == -8,
+	      "a plain function from its start: return address at CFA-8");
+}
+
 static void test_failures(void)
 {
 	static const uint8_t bad[] = { 0x06, 0x06, 0x06, 0x06 };   /* push %es: not in 64-bit mode */
@@ -287,6 +338,7 @@ int main(void)
 	test_fixture();
 	test_rules();
 	test_failures();
+	test_moved_return();
 	test_calls();
 	return failures ? 1 : 0;
 }

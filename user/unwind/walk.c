@@ -230,7 +230,7 @@ static uint64_t space_mix(uint64_t space)
 static bool is_plain(const struct cached_rules *r)
 {
 	return (r->cfa == UNWIND_CFA_SP_OFFSET || r->cfa == UNWIND_CFA_BP_OFFSET) &&
-	       r->ra == UNWIND_RA_AT_CFA &&
+	       r->ra == UNWIND_RA_AT_CFA && r->ra_offset < 0 &&
 	       (r->rbp == UNWIND_RBP_UNCHANGED || r->rbp == UNWIND_RBP_AT_CFA) &&
 	       (r->rbx == UNWIND_RBX_UNCHANGED || r->rbx == UNWIND_RBX_AT_CFA);
 }
@@ -523,7 +523,7 @@ static enum unwind_end step(const struct walker *w, const struct cached_rules *r
 			    bool *ra_undefined, bool *signal)
 {
 	enum unwind_end end;
-	bool in_register;
+	bool in_register, ra_in_caller;
 	uint64_t cfa;
 
 	*ra_undefined = false;
@@ -545,8 +545,12 @@ static enum unwind_end step(const struct walker *w, const struct cached_rules *r
 	caller->sp = cfa;
 	*signal = is_signal_frame(rules);
 	/* Outside signal frames the stack only grows down: a caller's frame is above, or where
-	 * the callee's is when the return address was never on the stack. */
-	if (!*signal && (in_register ? cfa < regs->sp : cfa <= regs->sp))
+	 * the callee's is when the return address was never on the stack or is in the caller's
+	 * frame (moved there: sljit's fast calls), and then the caller is another pc. */
+	ra_in_caller = rules->ra == UNWIND_RA_AT_CFA && rules->ra_offset >= 0;
+	if (!*signal && (in_register || ra_in_caller ? cfa < regs->sp : cfa <= regs->sp))
+		return UNWIND_END_BAD_FRAME;
+	if (ra_in_caller && cfa == regs->sp && caller->ip == regs->ip)
 		return UNWIND_END_BAD_FRAME;
 	return UNWIND_END_COMPLETE;
 }
@@ -760,7 +764,7 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 	*slot = (struct cached_rules){
 		.space = id, .pc = lookup, .next = slot,
 		.cfa = code.cfa, .cfa_offset = code.cfa_offset,
-		.ra = UNWIND_RA_AT_CFA, .ra_offset = -8,
+		.ra = UNWIND_RA_AT_CFA, .ra_offset = code.ra_offset,
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,

@@ -38,6 +38,23 @@ enum base {
  * r11 is not tracked). */
 #define NR_DRAP 6
 
+/* Tracing forward, the words of the stack the code stores to, and what the general
+ * registers loaded from the stack, so that a return finds its return address where the
+ * code moved it: sljit's fast calls (PCRE2's JIT) enter with pop (%rsp), which moves the
+ * return address into the caller's top word, and return with mov (%rsp),%rax; push %rax;
+ * ret. A word is 8 bytes at SP0 + an offset; WORD_UNKNOWN: a value the analysis cannot
+ * name. Stores through other registers than rsp (and rbp or a DRAP register holding
+ * rsp + N) are taken not to reach the words a return reads. */
+#define NR_WORDS 16
+#define NR_GPRS 16
+#define WORD_UNKNOWN INT32_MIN
+#define CODE_MAX_WORD (1 << 24)
+
+struct word {
+	int32_t at;    /* SP0 + at */
+	int32_t holds; /* the word at SP0 + holds at pc, or WORD_UNKNOWN */
+};
+
 struct val {
 	uint8_t base;
 	int64_t off;
@@ -55,6 +72,14 @@ struct state {
 	struct reg bp, bx;
 	struct val drap[NR_DRAP];
 	bool from_start; /* tracing from the function's start, not forward from pc */
+	/* tracing forward: rax..r15 (by Zydis's order; rsp's unused) as the word at SP0 + n
+	 * at pc they were loaded from, else WORD_UNKNOWN; the words stored to since pc */
+	int32_t gpr[NR_GPRS];
+	struct word words[NR_WORDS];
+	uint8_t nr_words;
+	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp */
+	bool ra_moved;
+	int32_t ra_at;
 };
 
 /* One analysis: the code, the decoder, what was visited, the paths still to follow. */
@@ -344,12 +369,177 @@ static enum flow flow_of(const ZydisDecodedInstruction *insn, const ZydisDecoded
 	}
 }
 
+/* rax..r15's index in state.gpr (any width of one), or -1. */
+static int gpr_index(ZydisRegister reg)
+{
+	reg = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+	if (reg < ZYDIS_REGISTER_RAX || reg > ZYDIS_REGISTER_R15)
+		return -1;
+	return (int)(reg - ZYDIS_REGISTER_RAX);
+}
+
+static bool word_offset(int64_t off)
+{
+	return off > -CODE_MAX_WORD && off < CODE_MAX_WORD;
+}
+
+/* The word at SP0 + at as the trace has it: what was stored there since pc, else the word
+ * that was there at pc. */
+static int32_t word_at(const struct state *s, int64_t at)
+{
+	if (!word_offset(at) || (at & 7))
+		return WORD_UNKNOWN;
+	for (unsigned i = 0; i < s->nr_words; i++) {
+		if (s->words[i].at == at)
+			return s->words[i].holds;
+	}
+	return (int32_t)at;
+}
+
+/* Stores holds to the word at SP0 + at. With every slot taken, the lowest word goes: a
+ * return reads the word at its rsp, above the frame's locals and saves. */
+static void store_word(struct state *s, int64_t at, int32_t holds)
+{
+	unsigned lowest = 0;
+
+	if (!word_offset(at))
+		return;
+	for (unsigned i = 0; i < s->nr_words; i++) {
+		if (s->words[i].at == at) {
+			s->words[i].holds = holds;
+			return;
+		}
+		if (s->words[i].at < s->words[lowest].at)
+			lowest = i;
+	}
+	if (s->nr_words < NR_WORDS)
+		lowest = s->nr_words++;
+	else if (s->words[lowest].at > at)
+		return;
+	s->words[lowest] = (struct word){ (int32_t)at, holds };
+}
+
+/* A store of width bytes at SP0 + at: an aligned word takes holds, every other word it
+ * touches becomes unknown. */
+static void store_bytes(struct state *s, int64_t at, int64_t width, int32_t holds)
+{
+	if (width == 8 && !(at & 7)) {
+		store_word(s, at, holds);
+		return;
+	}
+	for (int64_t w = at & ~7ll; w < at + width && word_offset(w); w += 8)
+		store_word(s, w, WORD_UNKNOWN);
+}
+
+/* A memory operand's address as SP0 + *at, with rsp at sp (push and pop move rsp around
+ * their access). */
+static bool stack_address(const struct state *s, struct val sp, const ZydisDecodedOperand *op,
+			  int64_t *at)
+{
+	struct state with = *s;
+	struct val a;
+
+	if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.segment == ZYDIS_REGISTER_FS ||
+	    op->mem.segment == ZYDIS_REGISTER_GS)
+		return false;
+	with.sp = sp;
+	a = lea_value(&with, op);
+	if (a.base != BASE_SP0 || !word_offset(a.off))
+		return false;
+	*at = a.off;
+	return true;
+}
+
+/* The word a push or a store writes, from its source operand: a register's tracked value,
+ * or the word a memory source held. */
+static int32_t source_word(const struct state *s, const ZydisDecodedOperand *src)
+{
+	int64_t at;
+	int i;
+
+	if (src->type == ZYDIS_OPERAND_TYPE_REGISTER && src->size == 64) {
+		i = gpr_index(src->reg.value);
+		return i >= 0 ? s->gpr[i] : WORD_UNKNOWN;
+	}
+	if (src->type == ZYDIS_OPERAND_TYPE_MEMORY && src->size == 64 &&
+	    stack_address(s, s->sp, src, &at))
+		return word_at(s, at);
+	return WORD_UNKNOWN;
+}
+
+/* Tracing forward, before apply() moves rsp: the stack words the instruction stores to and
+ * the registers it loads from them. */
+static void track_words(struct state *s, const ZydisDecodedInstruction *insn,
+			const ZydisDecodedOperand *ops)
+{
+	const bool sp_known = s->sp.base == BASE_SP0;
+	int32_t value = WORD_UNKNOWN;
+	int dst = -1;
+	int64_t at;
+
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_PUSH:
+		if (sp_known && insn->operand_width == 64)
+			store_word(s, s->sp.off - 8, source_word(s, &ops[0]));
+		else if (sp_known)
+			store_bytes(s, s->sp.off - insn->operand_width / 8, insn->operand_width / 8,
+				    WORD_UNKNOWN);
+		return;
+	case ZYDIS_MNEMONIC_PUSHFQ:
+		if (sp_known)
+			store_word(s, s->sp.off - 8, WORD_UNKNOWN);
+		return;
+	case ZYDIS_MNEMONIC_POP:
+		value = sp_known ? word_at(s, s->sp.off) : WORD_UNKNOWN;
+		if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			/* the address is computed with rsp already past the word popped */
+			if (stack_address(s, val_add(s->sp, 8), &ops[0], &at))
+				store_bytes(s, at, 8, value);
+			return;
+		}
+		dst = gpr_index(ops[0].reg.value);
+		if (dst >= 0)
+			s->gpr[dst] = value;
+		return;
+	case ZYDIS_MNEMONIC_CALL:
+		/* the callee may change any register, and the words below rsp */
+		for (unsigned i = 0; i < NR_GPRS; i++)
+			s->gpr[i] = WORD_UNKNOWN;
+		for (unsigned i = 0; sp_known && i < s->nr_words; i++) {
+			if (s->words[i].at < s->sp.off)
+				s->words[i].holds = WORD_UNKNOWN;
+		}
+		return;
+	case ZYDIS_MNEMONIC_MOV:
+		if (insn->operand_count_visible == 2 && ops[0].size == 64)
+			value = source_word(s, &ops[1]);
+		break;
+	default:
+		break;
+	}
+	/* every register or stack word written, by any operand, hidden ones too */
+	for (uint8_t i = 0; i < insn->operand_count; i++) {
+		if (!(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+			dst = gpr_index(ops[i].reg.value);
+			if (dst >= 0)
+				s->gpr[dst] = i == 0 ? value : WORD_UNKNOWN;
+		} else if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && stack_address(s, s->sp, &ops[i], &at)) {
+			store_bytes(s, at, ops[i].size / 8, i == 0 ? value : WORD_UNKNOWN);
+		}
+	}
+}
+
 /* The instruction's effect on rsp, rbp and rbx. */
 static void apply(struct state *s, const ZydisDecodedInstruction *insn,
 		  const ZydisDecodedOperand *ops)
 {
 	int64_t width = insn->operand_width / 8, imm;
 	struct reg *r;
+
+	if (!s->from_start)
+		track_words(s, insn, ops);
 
 	switch (insn->mnemonic) {
 	case ZYDIS_MNEMONIC_PUSH:
@@ -410,10 +600,30 @@ static bool decode(struct tracer *t, uint64_t pc, ZydisDecodedInstruction *insn,
 	return true;
 }
 
-/* Two returns found tracing forward give the same caller: the same rsp at the return. */
+/* Two returns found tracing forward give the same caller: the same rsp at the return, and
+ * the return address in the same place. */
 static bool same_exit(const struct state *a, const struct state *b)
 {
-	return val_is(a->sp, b->sp.base, b->sp.off);
+	return val_is(a->sp, b->sp.base, b->sp.off) && a->ra_moved == b->ra_moved &&
+	       a->ra_at == b->ra_at;
+}
+
+/* Tracing forward, at a return: where its return address is. False when the code stored
+ * something the analysis cannot name in the word the return reads. */
+static bool find_return_address(struct state *s)
+{
+	int32_t ra;
+
+	s->ra_moved = false;
+	s->ra_at = 0;
+	if (s->from_start || s->sp.base != BASE_SP0)
+		return true;
+	ra = word_at(s, s->sp.off);
+	if (ra == WORD_UNKNOWN)
+		return false;
+	s->ra_moved = ra != s->sp.off;
+	s->ra_at = ra;
+	return true;
 }
 
 /* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
@@ -450,7 +660,7 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			if (flow == FLOW_JUMP && !goal && !in_function(t, target))
 				flow = FLOW_RETURN;
 			if (flow == FLOW_RETURN && !goal) {
-				if (!val_addressable(s.sp))
+				if (!val_addressable(s.sp) || !find_return_address(&s))
 					lost = true;
 				else if (t->nr_exits++ == 0)
 					*at = s;
@@ -540,6 +750,7 @@ static enum code_fail rules_from_start(const struct state *s, struct code_rules 
 	/* rules below are relative to the CFA itself: a save at CFA + off */
 	saved_rule(&s->bp, (struct val){ BASE_CALLER, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_CALLER, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
+	out->ra_offset = -8;
 	out->from_start = true;
 	return CODE_OK;
 }
@@ -550,7 +761,9 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 {
 	struct val cfa = val_add(s->sp, 8);
 
-	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off)
+	/* a return address the code moved up into its caller's top word (sljit) leaves the
+	 * caller's rsp where the callee's is */
+	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off) && !(s->ra_moved && cfa.off == 0)
 				 : cfa.off <= -CODE_MAX_FRAME || cfa.off >= CODE_MAX_FRAME)
 		return CODE_STACK_LOST;
 	if (cfa.base == BASE_SP0)
@@ -561,6 +774,8 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 		out->cfa = cfa.base == BASE_R0 ? UNWIND_CFA_R10_OFFSET
 					       : UNWIND_CFA_R12_OFFSET + (cfa.base - BASE_R0 - 2);
 	out->cfa_offset = (int32_t)cfa.off;
+	/* moved: the return reads it from a word the code stored it to (s->sp is SP0-based) */
+	out->ra_offset = s->ra_moved ? (int32_t)(s->ra_at - cfa.off) : -8;
 	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
 	out->from_start = false;
@@ -586,6 +801,8 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	}
 	s.pc = pc;
 	s.sp = (struct val){ BASE_SP0, 0 };
+	for (unsigned i = 0; i < NR_GPRS; i++)
+		s.gpr[i] = WORD_UNKNOWN;
 	s.bp.val = (struct val){ BASE_BP0, 0 };
 	s.bx.val = (struct val){ BASE_BX0, 0 };
 	for (unsigned i = 0; i < NR_DRAP; i++)

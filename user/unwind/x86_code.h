@@ -25,6 +25,9 @@ struct code_rules {
 	uint8_t cfa, rbp, rbx;
 	bool from_start;    /* found by tracing from the function's start, not forward from pc */
 	int32_t cfa_offset, rbp_offset, rbx_offset;
+	/* the return address is at CFA + ra_offset: -8, except where the code moved it (a
+	 * callee of sljit's fast calls keeps it in its caller's top word: 0) */
+	int32_t ra_offset;
 };
 
 /* Why an analysis found nothing. */
