@@ -369,11 +369,11 @@ static enum flow flow_of(const ZydisDecodedInstruction *insn, const ZydisDecoded
 	}
 }
 
-/* rax..r15's index in state.gpr (any width of one), or -1. */
+/* rax..r15's index in state.gpr (any width of one), or -1 (rsp: tracked as state.sp). */
 static int gpr_index(ZydisRegister reg)
 {
 	reg = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
-	if (reg < ZYDIS_REGISTER_RAX || reg > ZYDIS_REGISTER_R15)
+	if (reg < ZYDIS_REGISTER_RAX || reg > ZYDIS_REGISTER_R15 || reg == ZYDIS_REGISTER_RSP)
 		return -1;
 	return (int)(reg - ZYDIS_REGISTER_RAX);
 }
@@ -433,17 +433,18 @@ static void store_bytes(struct state *s, int64_t at, int64_t width, int32_t hold
 
 /* A memory operand's address as SP0 + *at, with rsp at sp (push and pop move rsp around
  * their access). */
-static bool stack_address(const struct state *s, struct val sp, const ZydisDecodedOperand *op,
+static bool stack_address(struct state *s, struct val sp, const ZydisDecodedOperand *op,
 			  int64_t *at)
 {
-	struct state with = *s;
 	struct val a;
 
 	if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.segment == ZYDIS_REGISTER_FS ||
 	    op->mem.segment == ZYDIS_REGISTER_GS)
 		return false;
-	with.sp = sp;
-	a = lea_value(&with, op);
+	if (op->mem.base == ZYDIS_REGISTER_RSP && op->mem.index == ZYDIS_REGISTER_NONE)
+		a = val_add(sp, op->mem.disp.value);
+	else
+		a = lea_value(s, op);
 	if (a.base != BASE_SP0 || !word_offset(a.off))
 		return false;
 	*at = a.off;
@@ -452,7 +453,7 @@ static bool stack_address(const struct state *s, struct val sp, const ZydisDecod
 
 /* The word a push or a store writes, from its source operand: a register's tracked value,
  * or the word a memory source held. */
-static int32_t source_word(const struct state *s, const ZydisDecodedOperand *src)
+static int32_t source_word(struct state *s, const ZydisDecodedOperand *src)
 {
 	int64_t at;
 	int i;
