@@ -238,7 +238,7 @@ text_lines() {
 # nested_blocks_c FUNCTIONS DEPTH [SEED]: a C file of FUNCTIONS functions, each DEPTH blocks
 # deep with a local in every block, for deep stacks in a real compiler: gcc -O2's cc1 needs
 # ~700 bytes of stack a level while it gimplifies such a function (gimplify_expr and three
-# helpers a level), so 60 levels reach ~45 KiB, within the 64 KiB copy ceiling. SEED makes
+# helpers a level), so 60 levels reach ~45 KiB, within the 128 KiB copy ceiling. SEED makes
 # files of the same shape differ.
 nested_blocks_c() {
 	awk -v F="$1" -v D="$2" -v seed="${3:-0}" 'BEGIN {

@@ -2,7 +2,7 @@
 # The kernel copies each sample's live stack only: from sp to the thread's learned base (the
 # outermost frame's CFA, once a complete walk taught it), else to the end of the stack's
 # mapping (for the main thread, the start of argv's strings), within the --stack-size
-# ceiling (64 KiB); only the leaf's 256 bytes when a thread's FP chains proved right.
+# ceiling (128 KiB); only the leaf's 256 bytes when a thread's FP chains proved right.
 # Stacks must stay complete however deep they get within the ceiling, on whichever stack
 # the sample ran (a coroutine's, a signal handler's alternate stack, from which the copy
 # goes on to the interrupted stack), and past pages the kernel cannot read (never touched);
@@ -65,7 +65,7 @@ expect() {
 }
 
 # --- Deep stacks in a real compiler: cc1 on blocks nested 60 deep (nested_blocks_c in lib.sh:
-# ~45 KiB of stack, beyond the old 16 KiB copy, within the 64 KiB ceiling). Deeper nesting,
+# ~45 KiB of stack, beyond the old 16 KiB copy, within the 128 KiB ceiling). Deeper nesting,
 # or nested parentheses at ~1.7 KiB a level, goes past the ceiling, where no copy can be
 # complete: cc1 keeps no frame pointers.
 nested_blocks_c 200 60 >"$TMP/nested.c"

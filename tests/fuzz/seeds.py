@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Seed inputs for tests/fuzz from a real capture (hprof --raw).
 
-  seeds.py capture CAPTURE OUT     a smaller capture: its first 3 samples and the first with
-                                   an interrupted stack (else the 4th), and the other
-                                   records of their processes
+  seeds.py capture CAPTURE OUT     a smaller capture: its first 4 samples (the 4th the first
+                                   with an interrupted stack, if the 3 before have none), and
+                                   the other records of their processes
   seeds.py unwind CAPTURE OUTDIR   fuzz_unwind inputs: from the first return address into
                                    libc on each sample's stack (a libc frame, as the walk
                                    meets it), libc's base, ip, sp, bp, copy base, the bytes
@@ -51,8 +51,9 @@ def shrink(path, out):
     pids = {SAMPLE_HDR.unpack_from(p)[PID] for t, p, _ in records(data) if t == 3}
     interrupted = [i for i, (t, p, _) in enumerate(r for r in records(data) if r[0] == 3)
                    if SAMPLE_HDR.unpack_from(p)[INTERRUPTED_LEN]]
-    # the first 4 samples; the last of them the first with an interrupted stack, if any
-    keep = {0, 1, 2, interrupted[0] if interrupted else 3}
+    # the first 4 samples, the last of them the first with an interrupted stack if none of
+    # them has one
+    keep = {0, 1, 2, interrupted[0] if interrupted and interrupted[0] > 3 else 3}
     kept, samples = [data[:16]], 0
     for rtype, payload, raw in records(data):
         if rtype == 3:

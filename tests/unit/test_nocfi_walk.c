@@ -18,6 +18,7 @@ struct nocfi_model {
 	uint64_t nocfi_from; /* the chain's functions from this one to leaf have no CFI */
 	const uint8_t *code; /* the chain's text segment, at CHAIN_BIAS */
 	bool analyze, symbols;
+	uint64_t unnamed_from; /* with symbols: the chain's functions from this one have none */
 	uint32_t analyses;
 	const struct code_rules *fixed; /* the analysis's rules for every pc, when set */
 };
@@ -43,7 +44,8 @@ static int function_start(void *ctx, uint64_t pc, uint64_t *start)
 {
 	struct nocfi_model *m = ctx;
 
-	if (!m->symbols || pc < at(CHAIN_START_MAIN) || pc >= at(CHAIN_JIT_CODE))
+	if (!m->symbols || pc < at(CHAIN_START_MAIN) || pc >= at(CHAIN_JIT_CODE) ||
+	    (m->unnamed_from && pc >= at(m->unnamed_from)))
 		return -ENOENT;
 	*start = CHAIN_BIAS + ((pc - CHAIN_BIAS) & ~63ull);
 	return 0;
@@ -239,12 +241,14 @@ static void test_scan_trial(void)
 
 /* A stale return address whose walk does reach the start: leaf's locals hold b's return
  * address after its call of c, and the words that make b's frame there lead on to main
- * (main's return address after its call of a), start_main and _start. Without symbols, a
- * direct call below leaf may be into it, so the scan is not sure of any candidate; b's
- * frame is passed over as stale, its caller having called a, not b, and c is found. */
+ * (main's return address after its call of a), start_main and _start. leaf has no symbol,
+ * so a direct call below it may be into it and the scan is not sure of any candidate; b's
+ * frame is passed over as stale, its caller having called a (a symbol's start), not b, and
+ * c is found. */
 static void test_scan_stale(void)
 {
-	struct nocfi_model m = { .analyze = false, .symbols = false, .nocfi_from = CHAIN_LEAF };
+	struct nocfi_model m = { .analyze = false, .symbols = true, .unnamed_from = CHAIN_LEAF,
+				 .nocfi_from = CHAIN_LEAF };
 	const struct chain_build *b = &CHAIN_NOFP;
 	struct sim_stack s;
 	uint64_t want[8];

@@ -152,6 +152,28 @@ static void test_moved_return(void)
 		      r.ra_offset == -16,
 	      "a return address copied a word up: read where it was at pc (%s, %+d, %+d)",
 	      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	{
+		/* mov -8(%rsp),%rax; push %rax; ret: a word below rsp at pc is no stack's */
+		static const uint8_t below[] = { 0x48, 0x8b, 0x44, 0x24, 0xf8, 0x50, 0xc3 };
+		const struct code_window bw = { below, 0x4000, sizeof(below) };
+
+		check(x86_code__analyze(&bw, 0x4000, 0, 0, &r) == CODE_STACK_LOST,
+		      "a return address from below rsp at pc: stack lost");
+	}
+	{
+		/* 17 pushes of rax, 17 pops, ret: the words stay consistent past 16 slots */
+		uint8_t many[35];
+		const struct code_window mw = { many, 0x5000, sizeof(many) };
+
+		memset(many, 0x50, 17);
+		memset(many + 17, 0x58, 17);
+		many[34] = 0xc3;
+		fail = x86_code__analyze(&mw, 0x5000, 0, 0, &r);
+		check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 8 &&
+			      r.ra_offset == -8,
+		      "more pushes than tracked words: the return address at rsp (%s, %+d, %+d)",
+		      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	}
 	fail = x86_code__analyze(&window, F_PUSHES_BODY, 0, 0, &r);
 	check(fail == CODE_OK && r.ra_offset == -8, "a plain function: return address at CFA-8");
 	fail = x86_code__analyze(&window, F_PUSHES_BODY, F_PUSHES, 0, &r);

@@ -859,18 +859,20 @@ static int known_function_start(struct walker *w, uint64_t pc, uint64_t *start)
 /* A stale return address: ra's function was called from the frame below it, which has
  * called another one since. The walk from ra then finds that frame's return address after
  * a direct call to some function's start that is not ra's function (main called the clock
- * and then the JIT code's caller, into the same stack slot). A call into a stub (a PLT
- * entry: no symbol starts there) tells nothing. A function that ra's reached by a tail
- * call is rejected too: only candidates the scan is not sure of are judged so. */
+ * and then the JIT code's caller, into the same stack slot). The target must be a symbol's
+ * start: a call into a stub (a PLT entry, which an FDE may start at) tells nothing. A
+ * function that ra's reached by a tail call, or ra in a function's split-off part
+ * (F.cold), is rejected too: only candidates the scan is not sure of are judged so. */
 static bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t caller_ra)
 {
 	uint64_t target, start, target_start;
 
-	if (follows_call(w, caller_ra, &target) != CODE_CALL_DIRECT)
+	if (!w->space->function_start || follows_call(w, caller_ra, &target) != CODE_CALL_DIRECT)
 		return false;
 	if (known_function_start(w, ra - 1, &start) != 0 || target == start)
 		return false;
-	return known_function_start(w, target, &target_start) == 0 && target_start == target;
+	return w->space->function_start(w->space->ctx, target, &target_start) == 0 &&
+	       target_start == target;
 }
 
 /* How the walk from a scan's candidate went. */
@@ -1045,6 +1047,8 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
+	/* the last sp a caller was found at without moving up, 0 if none */
+	uint64_t same_sp = 0;
 	bool bp_valid = regs->bp_valid, exact = !first_is_return;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	const uint64_t id = space->id;
@@ -1110,6 +1114,15 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			end = analysis_step(&w, id, rules, &cur, n == 1 && !first_is_return, exact, &found);
 			if (end != UNWIND_END_COMPLETE)
 				break;
+			/* a caller at its callee's sp (a return address moved up into the caller's
+			 * frame) once at any sp: two frames there could name each other forever */
+			if (cur.sp == sp) {
+				if (same_sp == sp) {
+					end = UNWIND_END_BAD_FRAME;
+					break;
+				}
+				same_sp = sp;
+			}
 			ip = cur.ip;
 			sp = cur.sp;
 			bp = cur.bp;

@@ -77,6 +77,7 @@ struct state {
 	int32_t gpr[NR_GPRS];
 	struct word words[NR_WORDS];
 	uint8_t nr_words;
+	int32_t forgotten; /* words at or below SP0 + forgotten may have been stored to */
 	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp */
 	bool ra_moved;
 	int32_t ra_at;
@@ -393,17 +394,20 @@ static int32_t word_at(const struct state *s, int64_t at)
 		if (s->words[i].at == at)
 			return s->words[i].holds;
 	}
-	return (int32_t)at;
+	return at > s->forgotten ? (int32_t)at : WORD_UNKNOWN;
 }
 
-/* Stores holds to the word at SP0 + at. With every slot taken, the lowest word goes: a
- * return reads the word at its rsp, above the frame's locals and saves. */
+/* Stores holds to the word at SP0 + at. With every slot taken, the lowest word goes (a
+ * return reads the word at its rsp, above the frame's locals and saves), and every word at
+ * or below it reads as unknown from then on. */
 static void store_word(struct state *s, int64_t at, int32_t holds)
 {
 	unsigned lowest = 0;
 
-	if (!word_offset(at))
+	if (!word_offset(at)) {
+		s->forgotten = INT32_MAX; /* a store the words cannot hold: nothing is sure */
 		return;
+	}
 	for (unsigned i = 0; i < s->nr_words; i++) {
 		if (s->words[i].at == at) {
 			s->words[i].holds = holds;
@@ -412,10 +416,15 @@ static void store_word(struct state *s, int64_t at, int32_t holds)
 		if (s->words[i].at < s->words[lowest].at)
 			lowest = i;
 	}
-	if (s->nr_words < NR_WORDS)
+	if (s->nr_words < NR_WORDS) {
 		lowest = s->nr_words++;
-	else if (s->words[lowest].at > at)
+	} else if (s->words[lowest].at > at) {
+		if (at > s->forgotten)
+			s->forgotten = (int32_t)at;
 		return;
+	} else if (s->words[lowest].at > s->forgotten) {
+		s->forgotten = s->words[lowest].at;
+	}
 	s->words[lowest] = (struct word){ (int32_t)at, holds };
 }
 
@@ -493,9 +502,10 @@ static void track_words(struct state *s, const ZydisDecodedInstruction *insn,
 	case ZYDIS_MNEMONIC_POP:
 		value = sp_known ? word_at(s, s->sp.off) : WORD_UNKNOWN;
 		if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY) {
-			/* the address is computed with rsp already past the word popped */
-			if (stack_address(s, val_add(s->sp, 8), &ops[0], &at))
-				store_bytes(s, at, 8, value);
+			/* the address is computed with rsp already past what was popped */
+			if (stack_address(s, val_add(s->sp, insn->operand_width / 8), &ops[0], &at))
+				store_bytes(s, at, insn->operand_width / 8,
+					    insn->operand_width == 64 ? value : WORD_UNKNOWN);
 			return;
 		}
 		dst = gpr_index(ops[0].reg.value);
@@ -620,7 +630,8 @@ static bool find_return_address(struct state *s)
 	if (s->from_start || s->sp.base != BASE_SP0)
 		return true;
 	ra = word_at(s, s->sp.off);
-	if (ra == WORD_UNKNOWN)
+	/* below rsp at pc no word is the stack's any more */
+	if (ra == WORD_UNKNOWN || ra < 0)
 		return false;
 	s->ra_moved = ra != s->sp.off;
 	s->ra_at = ra;
@@ -804,6 +815,7 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	s.sp = (struct val){ BASE_SP0, 0 };
 	for (unsigned i = 0; i < NR_GPRS; i++)
 		s.gpr[i] = WORD_UNKNOWN;
+	s.forgotten = INT32_MIN;
 	s.bp.val = (struct val){ BASE_BP0, 0 };
 	s.bx.val = (struct val){ BASE_BX0, 0 };
 	for (unsigned i = 0; i < NR_DRAP; i++)
