@@ -78,8 +78,9 @@ struct state {
 	struct word words[NR_WORDS];
 	uint8_t nr_words;
 	int32_t forgotten; /* words at or below SP0 + forgotten may have been stored to */
-	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp */
-	bool ra_moved;
+	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp; nowhere
+	 * the analysis can name (ra_lost) */
+	bool ra_moved, ra_lost;
 	int32_t ra_at;
 };
 
@@ -619,23 +620,26 @@ static bool same_exit(const struct state *a, const struct state *b)
 	       a->ra_at == b->ra_at;
 }
 
-/* Tracing forward, at a return: where its return address is. False when the code stored
- * something the analysis cannot name in the word the return reads. */
-static bool find_return_address(struct state *s)
+/* Tracing forward, at a return: where its return address is. Lost when the code stored
+ * something the analysis cannot name in the word the return reads, or moved it there from
+ * below rsp at pc (no word of the stack any more). Such a return still counts as the
+ * trace's exit: it gives no rule, as a return at an rsp below pc's does, where skipping it
+ * would let a later return on a path that ran into another function decide. */
+static void find_return_address(struct state *s)
 {
 	int32_t ra;
 
 	s->ra_moved = false;
+	s->ra_lost = false;
 	s->ra_at = 0;
 	if (s->from_start || s->sp.base != BASE_SP0)
-		return true;
+		return;
 	ra = word_at(s, s->sp.off);
-	/* below rsp at pc no word is the stack's any more */
-	if (ra == WORD_UNKNOWN || ra < 0)
-		return false;
-	s->ra_moved = ra != s->sp.off;
-	s->ra_at = ra;
-	return true;
+	if (ra == s->sp.off)
+		return;
+	s->ra_moved = true;
+	s->ra_lost = ra == WORD_UNKNOWN || ra < 0;
+	s->ra_at = s->ra_lost ? WORD_UNKNOWN : ra;
 }
 
 /* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
@@ -672,12 +676,15 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			if (flow == FLOW_JUMP && !goal && !in_function(t, target))
 				flow = FLOW_RETURN;
 			if (flow == FLOW_RETURN && !goal) {
-				if (!val_addressable(s.sp) || !find_return_address(&s))
+				if (!val_addressable(s.sp)) {
 					lost = true;
-				else if (t->nr_exits++ == 0)
-					*at = s;
-				else if (!same_exit(at, &s))
-					return CODE_AMBIGUOUS;
+				} else {
+					find_return_address(&s);
+					if (t->nr_exits++ == 0)
+						*at = s;
+					else if (!same_exit(at, &s))
+						return CODE_AMBIGUOUS;
+				}
 				if (t->nr_exits == CODE_EXITS)
 					return CODE_OK;
 			}
@@ -773,6 +780,8 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 {
 	struct val cfa = val_add(s->sp, 8);
 
+	if (s->ra_lost)
+		return CODE_STACK_LOST;
 	/* a return address the code moved up into its caller's top word (sljit) leaves the
 	 * caller's rsp where the callee's is */
 	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off) && !(s->ra_moved && cfa.off == 0)
