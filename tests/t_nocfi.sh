@@ -267,8 +267,8 @@ uncovered() {
 	done
 }
 
-check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret (readelf -wF)" \
-	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret
+check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp (readelf -wF)" \
+	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp
 check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
 	uncovered "$WL/nofp_trampoline" py_trampoline
 check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
@@ -308,13 +308,23 @@ expect_leaves() {
 }
 
 # Assembly without CFI called from C (with CFI), directly and through pointers.
-expect_chains asm \
-	'main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf' \
-	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee' \
+ASM_CHAINS=('main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf'
+	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee'
 	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
+	'main;call_direct_savedsp;asm_savedsp;c_callee' 'main;call_via_ptr_savedsp;asm_savedsp;c_callee')
+ASM_FUNCTIONS=(asm_leaf asm_pushes asm_multiret asm_savedsp)
+expect_chains asm "${ASM_CHAINS[@]}"
 if record asm -- nofp_asm 3; then
-	expect_leaves asm nofp_asm 5 asm_leaf asm_pushes asm_multiret c_callee
+	expect_leaves asm nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
 	report_judged asm nofp_asm
+fi
+
+# The same without scanning: each function's own instructions give its caller, asm_savedsp's
+# too (CFA = *(rbp) + 16, the caller's rsp kept in memory).
+expect_chains asm_noscan "${ASM_CHAINS[@]}"
+if record asm_noscan --no-scan -- nofp_asm 3; then
+	expect_leaves asm_noscan nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
+	report_judged asm_noscan nofp_asm
 fi
 
 # The same, stripped of its symbols: the assembly has neither symbols nor CFI, so its frames
@@ -341,14 +351,11 @@ names_from_symbols() {
 	}' <(nm "$1") "$2"
 }
 # no_asm_symbols BIN: nm finds no symbol of the assembly in BIN.
-no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret)'; }
+no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret|savedsp)'; }
 cp "$WL/nofp_asm" "$TMP/nofp_asm_s" && strip --strip-all "$TMP/nofp_asm_s"
-check "nofp_asm stripped: no symbol names asm_leaf, asm_pushes or asm_multiret" \
+check "nofp_asm stripped: no symbol names ${ASM_FUNCTIONS[*]}" \
 	no_asm_symbols "$TMP/nofp_asm_s"
-expect_chains asm_stripped \
-	'main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf' \
-	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee' \
-	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
+expect_chains asm_stripped "${ASM_CHAINS[@]}"
 if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
 	names_from_symbols "$WL/nofp_asm" "$TMP/asm_stripped_raw.folded" nofp_asm_s \
 		>"$TMP/asm_stripped.folded"
@@ -358,7 +365,7 @@ if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
 	while read -r start size _ name; do
 		((asm_lo < 0 || 16#$start < asm_lo)) && asm_lo=$((16#$start))
 		((16#$start + 16#$size > asm_hi)) && asm_hi=$((16#$start + 16#$size))
-	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret)$')
+	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret|savedsp)$')
 	unnamed=$(grep -o 'nofp_asm_s+0x[0-9a-f]*' "$TMP/asm_stripped.folded" | sort -u |
 		while read -r frame; do
 			addr=$((16#${frame#nofp_asm_s+0x}))
@@ -366,7 +373,7 @@ if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
 		done | tr '\n' ' ')
 	check "asm_stripped: every frame of the stripped copy's assembly is named after a function's start (${unnamed:-all})" \
 		test -z "$unnamed"
-	expect_leaves asm_stripped nofp_asm_s 5 asm_leaf asm_pushes asm_multiret c_callee
+	expect_leaves asm_stripped nofp_asm_s 5 "${ASM_FUNCTIONS[@]}" c_callee
 	report_judged asm_stripped nofp_asm_s
 fi
 

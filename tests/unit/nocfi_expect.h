@@ -15,7 +15,8 @@ enum nocfi_base {
 	NOCFI_SAME,      /* a register that still holds its caller's value (offset 0) */
 	NOCFI_RSP,       /* CFA = rsp + offset */
 	NOCFI_RBP,       /* CFA = rbp + offset */
-	NOCFI_DEREF_RBP, /* CFA = the word at rbp + offset (a DRAP saved under the frame record) */
+	NOCFI_DEREF_RBP, /* CFA = the word at rbp + offset, plus addend (a DRAP saved under the
+			  * frame record; rsp after push %rbp kept at a realigned rbp) */
 	NOCFI_R10,       /* CFA = r10 + offset (a DRAP in its register) */
 	NOCFI_AT_CFA,    /* a register saved at CFA + offset */
 	NOCFI_AT_RBP,    /* a register saved at rbp + offset */
@@ -24,6 +25,7 @@ enum nocfi_base {
 struct nocfi_rule {
 	enum nocfi_base base;
 	int offset;
+	int addend; /* NOCFI_DEREF_RBP's */
 };
 
 /* CFA - rsp where no constant relates them (rsp realigned). */
@@ -39,13 +41,14 @@ struct nocfi_expect {
 };
 
 /* Short names for the table, undefined after it. */
-#define NX_RSP(n)       { NOCFI_RSP, n }
-#define NX_RBP(n)       { NOCFI_RBP, n }
-#define NX_DEREF_RBP(n) { NOCFI_DEREF_RBP, n }
-#define NX_R10(n)       { NOCFI_R10, n }
-#define NX_SAME         { NOCFI_SAME, 0 }
-#define NX_AT_CFA(n)    { NOCFI_AT_CFA, n }
-#define NX_AT_RBP(n)    { NOCFI_AT_RBP, n }
+#define NX_RSP(n)       { NOCFI_RSP, n, 0 }
+#define NX_RBP(n)       { NOCFI_RBP, n, 0 }
+#define NX_DEREF_RBP(n) { NOCFI_DEREF_RBP, n, 0 }
+#define NX_DEREF_RBP_PLUS(n, a) { NOCFI_DEREF_RBP, n, a }
+#define NX_R10(n)       { NOCFI_R10, n, 0 }
+#define NX_SAME         { NOCFI_SAME, 0, 0 }
+#define NX_AT_CFA(n)    { NOCFI_AT_CFA, n, 0 }
+#define NX_AT_RBP(n)    { NOCFI_AT_RBP, n, 0 }
 
 static const struct nocfi_expect nocfi_expect[] = {
 	/* label                         .text  CFA              rbp              rbx              CFA-rsp */
@@ -82,11 +85,18 @@ static const struct nocfi_expect nocfi_expect[] = {
 	{ "nocfi_trampoline",            0xf0, NX_RSP(8),       NX_SAME,         NX_SAME,         8 },
 	{ "nocfi_trampoline_after_call", 0xf6, NX_RBP(16),      NX_AT_CFA(-16),  NX_SAME,         16 },
 	{ "nocfi_trampoline_ret",        0xf7, NX_RSP(8),       NX_SAME,         NX_SAME,         8 },
+	{ "nocfi_savedsp",               0x100, NX_RSP(8),      NX_SAME,         NX_SAME,         8 },
+	{ "nocfi_savedsp_pushed",        0x101, NX_RSP(16),     NX_AT_CFA(-16),  NX_SAME,         16 },
+	{ "nocfi_savedsp_body",          0x119, NX_DEREF_RBP_PLUS(0, 16), NX_AT_CFA(-16), NX_SAME, NOCFI_RSP_UNKNOWN },
+	{ "nocfi_savedsp_epilogue",      0x123, NX_DEREF_RBP_PLUS(0, 16), NX_AT_CFA(-16), NX_SAME, NOCFI_RSP_UNKNOWN },
+	{ "nocfi_savedsp_popped",        0x127, NX_RSP(16),     NX_AT_CFA(-16),  NX_SAME,         16 },
+	{ "nocfi_savedsp_ret",           0x128, NX_RSP(8),      NX_SAME,         NX_SAME,         8 },
 };
 
 #undef NX_RSP
 #undef NX_RBP
 #undef NX_DEREF_RBP
+#undef NX_DEREF_RBP_PLUS
 #undef NX_R10
 #undef NX_SAME
 #undef NX_AT_CFA

@@ -9,6 +9,10 @@
  *   asm_multiret  four returns: one before anything is pushed, three after its loop, laid
  *                 out before and after the loop, one freeing the locals with lea; rbp holds
  *                 a small number (it is saved like rbx), never a frame pointer
+ *   asm_savedsp   libjpeg-turbo's nasm prologue: realigns rsp to 32 bytes and keeps the
+ *                 caller's rsp (less the pushed rbp) *in memory*, at the realigned rbp; the
+ *                 epilogue reloads it with pop %rsp. In its body the CFA is *(rbp) + 16, a
+ *                 rule no register gives; it calls c_callee in a loop, as asm_pushes does
  *
  * Alignment is filled with int3, so no byte before a function looks like a call. */
 
@@ -97,5 +101,39 @@ FUNCTION(asm_multiret)
 	pop %rbx
 	ret
 END(asm_multiret)
+
+/* asm_savedsp(n): asm_pushes's rounds in a frame laid out as libjpeg-turbo's SIMD
+ * functions lay theirs out: rbp pushed, rsp realigned, the rsp after the push stored at the
+ * new rbp, locals and saves below it. rsp is 16-byte aligned at the call (32-byte aligned
+ * rbp, 0x40 of locals, two pushes). */
+FUNCTION(asm_savedsp)
+	push %rbp
+	mov %rsp, %rax
+	sub $4, %rsp
+	and $-32, %rsp
+	mov %rax, (%rsp)
+	mov %rsp, %rbp
+	lea -0x40(%rbp), %rsp
+	push %rbx
+	push %r12
+	mov %rdi, %rbx
+	xor %r12d, %r12d
+1:	movq $100, -0x20(%rbp)
+2:	add %rbx, %r12
+	decq -0x20(%rbp)
+	jnz 2b
+	mov %rbx, %rdi
+	call c_callee
+	add %rax, %r12
+	dec %rbx
+	jnz 1b
+	mov %r12, %rax
+	pop %r12
+	pop %rbx
+	mov %rbp, %rsp
+	pop %rsp
+	pop %rbp
+	ret
+END(asm_savedsp)
 
 	.section .note.GNU-stack, "", @progbits

@@ -8,6 +8,8 @@
  *   main -> call_via_ptr_pushes   -> asm_pushes -> c_callee
  *   main -> call_direct_multiret  -> asm_multiret
  *   main -> call_via_ptr_multiret -> asm_multiret
+ *   main -> call_direct_savedsp   -> asm_savedsp -> c_callee
+ *   main -> call_via_ptr_savedsp  -> asm_savedsp -> c_callee
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
  * Each assembly function is called directly and through a function pointer, so that its
@@ -19,6 +21,7 @@
 unsigned long asm_leaf(unsigned long n);
 unsigned long asm_pushes(unsigned long n);
 unsigned long asm_multiret(unsigned long n);
+unsigned long asm_savedsp(unsigned long n);
 unsigned long c_callee(unsigned long n);
 
 typedef unsigned long (*asm_fn)(unsigned long n);
@@ -27,6 +30,7 @@ typedef unsigned long (*asm_fn)(unsigned long n);
 static asm_fn volatile leaf_ptr = asm_leaf;
 static asm_fn volatile pushes_ptr = asm_pushes;
 static asm_fn volatile multiret_ptr = asm_multiret;
+static asm_fn volatile savedsp_ptr = asm_savedsp;
 
 static volatile unsigned long sink;
 
@@ -56,6 +60,7 @@ __attribute__((noinline)) unsigned long c_callee(unsigned long n)
 CALLERS(leaf)
 CALLERS(pushes)
 CALLERS(multiret)
+CALLERS(savedsp)
 
 int main(int argc, char **argv)
 {
@@ -77,6 +82,8 @@ int main(int argc, char **argv)
 		call_direct_multiret(150000 + r % 150000);
 		call_via_ptr_multiret(150000 + (r >> 7) % 150000);
 		call_direct_multiret(0);
+		call_direct_savedsp(800 + (r >> 9) % 800);
+		call_via_ptr_savedsp(800 + (r >> 11) % 800);
 	}
 	return 0;
 }

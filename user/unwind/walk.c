@@ -162,6 +162,9 @@ struct cached_rules {
 	/* pc + 1 is a return address that follows a call (an analysis's step checked it) */
 	bool ra_checked;
 	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
+	/* added to the word a CFA rule UNWIND_CFA_EXPR_DEREF_SP or _BP reads: only the
+	 * instruction analysis gives one (struct code_rules), rows never */
+	int32_t cfa_addend;
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct cached_rules) == 64, "a cache slot is one cache line");
 
@@ -256,6 +259,7 @@ static void decode_rules(const struct unwind_table *table, uint64_t table_pc,
 	out->ra_offset = rules.ra_offset;
 	out->rbx = rules.rbx;
 	out->rbx_offset = (int32_t)rules.rbx_offset;
+	out->cfa_addend = 0;
 	out->plain = is_plain(out);
 	out->found = out->cfa == UNWIND_CFA_END ? 0 : UNWIND_FOUND_CFI;
 }
@@ -421,13 +425,17 @@ static enum unwind_end compute_cfa(const struct walker *w, const struct cached_r
 		*cfa = regs->sp + 8 + ((regs->ip & 15) >= (uint64_t)rules->cfa_offset ? 8 : 0);
 		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_EXPR_DEREF_SP:
-		return read_u64(w->view, regs->sp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
-									   : UNWIND_END_COPY_SHORT;
+		if (!read_u64(w->view, regs->sp + rules->cfa_offset, cfa))
+			return UNWIND_END_COPY_SHORT;
+		*cfa += (uint64_t)(int64_t)rules->cfa_addend;
+		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_EXPR_DEREF_BP:
 		if (!regs->bp_valid)
 			return UNWIND_END_UNSUPPORTED;
-		return read_u64(w->view, regs->bp + rules->cfa_offset, cfa) ? UNWIND_END_COMPLETE
-									   : UNWIND_END_COPY_SHORT;
+		if (!read_u64(w->view, regs->bp + rules->cfa_offset, cfa))
+			return UNWIND_END_COPY_SHORT;
+		*cfa += (uint64_t)(int64_t)rules->cfa_addend;
+		return UNWIND_END_COMPLETE;
 	case UNWIND_CFA_END:
 		return UNWIND_END_NO_CFI;
 	default:
@@ -763,7 +771,7 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 	}
 	*slot = (struct cached_rules){
 		.space = id, .pc = lookup, .next = slot,
-		.cfa = code.cfa, .cfa_offset = code.cfa_offset,
+		.cfa = code.cfa, .cfa_offset = code.cfa_offset, .cfa_addend = code.cfa_addend,
 		.ra = UNWIND_RA_AT_CFA, .ra_offset = code.ra_offset,
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
@@ -1179,8 +1187,11 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 /* One frame's rules as the trace prints them. */
 static void trace_rules(FILE *out, const struct cached_rules *r)
 {
-	fprintf(out, "cfa=%s%+" PRId64 " rbp=%s%+" PRId64 " ra=%s%+" PRId64 " rbx=%s%+" PRId32,
-		unwind_cfa_kind__name(r->cfa), r->cfa_offset, unwind_rbp_kind__name(r->rbp),
+	fprintf(out, "cfa=%s%+" PRId64, unwind_cfa_kind__name(r->cfa), r->cfa_offset);
+	if (r->cfa_addend)
+		fprintf(out, "%+" PRId32, r->cfa_addend); /* *(reg + offset) + addend */
+	fprintf(out, " rbp=%s%+" PRId64 " ra=%s%+" PRId64 " rbx=%s%+" PRId32,
+		unwind_rbp_kind__name(r->rbp),
 		r->rbp_offset, unwind_ra_kind__name(r->ra), r->ra_offset,
 		unwind_rbx_kind__name(r->rbx), r->rbx_offset);
 }

@@ -32,6 +32,9 @@ enum base {
 	BASE_R0,       /* r10 (BASE_R0 + 0), r12 .. r15 (+ 2 .. 5) at pc, tracing forward: hand-
 			* written code keeps rsp in one while it realigns rsp (dav1d's x86inc) */
 	BASE_R0_LAST = BASE_R0 + 5,
+	BASE_DEREF,    /* the word at state.deref as it was at pc (tracing forward): the rsp a
+			* realigned frame keeps in memory and reloads with pop %rsp (libjpeg-
+			* turbo's nasm: CFA = *(rbp) + 16 in the body) */
 };
 
 /* r10 and r12-r15, tracked for the rsp a function keeps in one (index: DWARF number - 10;
@@ -71,6 +74,7 @@ struct state {
 	struct val sp;
 	struct reg bp, bx;
 	struct val drap[NR_DRAP];
+	struct val deref; /* BASE_DEREF's word: SP0 or BP0 + an offset */
 	bool from_start; /* tracing from the function's start, not forward from pc */
 	/* tracing forward: rax..r15 (by Zydis's order; rsp's unused) as the word at SP0 + n
 	 * at pc they were loaded from, else WORD_UNKNOWN; the words stored to since pc */
@@ -106,7 +110,7 @@ static bool val_is(struct val v, uint8_t base, int64_t off)
 static bool val_addressable(struct val v)
 {
 	return v.base == BASE_CFA || v.base == BASE_SP0 || v.base == BASE_BP0 ||
-	       (v.base >= BASE_R0 && v.base <= BASE_R0_LAST);
+	       (v.base >= BASE_R0 && v.base <= BASE_R0_LAST) || v.base == BASE_DEREF;
 }
 
 static struct val val_add(struct val v, int64_t delta)
@@ -543,6 +547,24 @@ static void track_words(struct state *s, const ZydisDecodedInstruction *insn,
 	}
 }
 
+/* rsp loaded from the stack word at from (pop %rsp; mov disp(%rbp),%rsp). Tracing
+ * forward, a word the code has not stored to since pc holds what the sampled stack holds
+ * there, so rsp is that word as the walk will read it (BASE_DEREF). Stores through rbp are
+ * not tracked (as for returns), so a word read through it is taken as untouched. Anything
+ * else, a second such load among them, loses rsp. */
+static void load_sp(struct state *s, struct val from)
+{
+	bool untouched = from.base == BASE_BP0 ||
+			 (from.base == BASE_SP0 && word_at(s, from.off) == from.off);
+
+	if (s->from_start || !untouched || !word_offset(from.off)) {
+		s->sp = (struct val){ BASE_NONE, 0 };
+		return;
+	}
+	s->deref = from;
+	s->sp = (struct val){ BASE_DEREF, 0 };
+}
+
 /* The instruction's effect on rsp, rbp and rbx. */
 static void apply(struct state *s, const ZydisDecodedInstruction *insn,
 		  const ZydisDecodedOperand *ops)
@@ -560,7 +582,7 @@ static void apply(struct state *s, const ZydisDecodedInstruction *insn,
 		return;
 	case ZYDIS_MNEMONIC_POP:
 		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP)) {
-			s->sp = (struct val){ BASE_NONE, 0 };
+			load_sp(s, s->sp); /* rsp takes the word it pointed at */
 			return;
 		}
 		r = ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER ? tracked(s, ops[0].reg.value) : NULL;
@@ -590,6 +612,13 @@ static void apply(struct state *s, const ZydisDecodedInstruction *insn,
 		s->bp.val = s->sp;
 		s->sp = val_add(s->sp, -imm);
 		return;
+	case ZYDIS_MNEMONIC_MOV:
+		if (is_reg(&ops[0], ZYDIS_REGISTER_RSP) && ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    ops[1].size == 64) {
+			load_sp(s, lea_value(s, &ops[1]));
+			return;
+		}
+		/* fall through */
 	default:
 		if (!apply_arith(s, insn, ops))
 			clobber_written(s, insn, ops);
@@ -617,7 +646,8 @@ static bool decode(struct tracer *t, uint64_t pc, ZydisDecodedInstruction *insn,
 static bool same_exit(const struct state *a, const struct state *b)
 {
 	return val_is(a->sp, b->sp.base, b->sp.off) && a->ra_moved == b->ra_moved &&
-	       a->ra_at == b->ra_at;
+	       a->ra_at == b->ra_at &&
+	       (a->sp.base != BASE_DEREF || val_is(a->deref, b->deref.base, b->deref.off));
 }
 
 /* Tracing forward, at a return: where its return address is. Lost when the code stored
@@ -774,6 +804,23 @@ static enum code_fail rules_from_start(const struct state *s, struct code_rules 
 	return CODE_OK;
 }
 
+/* Tracing forward: at the return, rsp is the word at SP0 or BP0 + off, plus cfa.off - 8:
+ * CFA = *(rsp or rbp + off) + cfa.off. */
+static enum code_fail deref_cfa(const struct state *s, struct val cfa, struct code_rules *out)
+{
+	if (!offset_sane(cfa.off) || s->deref.off <= -CODE_MAX_FRAME ||
+	    s->deref.off >= CODE_MAX_FRAME)
+		return CODE_STACK_LOST;
+	out->cfa = s->deref.base == BASE_SP0 ? UNWIND_CFA_EXPR_DEREF_SP : UNWIND_CFA_EXPR_DEREF_BP;
+	out->cfa_offset = (int32_t)s->deref.off;
+	out->cfa_addend = (int32_t)cfa.off;
+	out->ra_offset = -8;
+	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
+	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
+	out->from_start = false;
+	return CODE_OK;
+}
+
 /* Tracing forward: at the return, rsp is SP0 or BP0 + off and the return address is
  * there. */
 static enum code_fail rules_at_return(const struct state *s, struct code_rules *out)
@@ -782,6 +829,8 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 
 	if (s->ra_lost)
 		return CODE_STACK_LOST;
+	if (cfa.base == BASE_DEREF)
+		return deref_cfa(s, cfa, out);
 	/* a return address the code moved up into its caller's top word (sljit) leaves the
 	 * caller's rsp where the callee's is */
 	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off) && !(s->ra_moved && cfa.off == 0)

@@ -18,13 +18,17 @@ struct code_window {
 };
 
 /* The rules the analysis found at a pc, with the meanings of common/unwind_row.h's kinds:
- * cfa is UNWIND_CFA_SP_OFFSET or UNWIND_CFA_BP_OFFSET, the return address is at CFA - 8;
+ * cfa is UNWIND_CFA_SP_OFFSET, _BP_OFFSET, _R10_OFFSET, _R12_OFFSET.._R15_OFFSET, or
+ * _EXPR_DEREF_SP or _EXPR_DEREF_BP plus cfa_addend;
  * rbp is UNWIND_RBP_UNCHANGED, _AT_CFA, _AT_SP or _UNDEFINED; rbx is UNWIND_RBX_UNCHANGED,
  * _AT_CFA or _UNDEFINED. */
 struct code_rules {
 	uint8_t cfa, rbp, rbx;
 	bool from_start;    /* found by tracing from the function's start, not forward from pc */
 	int32_t cfa_offset, rbp_offset, rbx_offset;
+	/* added to the word a CFA rule of kind UNWIND_CFA_EXPR_DEREF_SP or _BP reads (a
+	 * realigned frame that keeps the caller's rsp less its pushes in memory); 0 otherwise */
+	int32_t cfa_addend;
 	/* the return address is at CFA + ra_offset: -8, except where the code moved it (a
 	 * callee of sljit's fast calls keeps it in its caller's top word: 0) */
 	int32_t ra_offset;
