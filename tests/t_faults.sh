@@ -13,11 +13,13 @@ only_entries() {
 }
 
 # start NAME [hprof options]: runs hprof in the background on a workload that writes its pid
-# to $TMP/NAME/ready once it runs (sampling has started by then); sets HPID and WPID.
+# to $TMP/NAME/ready once it runs (sampling has started by then); sets HPID and WPID. hprof
+# starts with SIGHUP at its default (HUP_AT_START=ignore: ignored, as under nohup), whatever
+# this script was started with.
 start() {
 	local name=$1; shift
 	mkdir -p "$TMP/$name"
-	"$HPROF" -F 499 "$@" --svg "$TMP/$name/out.svg" --folded "$TMP/$name/out.folded" -- \
+	env --"${HUP_AT_START:-default}"-signal=HUP "$HPROF" -F 499 "$@" --svg "$TMP/$name/out.svg" --folded "$TMP/$name/out.folded" -- \
 		sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec "$1" 60' "$TMP/$name/ready" \
 		"$WL/nofp_qsort" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	HPID=$!
@@ -60,6 +62,24 @@ for sig in INT TERM HUP; do
 		kill -KILL "$WPID" 2>/dev/null
 	fi
 done
+
+# Under nohup (SIGHUP ignored when hprof starts), a hangup stops neither hprof nor its
+# command: after SIGHUP, hprof samples another second of the workload's CPU time (~499
+# samples; had it stopped, only the ~0.1 s before), then SIGTERM stops both.
+if HUP_AT_START=ignore start "nohup_HUP"; then
+	kill -HUP "$HPID"
+	ticks=$(awk '{ print $14 + $15 }' "/proc/$WPID/stat")
+	ran_for "$WPID" $((ticks + $(getconf CLK_TCK))) || fail "nohup_HUP: the workload stopped running"
+	kill -TERM "$HPID"
+	wait "$HPID"
+	rc=$?
+	samples=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/nohup_HUP/out.folded")
+	check "under nohup, hprof goes on sampling after SIGHUP ($samples samples, want >= 250)" \
+		[ "$samples" -ge 250 ]
+	check "under nohup, SIGTERM after SIGHUP stops hprof and its command: exits 143 ($rc)" \
+		[ "$rc" -eq 143 ]
+	kill -KILL "$WPID" 2>/dev/null
+fi
 
 # A reader that stops early: hprof gets EPIPE on stdout, not a crash.
 "$HPROF" --time 1000 -F 499 2>"$TMP/head.err" | head -1 >/dev/null

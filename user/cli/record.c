@@ -328,7 +328,7 @@ static void install_signal_handlers(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	child__catch_hangup(on_signal);
 	/* a reader that stops early (hprof | head) is an EPIPE on stdout, not a kill */
 	signal(SIGPIPE, SIG_IGN);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "record/child.h"
 #include "record/recorder.h"
 #include "sample.h"
 #include "serve/http.h"
@@ -475,7 +476,7 @@ static void install_signal_handlers(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	child__catch_hangup(on_signal);
 	sigemptyset(&wake.sa_mask);
 	sigaction(SIGURG, &wake, NULL);
 	signal(SIGPIPE, SIG_IGN);

@@ -109,3 +109,13 @@ void child__close_pipes(struct child *c)
 		close(c->exec_err_fd);
 	c->go_fd = c->exec_err_fd = -1;
 }
+
+void child__catch_hangup(void (*handler)(int))
+{
+	struct sigaction old, sa = { .sa_handler = handler };
+
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+		return;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+}

@@ -28,5 +28,11 @@ void child__wait(struct child *c, volatile sig_atomic_t *forward);
 int child__exit_status(const struct child *c);
 /* Closes the pipes: a command still held sees EOF and exits 127. */
 void child__close_pipes(struct child *c);
+/* Has handler catch SIGHUP unless it was ignored when hprof started (nohup): a hangup is then
+ * meant to stop neither hprof nor its command, which inherits the ignored signal. SIGINT
+ * and SIGTERM are caught whatever they were: shells start background jobs with SIGINT
+ * ignored, and an interrupt is how a user stops hprof (the command gets them back at their
+ * defaults). */
+void child__catch_hangup(void (*handler)(int));
 
 #endif
