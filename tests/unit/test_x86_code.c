@@ -108,6 +108,35 @@ static void test_rules(void)
 	}
 }
 
+/* A return address after a call that does not return, which a jump before the frame is
+ * set up also reaches (glibc's __pthread_rwlock_rdlock: its early exit starts there). The
+ * trace from the start takes the state the call leaves, the return address's; at a pc after
+ * a call that only a jump reaches, the jump's. At 0x4000:
+ *   0x4000: test %rdi,%rdi  0x4003: je 0x400f  0x4005: push %rbx  0x4006: sub $0x10,%rsp
+ *   0x400a: call 0x4012 (ud2: does not return)  0x400f: xor %eax,%eax  0x4011: ret
+ *   0x4012: ud2
+ *   0x4014: jmp 0x401b  0x4016: call 0x4012  0x401b: ret */
+static void test_noreturn_call(void)
+{
+	static const uint8_t bytes[] = {
+		0x48, 0x85, 0xff, 0x74, 0x0a, 0x53, 0x48, 0x83, 0xec, 0x10, 0xe8, 0x03,
+		0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3, 0x0f, 0x0b, 0xeb, 0x05, 0xe8, 0xf7,
+		0xff, 0xff, 0xff, 0xc3,
+	};
+	const struct code_window w = { bytes, 0x4000, sizeof(bytes) };
+	struct code_rules r;
+	enum code_fail fail;
+
+	fail = x86_code__analyze(&w, 0x400f, 0x4000, 0x4014, &r);
+	check(fail == CODE_OK && r.from_start && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 32,
+	      "after a call that does not return, also a jump's target: the call's state, CFA = "
+	      "rsp + 32 (%s, kind %u%+d)", code_fail__name(fail), r.cfa, r.cfa_offset);
+	fail = x86_code__analyze(&w, 0x401b, 0x4014, 0x401c, &r);
+	check(fail == CODE_OK && r.from_start && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 8,
+	      "after a call only a jump reaches: the jump's state, CFA = rsp + 8 (%s, kind %u%+d)",
+	      code_fail__name(fail), r.cfa, r.cfa_offset);
+}
+
 /* Return addresses the code moves: sljit's fast calls (PCRE2's JIT) enter with
  * pop (%rsp), which moves the return address into the caller's top word, and return by
  * pushing it again. At 0x3000:
@@ -375,6 +404,7 @@ int main(void)
 	test_rules();
 	test_failures();
 	test_moved_return();
+	test_noreturn_call();
 	test_calls();
 	return failures ? 1 : 0;
 }

@@ -680,22 +680,35 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	bool lost = false;
+	bool lost = false, after_call = false, jumped_to_goal = false;
+	/* A goal just after a call is the call's return address, reached by the call; a jump
+	 * there is taken only where no path through the call is found: after a call that
+	 * does not return, the next block's state is not the call's. */
+	uint64_t unused;
+	const bool goal_follows_call =
+		goal && x86_code__call_before(t->code, goal, &unused) != CODE_CALL_NONE;
 
 	push_pending(t, &s, s.pc);
 	while (t->nr_pending > 0) {
 		s = t->pending[--t->nr_pending];
-		while (t->insns < CODE_MAX_INSNS && in_window(t->code, s.pc) && visit(t, s.pc)) {
-			uint64_t target = 0;
+		after_call = false;
+		while (t->insns < CODE_MAX_INSNS && in_window(t->code, s.pc)) {
+			uint64_t target = 0, next;
 			enum flow flow;
 
 			/* the goal may be the function's end: the return address of a call
 			 * that does not return */
 			if (goal && s.pc == goal) {
-				*at = s;
-				return CODE_OK;
+				if (after_call || !goal_follows_call) {
+					*at = s;
+					return CODE_OK;
+				}
+				if (!jumped_to_goal)
+					*at = s;
+				jumped_to_goal = true;
+				break;
 			}
-			if (!in_function(t, s.pc))
+			if (!visit(t, s.pc) || !in_function(t, s.pc))
 				break;
 			t->insns++;
 			if (!decode(t, s.pc, &insn, ops))
@@ -721,11 +734,22 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			if (flow == FLOW_RETURN || flow == FLOW_END)
 				break;
 			apply(&s, &insn, ops);
-			if (flow == FLOW_BRANCH)
+			next = s.pc + insn.length;
+			/* Tracing to a goal, a branch forward that stays at or before it goes
+			 * first: it skips code on the way (a switch's cases), where the fall-
+			 * through would visit it all. */
+			if (flow == FLOW_BRANCH && goal && target > next && target <= goal) {
+				push_pending(t, &s, next);
+				next = target;
+			} else if (flow == FLOW_BRANCH) {
 				push_pending(t, &s, target);
-			s.pc = flow == FLOW_JUMP ? target : s.pc + insn.length;
+			}
+			after_call = insn.meta.category == ZYDIS_CATEGORY_CALL;
+			s.pc = flow == FLOW_JUMP ? target : next;
 		}
 	}
+	if (jumped_to_goal)
+		return CODE_OK;
 	if (t->nr_exits > 0)
 		return CODE_OK;
 	if (!t->decoded_any)
