@@ -267,8 +267,8 @@ uncovered() {
 	done
 }
 
-check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp (readelf -wF)" \
-	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp
+check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp, asm_pushjmp, asm_jumped (readelf -wF)" \
+	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp asm_pushjmp asm_jumped
 check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
 	uncovered "$WL/nofp_trampoline" py_trampoline
 check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
@@ -311,8 +311,9 @@ expect_leaves() {
 ASM_CHAINS=('main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf'
 	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee'
 	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
-	'main;call_direct_savedsp;asm_savedsp;c_callee' 'main;call_via_ptr_savedsp;asm_savedsp;c_callee')
-ASM_FUNCTIONS=(asm_leaf asm_pushes asm_multiret asm_savedsp)
+	'main;call_direct_savedsp;asm_savedsp;c_callee' 'main;call_via_ptr_savedsp;asm_savedsp;c_callee'
+	'main;call_direct_pushjmp;asm_pushjmp;asm_jumped' 'main;call_via_ptr_pushjmp;asm_pushjmp;asm_jumped')
+ASM_FUNCTIONS=(asm_leaf asm_pushes asm_multiret asm_savedsp asm_jumped)
 expect_chains asm "${ASM_CHAINS[@]}"
 if record asm -- nofp_asm 3; then
 	expect_leaves asm nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
@@ -320,7 +321,8 @@ if record asm -- nofp_asm 3; then
 fi
 
 # The same without scanning: each function's own instructions give its caller, asm_savedsp's
-# too (CFA = *(rbp) + 16, the caller's rsp kept in memory).
+# too (CFA = *(rbp) + 16, the caller's rsp kept in memory), and asm_jumped's return address,
+# which follows no call, is taken because the walk from it reaches the start.
 expect_chains asm_noscan "${ASM_CHAINS[@]}"
 if record asm_noscan --no-scan -- nofp_asm 3; then
 	expect_leaves asm_noscan nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
@@ -351,7 +353,7 @@ names_from_symbols() {
 	}' <(nm "$1") "$2"
 }
 # no_asm_symbols BIN: nm finds no symbol of the assembly in BIN.
-no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret|savedsp)'; }
+no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped)'; }
 cp "$WL/nofp_asm" "$TMP/nofp_asm_s" && strip --strip-all "$TMP/nofp_asm_s"
 check "nofp_asm stripped: no symbol names ${ASM_FUNCTIONS[*]}" \
 	no_asm_symbols "$TMP/nofp_asm_s"
@@ -365,7 +367,7 @@ if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
 	while read -r start size _ name; do
 		((asm_lo < 0 || 16#$start < asm_lo)) && asm_lo=$((16#$start))
 		((16#$start + 16#$size > asm_hi)) && asm_hi=$((16#$start + 16#$size))
-	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret|savedsp)$')
+	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped)$')
 	unnamed=$(grep -o 'nofp_asm_s+0x[0-9a-f]*' "$TMP/asm_stripped.folded" | sort -u |
 		while read -r frame; do
 			addr=$((16#${frame#nofp_asm_s+0x}))

@@ -425,6 +425,7 @@ static void count_nocfi(struct session *s)
 	n->failed[CODE_OK] = 0;
 	n->unreadable = code->unreadable;
 	n->analysis_rejected = walk.analysis_rejected;
+	n->analysis_ra_by_walk = walk.analysis_ra_by_walk;
 	n->frame_pointer_frames = walk.nocfi_frames[UNWIND_FOUND_FRAME_POINTER];
 	n->scan_frames = walk.nocfi_frames[UNWIND_FOUND_SCAN];
 	n->scan_rejected_code = walk.scan_rejected_code;

@@ -13,6 +13,9 @@
  *                 caller's rsp (less the pushed rbp) *in memory*, at the realigned rbp; the
  *                 epilogue reloads it with pop %rsp. In its body the CFA is *(rbp) + 16, a
  *                 rule no register gives; it calls c_callee in a loop, as asm_pushes does
+ *   asm_pushjmp   calls asm_jumped as HotSpot's interpreter calls: it pushes the address
+ *                 to return to and jumps, so that no call precedes that return address
+ *   asm_jumped    a leaf loop, entered by asm_pushjmp's jump
  *
  * Alignment is filled with int3, so no byte before a function looks like a call. */
 
@@ -135,5 +138,27 @@ FUNCTION(asm_savedsp)
 	pop %rbp
 	ret
 END(asm_savedsp)
+
+/* asm_pushjmp(n): asm_jumped(n), entered by a jump with the return address pushed by hand
+ * (HotSpot's interpreter enters a method so, and returns to an entry of its own). */
+FUNCTION(asm_pushjmp)
+	push %rbx
+	mov %rdi, %rbx
+	lea .Lpushjmp_back(%rip), %rax
+	push %rax
+	jmp asm_jumped
+.Lpushjmp_back:
+	add %rbx, %rax
+	pop %rbx
+	ret
+END(asm_pushjmp)
+
+/* asm_jumped(n): counts n down in registers; returns n. */
+FUNCTION(asm_jumped)
+	mov %rdi, %rax
+1:	dec %rdi
+	jnz 1b
+	ret
+END(asm_jumped)
 
 	.section .note.GNU-stack, "", @progbits

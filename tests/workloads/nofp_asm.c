@@ -10,6 +10,9 @@
  *   main -> call_via_ptr_multiret -> asm_multiret
  *   main -> call_direct_savedsp   -> asm_savedsp -> c_callee
  *   main -> call_via_ptr_savedsp  -> asm_savedsp -> c_callee
+ *   main -> call_direct_pushjmp   -> asm_pushjmp -> asm_jumped (a jump: no call before
+ *                                                   the return address into asm_pushjmp)
+ *   main -> call_via_ptr_pushjmp  -> asm_pushjmp -> asm_jumped
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
  * Each assembly function is called directly and through a function pointer, so that its
@@ -22,6 +25,7 @@ unsigned long asm_leaf(unsigned long n);
 unsigned long asm_pushes(unsigned long n);
 unsigned long asm_multiret(unsigned long n);
 unsigned long asm_savedsp(unsigned long n);
+unsigned long asm_pushjmp(unsigned long n);
 unsigned long c_callee(unsigned long n);
 
 typedef unsigned long (*asm_fn)(unsigned long n);
@@ -31,6 +35,7 @@ static asm_fn volatile leaf_ptr = asm_leaf;
 static asm_fn volatile pushes_ptr = asm_pushes;
 static asm_fn volatile multiret_ptr = asm_multiret;
 static asm_fn volatile savedsp_ptr = asm_savedsp;
+static asm_fn volatile pushjmp_ptr = asm_pushjmp;
 
 static volatile unsigned long sink;
 
@@ -61,6 +66,7 @@ CALLERS(leaf)
 CALLERS(pushes)
 CALLERS(multiret)
 CALLERS(savedsp)
+CALLERS(pushjmp)
 
 int main(int argc, char **argv)
 {
@@ -84,6 +90,8 @@ int main(int argc, char **argv)
 		call_direct_multiret(0);
 		call_direct_savedsp(800 + (r >> 9) % 800);
 		call_via_ptr_savedsp(800 + (r >> 11) % 800);
+		call_direct_pushjmp(150000 + (r >> 13) % 150000);
+		call_via_ptr_pushjmp(150000 + (r >> 15) % 150000);
 	}
 	return 0;
 }

@@ -17,6 +17,8 @@ struct nocfi_stats {
 	uint64_t analysis_rejected;        /* steps by an analysis whose return address
 					    * followed no call (the frame record or a scan
 					    * was tried instead) */
+	uint64_t analysis_ra_by_walk;      /* ... taken all the same: a walk from the return
+					    * address reached the stack's start */
 	uint64_t frame_pointer_frames;     /* frames found by a frame record */
 	uint64_t scan_frames;              /* frames found by scanning */
 	uint64_t scan_rejected_code;       /* scan candidates with no call before them, or a

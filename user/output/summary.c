@@ -74,6 +74,8 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->unreadable);
 	json__key(w, "analysis_steps_rejected");
 	json__uint(w, n->analysis_rejected);
+	json__key(w, "analysis_return_addresses_by_walk");
+	json__uint(w, n->analysis_ra_by_walk);
 	json__key(w, "frames_by_frame_pointer");
 	json__uint(w, n->frame_pointer_frames);
 	json__key(w, "frames_by_scan");
@@ -102,11 +104,12 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 		fprintf(out, "%s%s %" PRIu64, f > CODE_OK + 1 ? ", " : "", code_fail__name(f),
 			n->failed[f]);
 	fprintf(out, "), %" PRIu64 " unreadable, %" PRIu64
-			" steps rejected (no call before the return address); frames found by frame records %" PRIu64
+			" steps rejected (no call before the return address), %" PRIu64
+			" taken so (a walk from it reached the start); frames found by frame records %" PRIu64
 			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
 			" by a walk, %" PRIu64 " as stale)\n",
-		n->unreadable, n->analysis_rejected, n->frame_pointer_frames, n->scan_frames,
-		n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale);
+		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->frame_pointer_frames,
+		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale);
 }
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)

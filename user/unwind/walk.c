@@ -978,20 +978,29 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 	return UNWIND_END_COMPLETE;
 }
 
-/* The return address ra follows a call: known from the caller's cache slot (the walk
- * looks it up next anyway), else checked and remembered there. */
+/* The return address an analysis gave (caller->ip, the caller's frame at caller->sp)
+ * follows a call: known from the caller's cache slot (the walk looks it up next anyway),
+ * else checked and remembered there. One that follows no call is taken where a walk from
+ * it reaches the stack's start: HotSpot's interpreter calls by pushing its return entry's
+ * address and jumping. Only in a sampled stack's walk: trial walks share one buffer. */
 static bool return_address_checked(struct walker *w, uint64_t id, struct cached_rules *rules,
-				   uint64_t ra)
+				   const struct frame_regs *caller)
 {
-	struct cached_rules *caller = caller_rules(w, id, rules, ra - 1);
+	struct cached_rules *slot = caller_rules(w, id, rules, caller->ip - 1);
 	uint64_t target;
 
-	if (caller && caller->ra_checked)
+	if (slot && slot->ra_checked)
 		return true;
-	if (follows_call(w, ra, &target) == CODE_CALL_NONE)
-		return false;
-	if (caller)
-		caller->ra_checked = true;
+	if (follows_call(w, caller->ip, &target) == CODE_CALL_NONE) {
+		if (w->first_is_return ||
+		    trial_walk(w, caller->ip, caller->sp, caller, true) != TRIAL_REACHES_START)
+			return false;
+		w->cache->stats.analysis_ra_by_walk++;
+		/* the trial walk may have filled the slot with another pc's rules */
+		slot = caller_rules(w, id, rules, caller->ip - 1);
+	}
+	if (slot)
+		slot->ra_checked = true;
 	return true;
 }
 
@@ -1007,7 +1016,7 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 	/* plain rules never come here: the walk's loop steps them and calls analysed_return */
 	end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
 	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
-	    (!w->space->call_before || return_address_checked(w, id, rules, caller.ip))) {
+	    (!w->space->call_before || return_address_checked(w, id, rules, &caller))) {
 		*cur = caller;
 		return end;
 	}
@@ -1024,7 +1033,9 @@ analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struc
 		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
 		enum unwind_end *end)
 {
-	if (!w->space->call_before || return_address_checked(w, id, rules, *ip))
+	const struct frame_regs caller = { *ip, *sp, *bp, BX_LOST, *bp_valid };
+
+	if (!w->space->call_before || return_address_checked(w, id, rules, &caller))
 		return true;
 	w->cache->stats.analysis_rejected++;
 	*end = nocfi_step(w, &callee, exact, found);

@@ -149,8 +149,9 @@ struct unwind_cache_stats {
 	 * called another function since: caller_called_elsewhere). */
 	uint64_t nocfi_frames[UNWIND_FOUND_COUNT];
 	uint64_t scan_rejected_code, scan_rejected_walk, scan_rejected_stale;
-	/* steps by an analysis's rules whose return address followed no call */
-	uint64_t analysis_rejected;
+	/* steps by an analysis's rules whose return address followed no call: rejected, and
+	 * taken because a walk from the return address reached the stack's start */
+	uint64_t analysis_rejected, analysis_ra_by_walk;
 };
 
 struct unwind_cache *unwind_cache__new(void);

@@ -680,7 +680,8 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	bool lost = false, after_call = false, jumped_to_goal = false;
+	bool lost = false, after_call = false, jumped_to_goal = false, sp_rose = false;
+	struct val sp_before;
 	/* A goal just after a call is the call's return address, reached by the call; a jump
 	 * there is taken only where no path through the call is found: after a call that
 	 * does not return, the next block's state is not the call's. */
@@ -691,7 +692,7 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 	push_pending(t, &s, s.pc);
 	while (t->nr_pending > 0) {
 		s = t->pending[--t->nr_pending];
-		after_call = false;
+		after_call = sp_rose = false;
 		while (t->insns < CODE_MAX_INSNS && in_window(t->code, s.pc)) {
 			uint64_t target = 0, next;
 			enum flow flow;
@@ -715,8 +716,14 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 				break;
 			flow = flow_of(&insn, ops, s.pc, &target);
 			/* Tracing forward, a jump out of the function is a tail call: the return
-			 * address is at rsp, as at a return. */
-			if (flow == FLOW_JUMP && !goal && !in_function(t, target))
+			 * address is at rsp, as at a return. Without the function's bounds, so
+			 * is a jump out of the code read just after the frame was popped
+			 * (HotSpot's compiled methods leave their exception paths by add, pop
+			 * %rbp and a jump to a shared stub); elsewhere such a jump may stay in
+			 * a function larger than what was read. */
+			if (flow == FLOW_JUMP && !goal &&
+			    (!in_function(t, target) ||
+			     (!t->end && sp_rose && !in_window(t->code, target))))
 				flow = FLOW_RETURN;
 			if (flow == FLOW_RETURN && !goal) {
 				if (!val_addressable(s.sp)) {
@@ -733,7 +740,10 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			}
 			if (flow == FLOW_RETURN || flow == FLOW_END)
 				break;
+			sp_before = s.sp;
 			apply(&s, &insn, ops);
+			sp_rose = s.sp.base == sp_before.base && s.sp.base != BASE_NONE &&
+				  s.sp.off > sp_before.off;
 			next = s.pc + insn.length;
 			/* Tracing to a goal, a branch forward that stays at or before it goes
 			 * first: it skips code on the way (a switch's cases), where the fall-
