@@ -980,9 +980,11 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 
 /* The return address an analysis gave (caller->ip, the caller's frame at caller->sp)
  * follows a call: known from the caller's cache slot (the walk looks it up next anyway),
- * else checked and remembered there. One that follows no call is taken where a walk from
- * it reaches the stack's start: HotSpot's interpreter calls by pushing its return entry's
- * address and jumping. Only in a sampled stack's walk: trial walks share one buffer. */
+ * else checked and remembered there. One into code without CFI that follows no call is
+ * taken where a walk from it reaches the stack's start: HotSpot's interpreter calls by
+ * pushing its return entry's address and jumping. Compiled code, which has CFI, is
+ * returned to after calls only. Only in a sampled stack's walk: trial walks share one
+ * buffer. */
 static bool return_address_checked(struct walker *w, uint64_t id, struct cached_rules *rules,
 				   const struct frame_regs *caller)
 {
@@ -992,7 +994,7 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 	if (slot && slot->ra_checked)
 		return true;
 	if (follows_call(w, caller->ip, &target) == CODE_CALL_NONE) {
-		if (w->first_is_return ||
+		if (w->first_is_return || (slot && slot->found == UNWIND_FOUND_CFI) ||
 		    trial_walk(w, caller->ip, caller->sp, caller, true) != TRIAL_REACHES_START)
 			return false;
 		w->cache->stats.analysis_ra_by_walk++;
