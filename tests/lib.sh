@@ -258,10 +258,11 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 
 # Real programs whose hot code has no CFI, for the same test and bench: x264 and dav1d
 # (kernels in nasm assembly), libjpeg-turbo's tjbench (its SIMD in nasm), pcre2grep (PCRE2's
-# JIT compiles the pattern to anonymous executable memory) and luajit (traces), each ~2 s of
+# JIT compiles the pattern to anonymous executable memory), luajit (traces) and java
+# (HotSpot's interpreter and compiled methods, which keep no frame pointer), each ~2 s of
 # CPU work; hprof unwinds through that code by analysing it (README: "Code without CFI").
 # Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -303,6 +304,9 @@ print(n)') ;;
 		CMD=(/usr/bin/dav1d --threads 1 --quiet -i "$dir/video.ivf" -o /dev/null --muxer null) ;;
 	pcre2grep) CMD=(/usr/bin/pcre2grep -c '(\w+).*\1 ' "$dir/text") ;;
 	luajit)   CMD=(/usr/bin/luajit -e 'local s = 0 for i = 1, 6e8 do s = s + i % 7 end print(s)') ;;
+	java)
+		[ -s "$dir/java/Work.class" ] || { cat "$dir/java.err" >&2; return 1; }
+		CMD=(/usr/bin/java -cp "$dir/java" Work 2.5) ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
@@ -311,9 +315,16 @@ print(n)') ;;
 # realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264),
 # image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
-# repeated 10 times over; when it cannot, video.ivf.err says why).
+# repeated 10 times over; when it cannot, video.ivf.err says why) and java/Work.class
+# (tests/workloads/java/Work.java; when javac cannot, java.err says why).
 realprog_nocfi_prepare() {
 	local dir=$1
+	mkdir -p "$dir/java"
+	if ! command -v javac >/dev/null; then
+		echo "no javac to compile Work.java (openjdk-17-jdk-headless; scripts/install-deps.sh)" >"$dir/java.err"
+	elif ! javac -d "$dir/java" tests/workloads/java/Work.java 2>"$dir/java.err"; then
+		sed -i '1s/^/javac failed: /' "$dir/java.err"
+	fi
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
 	y4m_video 640 360 64 >"$dir/video.y4m"
 	ppm_image 2048 2048 >"$dir/image.ppm"
