@@ -159,7 +159,8 @@ struct cached_rules {
 	 * UNWIND_FOUND_FRAME_POINTER (the analysis found nothing: go on to the frame-pointer
 	 * step). */
 	uint8_t found;
-	/* pc + 1 is a return address that follows a call (an analysis's step checked it) */
+	/* pc + 1 is a return address: it follows a call, or (in code without CFI) a walk from
+	 * it reached the stack's start once (an analysis's step checked it) */
 	bool ra_checked;
 	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
 	/* added to the word a CFA rule UNWIND_CFA_EXPR_DEREF_SP or _BP reads: only the
@@ -325,7 +326,12 @@ struct walker {
 	/* the first frame's pc is a return address (a scan's trial walk), not the sampled pc */
 	bool first_is_return;
 	bool may_scan; /* not within a scan's trial walk */
+	/* trial walks left for return addresses that follow no call (return_address_checked) */
+	uint8_t ra_trials;
 };
+
+/* Trial walks a walk may make for return addresses that follow no call. */
+#define RA_TRIALS 2
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
  * when no mapping or no table holds pc. */
@@ -747,6 +753,7 @@ static void walker_init(struct walker *w, const struct unwind_space *space,
 	w->maps.nr = 0;
 	w->maps.next = 0;
 	w->first_is_return = false;
+	w->ra_trials = RA_TRIALS;
 	w->may_scan = !space->no_scan;
 }
 
@@ -760,13 +767,15 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 	uint64_t lookup = exact ? ip : ip - 1;
 	struct cached_rules *slot = rules ? rules : &w->cache->slots[cache_slot(w->space_mix, lookup)];
 	struct code_rules code;
+	const bool ra_checked = rules && rules->pc == lookup && rules->ra_checked;
 
 	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
 		return NULL;
 	if (!w->space->analyze || w->space->analyze(w->space->ctx, ip, &code) != CODE_OK) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
-					       .found = UNWIND_FOUND_FRAME_POINTER };
+					       .found = UNWIND_FOUND_FRAME_POINTER,
+					       .ra_checked = ra_checked };
 		return NULL;
 	}
 	*slot = (struct cached_rules){
@@ -776,6 +785,7 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,
+		.ra_checked = ra_checked, /* pc + 1 was checked before the code was analysed */
 	};
 	/* plain or not, each return address it gives is checked (analysed_return) */
 	slot->plain = is_plain(slot);
@@ -994,8 +1004,13 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 	if (slot && slot->ra_checked)
 		return true;
 	if (follows_call(w, caller->ip, &target) == CODE_CALL_NONE) {
+		/* a failure is not remembered (a copy cut short fails where the next may not),
+		 * so a walk tries a few: each may cost a walk of the whole stack */
 		if (w->first_is_return || (slot && slot->found == UNWIND_FOUND_CFI) ||
-		    trial_walk(w, caller->ip, caller->sp, caller, true) != TRIAL_REACHES_START)
+		    w->ra_trials == 0)
+			return false;
+		w->ra_trials--;
+		if (trial_walk(w, caller->ip, caller->sp, caller, true) != TRIAL_REACHES_START)
 			return false;
 		w->cache->stats.analysis_ra_by_walk++;
 		/* the trial walk may have filled the slot with another pc's rules */

@@ -557,7 +557,7 @@ static void load_sp(struct state *s, struct val from)
 	bool untouched = from.base == BASE_BP0 ||
 			 (from.base == BASE_SP0 && word_at(s, from.off) == from.off);
 
-	if (s->from_start || !untouched || !word_offset(from.off)) {
+	if (s->from_start || !untouched || !word_offset(from.off) || s->deref.base != BASE_NONE) {
 		s->sp = (struct val){ BASE_NONE, 0 };
 		return;
 	}
@@ -672,16 +672,37 @@ static void find_return_address(struct state *s)
 	s->ra_at = s->ra_lost ? WORD_UNKNOWN : ra;
 }
 
+/* pop of a register a function saves for its caller (rbx, rbp, r12-r15): an epilogue's */
+static bool pops_saved_register(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	if (insn->mnemonic != ZYDIS_MNEMONIC_POP || ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return false;
+	switch (ops[0].reg.value) {
+	case ZYDIS_REGISTER_RBX:
+	case ZYDIS_REGISTER_RBP:
+	case ZYDIS_REGISTER_R12:
+	case ZYDIS_REGISTER_R13:
+	case ZYDIS_REGISTER_R14:
+	case ZYDIS_REGISTER_R15:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
- * a return instruction; conditional branches are followed both ways, the fall-through
- * first (a loop's exit comes before its back edge), each address at most once. Returns
- * CODE_OK with *at the state there. */
+ * a return instruction (or a jump that leaves the function: a tail call); conditional
+ * branches are followed both ways, each address at most once: the fall-through first (a
+ * loop's exit comes before its back edge), but for a branch forward that stays at or
+ * before the goal. A goal just after a call is taken as reached through the call; a jump's
+ * arrival there counts only where no path through the call is found (the analysis cannot
+ * tell a sampled pc from a return address: a sample there after a call that does not
+ * return gets the call's state). Returns CODE_OK with *at the state there. */
 static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, struct state *at)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-	bool lost = false, after_call = false, jumped_to_goal = false, sp_rose = false;
-	struct val sp_before;
+	bool lost = false, after_call = false, jumped_to_goal = false, popped_saved = false;
 	/* A goal just after a call is the call's return address, reached by the call; a jump
 	 * there is taken only where no path through the call is found: after a call that
 	 * does not return, the next block's state is not the call's. */
@@ -692,7 +713,7 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 	push_pending(t, &s, s.pc);
 	while (t->nr_pending > 0) {
 		s = t->pending[--t->nr_pending];
-		after_call = sp_rose = false;
+		after_call = popped_saved = false;
 		while (t->insns < CODE_MAX_INSNS && in_window(t->code, s.pc)) {
 			uint64_t target = 0, next;
 			enum flow flow;
@@ -717,13 +738,13 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			flow = flow_of(&insn, ops, s.pc, &target);
 			/* Tracing forward, a jump out of the function is a tail call: the return
 			 * address is at rsp, as at a return. Without the function's bounds, so
-			 * is a jump out of the code read just after the frame was popped
-			 * (HotSpot's compiled methods leave their exception paths by add, pop
-			 * %rbp and a jump to a shared stub); elsewhere such a jump may stay in
-			 * a function larger than what was read. */
+			 * is a jump out of the code read just after an epilogue's pop of a
+			 * saved register (HotSpot's compiled methods leave their exception
+			 * paths by add, pop %rbp and a jump to a shared stub); elsewhere such a
+			 * jump may stay in a function larger than what was read. */
 			if (flow == FLOW_JUMP && !goal &&
 			    (!in_function(t, target) ||
-			     (!t->end && sp_rose && !in_window(t->code, target))))
+			     (!t->end && popped_saved && !in_window(t->code, target))))
 				flow = FLOW_RETURN;
 			if (flow == FLOW_RETURN && !goal) {
 				if (!val_addressable(s.sp)) {
@@ -740,10 +761,8 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			}
 			if (flow == FLOW_RETURN || flow == FLOW_END)
 				break;
-			sp_before = s.sp;
 			apply(&s, &insn, ops);
-			sp_rose = s.sp.base == sp_before.base && s.sp.base != BASE_NONE &&
-				  s.sp.off > sp_before.off;
+			popped_saved = pops_saved_register(&insn, ops);
 			next = s.pc + insn.length;
 			/* Tracing to a goal, a branch forward that stays at or before it goes
 			 * first: it skips code on the way (a switch's cases), where the fall-
