@@ -1050,9 +1050,14 @@ analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struc
 		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
 		enum unwind_end *end)
 {
-	const struct frame_regs caller = { *ip, *sp, *bp, BX_LOST, *bp_valid };
+	const struct cached_rules *known = caller_rules(w, id, rules, *ip - 1);
+	struct frame_regs caller;
 
-	if (!w->space->call_before || return_address_checked(w, id, rules, &caller))
+	/* the common case first, before the caller's registers are gathered */
+	if (!w->space->call_before || (known && known->ra_checked))
+		return true;
+	caller = (struct frame_regs){ *ip, *sp, *bp, BX_LOST, *bp_valid };
+	if (return_address_checked(w, id, rules, &caller))
 		return true;
 	w->cache->stats.analysis_rejected++;
 	*end = nocfi_step(w, &callee, exact, found);
