@@ -407,6 +407,29 @@ if record jit_dump -- nofp_jitgen 1 --jitdump; then
 	report_judged jit_dump nofp_jitgen
 fi
 
+# Functions longer than the code an analysis reads at first (oneDNN's JIT GEMM kernels): an
+# epilogue 32 KiB past the loop, and jitgen_b's loop unrolled over 4 KiB, so that samples
+# fall on many pcs. Without scanning, only the analysis finds the callers: it reads the
+# code again further on. The process's last samples are walked after it exited, some at
+# pcs not analysed before: their code comes from the copies of what was read while it
+# lived, so no analysis goes without its code. With a perf map, the analysis traces from
+# the entry's start and needs no more code.
+jit_chains jit_long '[jit]' '[jit]'
+if record jit_long --no-scan -- nofp_jitgen 1.5 --long; then
+	expect_leaves jit_long nofp_jitgen 90 '\[jit\]'
+	report_judged jit_long nofp_jitgen
+	check "jit_long: the summary counts analyses that read the code again further on" \
+		grep -Eq 'regions analysed \([1-9][0-9]* read again further on\)' "$TMP/jit_long.err"
+	check "jit_long: every analysis had the code, also after the process exited (0 unreadable)" \
+		grep -q ' 0 unreadable,' "$TMP/jit_long.err"
+fi
+jit_chains jit_long_map jitgen_a jitgen_b
+if record jit_long_map --no-scan -- nofp_jitgen 1 --long --perf-map; then
+	report_judged jit_long_map nofp_jitgen
+	check "jit_long_map: from the perf map's start, no analysis read the code again" \
+		grep -q 'regions analysed (0 read again further on)' "$TMP/jit_long_map.err"
+fi
+
 # A trampoline between two C functions: a copy in executable memory ([jit]), or in place.
 expect_chains tramp 'main;eval_caller;[jit];py_eval_like' 'main;setup;*'
 if record tramp -- nofp_trampoline 1.5; then

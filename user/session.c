@@ -272,19 +272,20 @@ static ssize_t read_code(struct space_ctx *c, const struct code_at *at, uint64_t
 	return len ? code__read(at->mod, at->m, pid, addr, buf, len) : -ENOENT;
 }
 
-/* JIT code's function, by its jitdump's code load. */
+/* JIT code's function, by its jitdump's code load, else its perf map's entry. */
 static int jit_function_bounds(struct module *mod, uint64_t pc, uint64_t *start, uint64_t *end)
 {
 	struct jitdump_code code;
 
-	if (!mod->jitdump || jitdump__find(mod->jitdump, pc, &code) != 0 || code.size == 0)
-		return -ENOENT;
-	*start = code.start;
-	*end = code.start + code.size;
-	return 0;
+	if (mod->jitdump && jitdump__find(mod->jitdump, pc, &code) == 0 && code.size != 0) {
+		*start = code.start;
+		*end = code.start + code.size;
+		return 0;
+	}
+	return perf_map__bounds(mod->perf_map, pc, start, end);
 }
 
-/* The function holding pc by its binary's symbols (JIT code's by its jitdump): [*start,
+/* The function holding pc by its binary's symbols (JIT code's by its jitdump or perf map): [*start,
  * *end), end 0 when the symbol has no size. */
 static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, uint64_t *end)
 {
@@ -309,21 +310,41 @@ static int function_start(void *ctx, uint64_t pc, uint64_t *start)
 }
 
 /* How much code an analysis reads: from the function's start, if it is this close,
- * else from a little before pc (loops branch back), to well after pc. */
+ * else from a little before pc (loops branch back), to well after pc. Where a path ran
+ * past that without meeting a return, the code is read again, as far as the analysis
+ * goes (CODE_MAX_WINDOW): oneDNN's JIT GEMM kernels are 60-110 KiB, one return at the
+ * end. */
 #define ANALYSIS_BEFORE (64u << 10)
 #define ANALYSIS_BACK 4096u
 #define ANALYSIS_AFTER (16u << 10)
 
+/* Analyses [from, from + len) of the code in at for pc's rules; false when unreadable. */
+static bool analyze_read(struct space_ctx *c, const struct code_at *at, uint64_t pc,
+			 uint64_t start, uint64_t end, uint64_t from, uint8_t *buf, size_t len,
+			 enum code_fail *fail, struct code_rules *rules, bool *cut)
+{
+	struct code_window window;
+	ssize_t n = read_code(c, at, from, buf, len);
+
+	if (n <= 0)
+		return false;
+	window = (struct code_window){ .bytes = buf, .addr = from < at->m->start ? at->m->start : from,
+				       .len = (size_t)n };
+	/* the read stopped at the window's end, not the code's: more can be read */
+	*cut = window.addr + window.len == from + len;
+	*fail = x86_code__analyze(&window, pc, start, end, rules);
+	return true;
+}
+
 static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 {
-	static uint8_t buf[ANALYSIS_BEFORE + ANALYSIS_AFTER];
+	static uint8_t buf[ANALYSIS_BEFORE + ANALYSIS_AFTER], wide[CODE_MAX_WINDOW];
 	struct space_ctx *c = ctx;
 	struct code_cache_stats *stats = code_cache__stats(c->s->code);
-	struct code_window window;
 	enum code_fail fail;
 	uint64_t start = 0, end = 0, from;
 	struct code_at at;
-	ssize_t n;
+	bool cut;
 
 	if (!code_at(c, pc, &at))
 		return CODE_UNDECODABLE;
@@ -332,14 +353,14 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 	if (function_bounds(c, pc, &start, &end) != 0 || pc - start > ANALYSIS_BEFORE)
 		start = end = 0;
 	from = start ? start : pc - ANALYSIS_BACK;
-	n = read_code(c, &at, from, buf, pc + ANALYSIS_AFTER - from);
-	if (n <= 0) {
+	if (!analyze_read(c, &at, pc, start, end, from, buf, pc + ANALYSIS_AFTER - from, &fail,
+			  rules, &cut)) {
 		stats->unreadable++;
 		fail = CODE_UNDECODABLE;
 	} else {
-		window = (struct code_window){ .bytes = buf, .addr = from < at.m->start ? at.m->start : from,
-					       .len = (size_t)n };
-		fail = x86_code__analyze(&window, pc, start, end, rules);
+		if (fail == CODE_NO_EXIT && rules->past_window && cut &&
+		    analyze_read(c, &at, pc, start, end, from, wide, sizeof(wide), &fail, rules, &cut))
+			stats->widened++;
 		stats->analyses++;
 		stats->failed[fail]++;
 	}
@@ -424,6 +445,7 @@ static void count_nocfi(struct session *s)
 	memcpy(n->failed, code->failed, sizeof(n->failed));
 	n->failed[CODE_OK] = 0;
 	n->unreadable = code->unreadable;
+	n->widened = code->widened;
 	n->analysis_rejected = walk.analysis_rejected;
 	n->analysis_ra_by_walk = walk.analysis_ra_by_walk;
 	n->frame_pointer_frames = walk.nocfi_frames[UNWIND_FOUND_FRAME_POINTER];

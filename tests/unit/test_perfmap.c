@@ -118,6 +118,34 @@ static void test_overlaps(void)
 	perf_map__free(pm);
 }
 
+static bool bounds(struct perf_map *pm, uint64_t addr, uint64_t want_start, uint64_t want_end)
+{
+	uint64_t start = 0, end = 0;
+
+	if (perf_map__bounds(pm, addr, &start, &end) != 0)
+		return want_end == 0;
+	return start == want_start && end == want_end;
+}
+
+/* The analysis of JIT code traces from a function's start: an entry's range, as far as a
+ * later entry left it. */
+static void test_bounds(void)
+{
+	struct perf_map *pm = new_map();
+
+	add(pm, "3000 100 big\n3040 10 small\n5000 20 next\n5020 20 after\n");
+	check(bounds(pm, 0x3000, 0x3000, 0x3040) && bounds(pm, 0x3045, 0x3040, 0x3050),
+	      "bounds: an entry, and one punched into it");
+	check(bounds(pm, 0x30ff, 0x3050, 0x3100),
+	      "bounds: an entry cut in two by a later one: the piece holding the address");
+	check(bounds(pm, 0x501f, 0x5000, 0x5020) && bounds(pm, 0x5020, 0x5020, 0x5040),
+	      "bounds: entries that touch stay apart");
+	check(bounds(pm, 0x4000, 0, 0), "bounds: none where no entry is");
+	add(pm, "3000 100 big\n");
+	check(bounds(pm, 0x3045, 0x3000, 0x3100), "bounds: the same range again joins its pieces");
+	perf_map__free(pm);
+}
+
 static void test_growing_file(void)
 {
 	struct perf_map *pm = new_map();
@@ -274,6 +302,7 @@ int main(void)
 	test_formats();
 	test_bad_lines();
 	test_overlaps();
+	test_bounds();
 	test_growing_file();
 	test_random_against_last_line();
 	test_empty();

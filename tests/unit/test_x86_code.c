@@ -226,8 +226,10 @@ static void test_failures(void)
 	      "bytes that do not decode: undecodable");
 	check(x86_code__analyze(&lost_w, 0x2000, 0, 0, &r) == CODE_STACK_LOST,
 	      "rsp loaded from a register: stack lost");
-	check(x86_code__analyze(&away_w, 0x2000, 0, 0, &r) == CODE_NO_EXIT,
-	      "a jump out of the code read: no return found");
+	check(x86_code__analyze(&away_w, 0x2000, 0, 0, &r) == CODE_NO_EXIT && r.past_window,
+	      "a jump past the code read: no return found, and more code might hold it");
+	check(x86_code__analyze(&window, F_JIT_LOOP, 0, 0, &r) == CODE_NO_EXIT && !r.past_window,
+	      "a loop with no exit inside the code read: no more code asked for");
 	check(x86_code__analyze(&window, 0x9000, 0, 0, &r) == CODE_UNDECODABLE,
 	      "a pc outside the window: undecodable");
 	check(x86_code__analyze(&window, F_LEAF_BODY + 1, 0, 0, &r) != CODE_OK ||

@@ -1,6 +1,6 @@
 /* No frame pointers in the C part; two functions of x86-64 machine code generated into an
  * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
- * Usage: nofp_jitgen SECONDS [--fp] [--perf-map] [--jitdump], SECONDS of CPU time. True
+ * Usage: nofp_jitgen SECONDS [--fp] [--long] [--perf-map] [--jitdump], SECONDS of CPU time. True
  * call chains:
  *
  *   main -> run_generated -> jitgen_a -> jitgen_b
@@ -11,6 +11,10 @@
  * jitgen_b(n) counts n down over a local. Without --fp neither touches rbp: they push a
  * callee-saved register and take locals with sub, free them with add, pop and ret. With
  * --fp both keep a frame record (push %rbp; mov %rsp,%rbp ... leave; ret).
+ *   --long      puts each function's epilogue 32 KiB past its loop, reached by a jmp rel32
+ *               over int3 filler (oneDNN's JIT GEMM kernels are 60-110 KiB with one
+ *               return at the end): more than an analysis reads at first; jitgen_b's
+ *               loop is unrolled 1024 times (emit_unrolled_loop)
  *   --perf-map  writes /tmp/perf-PID.map naming both functions, and prints "map PATH"
  *   --jitdump   writes /tmp/jit-PID.dump in perf's jitdump format (a JIT_CODE_LOAD record
  *               for each function) and maps its first page executable once, the marker
@@ -30,11 +34,16 @@
 #define CODE_SIZE 4096
 /* jitgen_b's offset in the mapping; jitgen_a is at 0. */
 #define B_OFFSET 128
+/* With --long: the mapping's size, jitgen_b's offset, and how far past the start of a
+ * function's loop its epilogue is. */
+#define LONG_CODE_SIZE (96 << 10)
+#define LONG_B_OFFSET (48 << 10)
+#define LONG_TAIL (32 << 10)
 
 typedef void (*generated_fn)(unsigned long n);
 
 struct options {
-	bool fp, perf_map, jitdump;
+	bool fp, long_tail, perf_map, jitdump;
 };
 
 /* Machine code being written into a buffer. */
@@ -58,8 +67,52 @@ static volatile unsigned long sink;
 		(c)->len += sizeof(bytes_);                             \
 	} while (0)
 
+/* A jmp rel32 from c's end to tail's start. */
+static void emit_jmp(struct code *c, const struct code *tail)
+{
+	int32_t rel;
+
+	PUT(c, 0xe9);
+	rel = (int32_t)(tail->base - (c->base + c->len + 4));
+	memcpy(c->base + c->len, &rel, sizeof(rel));
+	c->len += sizeof(rel);
+}
+
+/* Where a function's epilogue goes: right after its body, or (long) far past its loop,
+ * in tail, reached by a jump. */
+static struct code *epilogue_at(struct code *c, struct code *tail)
+{
+	if (!tail)
+		return c;
+	emit_jmp(c, tail);
+	return tail;
+}
+
+/* jitgen_b's loop with --long: n / UNROLL rounds of UNROLL stores each, as a GEMM kernel
+ * unrolls its loop: samples fall on many pcs, and the process's last ones, walked after
+ * it exited, on pcs not analysed before. */
+#define UNROLL 1024
+
+static void emit_unrolled_loop(struct code *c)
+{
+	int32_t rel;
+	size_t loop;
+
+	PUT(c, 0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
+	       0x48, 0xc1, 0xe8, 0x0a,		/* shr $10,%rax (UNROLL) */
+	       0x48, 0x83, 0xc0, 0x01);		/* add $1,%rax */
+	loop = c->len;
+	for (int i = 0; i < UNROLL; i++)
+		PUT(c, 0x48, 0x89, 0x04, 0x24);	/* 1: mov %rax,(%rsp) */
+	PUT(c, 0x48, 0xff, 0xc8,		/* dec %rax */
+	       0x0f, 0x85);			/* jne 1b (rel32) */
+	rel = (int32_t)(loop - (c->len + 4));
+	memcpy(c->base + c->len, &rel, sizeof(rel));
+	c->len += sizeof(rel);
+}
+
 /* jitgen_b(n): counts rax = n down to 0, storing it into a local each round. */
-static void emit_b(struct code *c, bool fp)
+static void emit_b(struct code *c, bool fp, struct code *tail)
 {
 	if (fp)
 		PUT(c, 0x55,			/* push %rbp */
@@ -68,10 +121,15 @@ static void emit_b(struct code *c, bool fp)
 	else
 		PUT(c, 0x41, 0x54,		/* push %r12 */
 		       0x48, 0x83, 0xec, 0x10);	/* sub $0x10,%rsp */
-	PUT(c, 0x48, 0x89, 0xf8,		/* mov %rdi,%rax */
-	       0x48, 0x89, 0x04, 0x24,		/* 1: mov %rax,(%rsp) */
-	       0x48, 0xff, 0xc8,		/* dec %rax */
-	       0x75, 0xf7);			/* jne 1b */
+	if (tail) {
+		emit_unrolled_loop(c);
+	} else {
+		PUT(c, 0x48, 0x89, 0xf8,	/* mov %rdi,%rax */
+		       0x48, 0x89, 0x04, 0x24,	/* 1: mov %rax,(%rsp) */
+		       0x48, 0xff, 0xc8,	/* dec %rax */
+		       0x75, 0xf7);		/* jne 1b */
+	}
+	c = epilogue_at(c, tail);
 	if (fp)
 		PUT(c, 0xc9,			/* leave */
 		       0xc3);			/* ret */
@@ -83,7 +141,7 @@ static void emit_b(struct code *c, bool fp)
 
 /* jitgen_a(n): counts n / 4 + 1 down, storing it into a local each round, then calls
  * jitgen_b(n) at b. */
-static void emit_a(struct code *c, bool fp, const unsigned char *b)
+static void emit_a(struct code *c, bool fp, const unsigned char *b, struct code *tail)
 {
 	int32_t rel;
 
@@ -107,6 +165,7 @@ static void emit_a(struct code *c, bool fp, const unsigned char *b)
 	rel = (int32_t)(b - (c->base + c->len + 4));
 	memcpy(c->base + c->len, &rel, sizeof(rel));
 	c->len += sizeof(rel);
+	c = epilogue_at(c, tail);
 	if (fp)
 		PUT(c, 0x48, 0x8b, 0x5d, 0xf8,	/* mov -0x8(%rbp),%rbx */
 		       0xc9,			/* leave */
@@ -118,21 +177,27 @@ static void emit_a(struct code *c, bool fp, const unsigned char *b)
 }
 
 /* Writes both functions into a new executable mapping; fills fns[0] (a), fns[1] (b). */
-static int generate(bool fp, struct function fns[2])
+static int generate(const struct options *o, struct function fns[2])
 {
-	unsigned char *base = mmap(NULL, CODE_SIZE, PROT_READ | PROT_WRITE,
+	size_t size = o->long_tail ? LONG_CODE_SIZE : CODE_SIZE;
+	unsigned char *base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct code a = { base, 0 }, b = { base + B_OFFSET, 0 };
+	size_t b_offset = o->long_tail ? LONG_B_OFFSET : B_OFFSET;
+	struct code a = { base, 0 }, b = { base + b_offset, 0 };
+	struct code a_tail = { base + LONG_TAIL, 0 }, b_tail = { b.base + LONG_TAIL, 0 };
 
 	if (base == MAP_FAILED)
 		return -1;
-	memset(base, 0xcc, CODE_SIZE); /* int3 between the functions */
-	emit_b(&b, fp);
-	emit_a(&a, fp, b.base);
-	if (mprotect(base, CODE_SIZE, PROT_READ | PROT_EXEC) < 0)
+	memset(base, 0xcc, size); /* int3 between the functions */
+	emit_b(&b, o->fp, o->long_tail ? &b_tail : NULL);
+	emit_a(&a, o->fp, b.base, o->long_tail ? &a_tail : NULL);
+	if (mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
 		return -1;
-	fns[0] = (struct function){ "jitgen_a", (uintptr_t)a.base, a.len };
-	fns[1] = (struct function){ "jitgen_b", (uintptr_t)b.base, b.len };
+	/* a long function spans its epilogue */
+	fns[0] = (struct function){ "jitgen_a", (uintptr_t)a.base,
+				    o->long_tail ? LONG_TAIL + a_tail.len : a.len };
+	fns[1] = (struct function){ "jitgen_b", (uintptr_t)b.base,
+				    o->long_tail ? LONG_TAIL + b_tail.len : b.len };
 	return 0;
 }
 
@@ -233,7 +298,7 @@ __attribute__((noinline)) generated_fn setup(const struct options *o)
 {
 	struct function fns[2];
 
-	if (generate(o->fp, fns) < 0) {
+	if (generate(o, fns) < 0) {
 		perror("nofp_jitgen: code");
 		return NULL;
 	}
@@ -255,6 +320,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--fp") == 0)
 			o->fp = true;
+		else if (strcmp(argv[i], "--long") == 0)
+			o->long_tail = true;
 		else if (strcmp(argv[i], "--perf-map") == 0)
 			o->perf_map = true;
 		else if (strcmp(argv[i], "--jitdump") == 0)
@@ -273,7 +340,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 
 	if (parse_options(argc, argv, &o) < 0) {
-		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--perf-map] [--jitdump]\n");
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--perf-map] [--jitdump]\n");
 		return 2;
 	}
 	fn = setup(&o);

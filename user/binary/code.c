@@ -57,6 +57,20 @@ static ssize_t read_memory(uint32_t pid, uint64_t addr, uint8_t *buf, size_t len
 	return n < 0 ? -errno : n;
 }
 
+/* JIT code from the process's memory, a copy of what was read kept; once the process is
+ * gone, from that copy. */
+static ssize_t read_jit_code(const struct module *mod, uint32_t pid, uint64_t addr, uint8_t *buf,
+			     size_t len)
+{
+	ssize_t n = read_memory(pid, addr, buf, len);
+
+	if (n > 0)
+		code_copies__add(mod->code_copies, addr, buf, (size_t)n);
+	else if (n == -ESRCH)
+		n = code_copies__read(mod->code_copies, addr, buf, len);
+	return n;
+}
+
 ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t pid,
 		   uint64_t addr, uint8_t *buf, size_t len)
 {
@@ -65,7 +79,7 @@ ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t p
 	if (len > m->end - addr)
 		len = m->end - addr;
 	if (mod->anon_code)
-		return read_memory(pid, addr, buf, len);
+		return read_jit_code(mod, pid, addr, buf, len);
 	if (mod->path[0] != '/')
 		return -ENOENT; /* the vDSO has CFI; nothing else is read by name */
 	return read_file(mod, addr - m->start + m->file_offset, buf, len);

@@ -34,6 +34,7 @@ struct process_code {
 	uint32_t pid;
 	struct perf_map *map; /* NULL: not read (replays) */
 	struct jitdump *jitdump; /* NULL as map is */
+	struct code_copies *copies; /* NULL as map is */
 	struct module_entry **modules;
 	size_t nr_modules, modules_cap;
 	UT_hash_handle hh;
@@ -58,6 +59,7 @@ struct module_registry {
 	struct mapped_files *files;
 	struct process_code *processes;
 	struct perf_map_stats gone_perf_maps; /* of processes that exited */
+	uint64_t gone_code_copy_reads;        /* ... and their code copies' reads */
 	struct jitdump_stats gone_jitdumps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr;
@@ -232,9 +234,12 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 		return pc;
 	pc = calloc(1, sizeof(*pc));
 	if (!pc || (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
-				      jitdump__new(pid, NULL, &pc->jitdump) != 0))) {
-		if (pc)
+				      jitdump__new(pid, NULL, &pc->jitdump) != 0 ||
+				      !(pc->copies = code_copies__new())))) {
+		if (pc) {
 			perf_map__free(pc->map);
+			jitdump__free(pc->jitdump);
+		}
 		free(pc);
 		return NULL;
 	}
@@ -276,6 +281,7 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	/* Without its perf map the module still names frames by mapping. */
 	e->mod.perf_map = pc->map;
 	e->mod.jitdump = pc->jitdump;
+	e->mod.code_copies = pc->copies;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
 }
@@ -306,8 +312,11 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 	for (size_t i = 0; i < pc->nr_modules; i++) {
 		pc->modules[i]->mod.perf_map = NULL;
 		pc->modules[i]->mod.jitdump = NULL;
+		pc->modules[i]->mod.code_copies = NULL;
 		HASH_DEL(reg->by_anon, pc->modules[i]);
 	}
+	reg->gone_code_copy_reads += code_copies__reads(pc->copies);
+	code_copies__free(pc->copies);
 	if (pc->map) {
 		perf_map__stats(pc->map, &reg->gone_perf_maps);
 		perf_map__free(pc->map);
@@ -565,8 +574,12 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 	}
 	for (t = reg->tables; t; t = t->hh.next)
 		m->table_bytes += table_bytes(t->table);
-	for (pc = reg->processes; pc; pc = pc->hh.next)
+	m->code_copy_reads = reg->gone_code_copy_reads;
+	for (pc = reg->processes; pc; pc = pc->hh.next) {
 		m->perf_maps += pc->map != NULL;
+		m->code_copy_bytes += code_copies__bytes(pc->copies);
+		m->code_copy_reads += code_copies__reads(pc->copies);
+	}
 	m->pinned_files = mapped_files__count(reg->files);
 	m->reloads = reg->reloads;
 	unwind_row_cache__stats(reg->row_cache, &m->row_cache);

@@ -12,6 +12,7 @@
 
 #include "binary/jitdump.h"
 #include "binary/mapped_files.h"
+#include "binary/code_copies.h"
 #include "binary/perfmap.h"
 #include "binary/mapping.h"
 #include "cfi/unwind_table.h"
@@ -43,6 +44,9 @@ struct module {
 	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
 	 * and unwinding info of its JIT code; NULL as perf_map is. */
 	struct jitdump *jitdump;
+	/* Copies of its code read from the process (binary/code_copies.h), for samples walked
+	 * after it exited; NULL as perf_map is. */
+	struct code_copies *code_copies;
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
@@ -118,6 +122,8 @@ struct module_memory {
 	uint64_t files;        /* modules of files (and the vDSO) */
 	uint64_t anon_code;    /* modules of processes' anonymous code */
 	uint64_t perf_maps;
+	uint64_t code_copy_bytes; /* JIT code copied from live processes (binary/code_copies.h) */
+	uint64_t code_copy_reads; /* reads of JIT code those copies answered, the process gone */
 	uint64_t pinned_files;
 	uint64_t symbol_bytes;
 	uint64_t table_bytes;  /* unwind tables: FDE indexes of files, whole tables of the

@@ -280,6 +280,13 @@ const char *perf_map__lookup(struct perf_map *pm, uint64_t addr)
 	return find(pm, addr);
 }
 
+int perf_map__bounds(struct perf_map *pm, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	if (!perf_map__lookup(pm, addr))
+		return -ENOENT;
+	return range_map__extent(&pm->table, addr, start, end) ? 0 : -ENOENT;
+}
+
 void perf_map__stats(const struct perf_map *pm, struct perf_map_stats *acc)
 {
 	acc->read += pm->ever_read;

@@ -14,6 +14,8 @@ struct nocfi_stats {
 	uint64_t analyses;                 /* code regions analysed (once per binary and pc) */
 	uint64_t failed[CODE_FAIL_COUNT];  /* ... that found no rules, by why */
 	uint64_t unreadable;               /* analyses without the code's bytes */
+	uint64_t widened;                  /* analyses that read the code again, further on
+					    * (a path ran past what was read) */
 	uint64_t analysis_rejected;        /* steps by an analysis whose return address
 					    * followed no call (the frame record or a scan
 					    * was tried instead) */

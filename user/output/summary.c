@@ -72,6 +72,8 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__end_object(w);
 	json__key(w, "analyses_unreadable");
 	json__uint(w, n->unreadable);
+	json__key(w, "analyses_read_further");
+	json__uint(w, n->widened);
 	json__key(w, "analysis_steps_rejected");
 	json__uint(w, n->analysis_rejected);
 	json__key(w, "analysis_return_addresses_by_walk");
@@ -98,8 +100,9 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 		return;
 	for (int f = CODE_OK + 1; f < CODE_FAIL_COUNT; f++)
 		failed += n->failed[f];
-	fprintf(out, "hprof: code without CFI: %" PRIu64 " regions analysed, %" PRIu64
-			" without rules (", n->analyses, failed);
+	fprintf(out, "hprof: code without CFI: %" PRIu64 " regions analysed (%" PRIu64
+			" read again further on), %" PRIu64 " without rules (",
+		n->analyses, n->widened, failed);
 	for (int f = CODE_OK + 1; f < CODE_FAIL_COUNT; f++)
 		fprintf(out, "%s%s %" PRIu64, f > CODE_OK + 1 ? ", " : "", code_fail__name(f),
 			n->failed[f]);
@@ -447,7 +450,8 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 			" functions %.2f of %.0f MiB (%.1f%% of lookups hit, %" PRIu64
 			" evicted), function starts of code without either %.1f MiB, %" PRIu64
 			" files pinned; %" PRIu64 " idle ones dropped, %" PRIu64 " read again), %" PRIu64
-			" anonymous code modules, %" PRIu64 " perf maps\n",
+			" anonymous code modules (copies of their code %.2f MiB, %" PRIu64
+			" reads after their process exited), %" PRIu64 " perf maps\n",
 		summary__rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
 		m->processes_sampled, m->threads, m->filtered_pids,
 		m->profile.stacks, m->profile.nodes, m->profile.frames, m->profile.names,
@@ -461,6 +465,7 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 		m->modules.row_cache.evictions,
 		(double)m->modules.code_start_bytes / mib,
 		m->modules.pinned_files, m->modules.dropped, m->modules.reloads, m->modules.anon_code,
+		(double)m->modules.code_copy_bytes / mib, m->modules.code_copy_reads,
 		m->modules.perf_maps);
 }
 

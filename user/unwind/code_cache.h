@@ -17,6 +17,7 @@ struct code_cache_stats {
 	uint64_t analyses;               /* code regions analysed */
 	uint64_t failed[CODE_FAIL_COUNT]; /* ... that found no rules, by why */
 	uint64_t unreadable;             /* analyses without the code's bytes */
+	uint64_t widened;                /* analyses that read the code again, further on */
 	uint64_t calls_checked;          /* return addresses whose call was decoded */
 	uint64_t resets;                 /* times the cache was full and started again */
 };

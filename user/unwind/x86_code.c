@@ -99,6 +99,7 @@ struct tracer {
 	uint32_t nr_pending;
 	struct state pending[CODE_MAX_BRANCHES];
 	bool decoded_any;
+	bool past_window; /* a path ran past the end of the code */
 };
 
 static bool val_is(struct val v, uint8_t base, int64_t off)
@@ -144,8 +145,15 @@ static bool visit(struct tracer *t, uint64_t addr)
 	return true;
 }
 
+/* addr lies after the code read (more code might be read there). */
+static bool past_window(const struct code_window *code, uint64_t addr)
+{
+	return addr >= code->addr && addr - code->addr >= code->len;
+}
+
 static void push_pending(struct tracer *t, const struct state *s, uint64_t target)
 {
+	t->past_window |= past_window(t->code, target);
 	if (t->nr_pending == CODE_MAX_BRANCHES || !in_window(t->code, target))
 		return;
 	t->pending[t->nr_pending] = *s;
@@ -776,6 +784,7 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			after_call = insn.meta.category == ZYDIS_CATEGORY_CALL;
 			s.pc = flow == FLOW_JUMP ? target : next;
 		}
+		t->past_window |= past_window(t->code, s.pc);
 	}
 	if (jumped_to_goal)
 		return CODE_OK;
@@ -905,9 +914,6 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 	return CODE_OK;
 }
 
-/* Visited bits for the largest window analysed. */
-#define CODE_MAX_WINDOW (256u << 10)
-
 static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start,
 				   struct code_rules *out)
 {
@@ -946,6 +952,7 @@ static void tracer_init(struct tracer *t, const struct code_window *code, uint64
 	t->nr_exits = 0;
 	t->nr_pending = 0;
 	t->decoded_any = false;
+	t->past_window = false;
 	memset(visited, 0, (code->len + 7) / 8);
 	ZydisDecoderInit(&t->decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 }
@@ -972,7 +979,9 @@ enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, ui
 			return fail;
 	}
 	tracer_init(&t, &window, start, end, visited);
-	return analyze_from(&t, pc, 0, out);
+	fail = analyze_from(&t, pc, 0, out);
+	out->past_window = fail == CODE_NO_EXIT && t.past_window;
+	return fail;
 }
 
 enum code_call x86_code__call_before(const struct code_window *code, uint64_t ra,

@@ -32,6 +32,9 @@ struct code_rules {
 	/* the return address is at CFA + ra_offset: -8, except where the code moved it (a
 	 * callee of sljit's fast calls keeps it in its caller's top word: 0) */
 	int32_t ra_offset;
+	/* with CODE_NO_EXIT: a path ran past the end of the code read, so more code after it
+	 * may hold the return (a JIT kernel of 100 KiB has one, at its end) */
+	bool past_window;
 };
 
 /* Why an analysis found nothing. */
@@ -47,6 +50,8 @@ enum code_fail {
 
 const char *code_fail__name(enum code_fail fail);
 
+/* The most code one analysis reads: a longer window is cut to this. */
+#define CODE_MAX_WINDOW (256u << 10)
 /* Most instructions one analysis decodes, and pending branches it keeps. */
 #define CODE_MAX_INSNS 4096
 #define CODE_MAX_BRANCHES 64

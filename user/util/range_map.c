@@ -151,7 +151,8 @@ cleanup:
 	return err;
 }
 
-bool range_map__find(const struct range_map *m, uint64_t addr, uint32_t *value)
+/* The index of the segment holding addr, or m->nr_segs. */
+static size_t find_seg(const struct range_map *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->nr_segs;
 
@@ -163,12 +164,39 @@ bool range_map__find(const struct range_map *m, uint64_t addr, uint32_t *value)
 			hi = mid;
 		else if (addr >= s->end)
 			lo = mid + 1;
-		else {
-			*value = s->value;
-			return true;
-		}
+		else
+			return mid;
 	}
-	return false;
+	return m->nr_segs;
+}
+
+bool range_map__find(const struct range_map *m, uint64_t addr, uint32_t *value)
+{
+	size_t i = find_seg(m, addr);
+
+	if (i == m->nr_segs)
+		return false;
+	*value = m->segs[i].value;
+	return true;
+}
+
+bool range_map__extent(const struct range_map *m, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	size_t i = find_seg(m, addr), lo, hi;
+
+	if (i == m->nr_segs)
+		return false;
+	for (lo = i; lo > 0 && m->segs[lo - 1].end == m->segs[lo].start &&
+		     m->segs[lo - 1].value == m->segs[i].value;
+	     lo--)
+		;
+	for (hi = i; hi + 1 < m->nr_segs && m->segs[hi + 1].start == m->segs[hi].end &&
+		     m->segs[hi + 1].value == m->segs[i].value;
+	     hi++)
+		;
+	*start = m->segs[lo].start;
+	*end = m->segs[hi].end;
+	return true;
 }
 
 void range_map__release(struct range_map *m)

@@ -28,6 +28,11 @@ int range_map__add(struct range_map *m, const struct range_map_seg *added, size_
 /* The value of the segment holding addr. */
 bool range_map__find(const struct range_map *m, uint64_t addr, uint32_t *value);
 
+/* The extent of the range holding addr, as far as it is still the latest: the segment
+ * holding addr with its neighbours of the same value that touch it. Values must be
+ * unique per range added for this to be that range's. */
+bool range_map__extent(const struct range_map *m, uint64_t addr, uint64_t *start, uint64_t *end);
+
 /* Frees the segments; the map is empty again. */
 void range_map__release(struct range_map *m);
 
