@@ -258,11 +258,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 
 # Real programs whose hot code has no CFI, for the same test and bench: x264 and dav1d
 # (kernels in nasm assembly), libjpeg-turbo's tjbench (its SIMD in nasm), pcre2grep (PCRE2's
-# JIT compiles the pattern to anonymous executable memory), luajit (traces) and java
-# (HotSpot's interpreter and compiled methods, which keep no frame pointer), each ~2 s of
-# CPU work; hprof unwinds through that code by analysing it (README: "Code without CFI").
-# Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java"
+# JIT compiles the pattern to anonymous executable memory), luajit (traces), java
+# (HotSpot's interpreter and compiled methods, which keep no frame pointer) and onednn
+# (oneDNN's sgemm on 2 OpenMP threads: GEMM kernels it generates at run time, as PyTorch's
+# CPU matmuls run), each ~2 s of CPU work; hprof unwinds through that code by analysing it
+# (README: "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -307,6 +308,9 @@ print(n)') ;;
 	java)
 		[ -s "$dir/java/Work.class" ] || { cat "$dir/java.err" >&2; return 1; }
 		CMD=(/usr/bin/java -cp "$dir/java" Work 2.5) ;;
+	onednn)
+		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
+		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/onednn_gemm" 2) ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
@@ -315,8 +319,9 @@ print(n)') ;;
 # realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264),
 # image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
-# repeated 10 times over; when it cannot, video.ivf.err says why) and java/Work.class
-# (tests/workloads/java/Work.java; when javac cannot, java.err says why).
+# repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
+# (tests/workloads/java/Work.java; when javac cannot, java.err says why) and onednn_gemm
+# (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java"
@@ -324,6 +329,11 @@ realprog_nocfi_prepare() {
 		echo "no javac to compile Work.java (openjdk-17-jdk-headless; scripts/install-deps.sh)" >"$dir/java.err"
 	elif ! javac -d "$dir/java" tests/workloads/java/Work.java 2>"$dir/java.err"; then
 		sed -i '1s/^/javac failed: /' "$dir/java.err"
+	fi
+	if [ ! -e /usr/include/dnnl.h ]; then
+		echo "no dnnl.h to build the oneDNN workload (libdnnl-dev; scripts/install-deps.sh)" >"$dir/onednn.err"
+	elif ! gcc -O2 -o "$dir/onednn_gemm" tests/workloads/onednn/gemm.c -ldnnl 2>"$dir/onednn.err"; then
+		sed -i '1s/^/building the oneDNN workload failed: /' "$dir/onednn.err"
 	fi
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
 	y4m_video 640 360 64 >"$dir/video.y4m"

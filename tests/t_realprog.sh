@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
-# and libjpeg-turbo's assembly, PCRE2's and LuaJIT's JIT code): at least 99% of each
+# and libjpeg-turbo's assembly, PCRE2's, LuaJIT's, HotSpot's and oneDNN's JIT code): at least 99% of each
 # program's samples must come back with a complete user stack, one reaching the program's or
 # thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +34,14 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	# A LuaJIT trace runs in the frame lua_pcall's call of the VM made (the chunk runs
 	# under lua_pcall): a stack through the trace that lacks lua_pcall skipped frames,
 	# complete or not.
+	# oneDNN calls its generated kernels from its own code: the JIT frame's caller is a
+	# libdnnl frame, in the main thread and in OpenMP's workers alike (the kernel, and so
+	# its callers' names, depends on the CPU's vector units).
+	if [ "$name" = onednn ]; then
+		through=$(share_among "$TMP/$name.folded" onednn_gemm ';\[jit\](;|$)' ';libdnnl[^;]*;\[jit\](;|$)')
+		check "onednn: stacks through the JIT kernels go on into libdnnl ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+	fi
 	if [ "$name" = luajit ]; then
 		through=$(share_among "$TMP/$name.folded" luajit ';\[jit\]' ';lua_pcall;')
 		check "luajit: stacks through the trace keep lua_pcall and its callers ($through)" \
