@@ -10,6 +10,9 @@
 #     perf report --no-inline -i D --stdio (/usr/bin/time -f %M): the anchor. Without
 #     --no-inline perf runs addr2line on every binary for inlined frames: minutes on
 #     libLLVM (clang), the same peak (181 MB either way on the clang row).
+# Where NVIDIA's CUDA toolkit is installed (CUDA_HOME, /usr/local/cuda), a "cuda" row: the
+# host side of NVRTC (libnvrtc, ~110 MB) and cuBLASLt (libcublasLt, ~540 MB), no GPU needed
+# (tests/workloads/cuda/host.c, bench/lib.sh's cuda_host_command).
 # Ratios hprof/perf. HPROF_BASE=/path/to/old/hprof adds "before" columns: that binary, same
 # commands, same run. Goal (issue 19): end-of-run RSS <= 32 MiB on the clang and torch runs.
 # CLANG_UNITS (12) sizes the C++ file; PROGRAMS (all) picks rows, e.g. PROGRAMS="clang torch".
@@ -18,7 +21,7 @@ source bench/lib.sh
 
 GOAL_MIB=32
 CLANG_UNITS=${CLANG_UNITS:-12}
-PROGRAMS=${PROGRAMS:-$REALPROGS clang torch}
+PROGRAMS=${PROGRAMS:-$REALPROGS clang torch cuda}
 BASE=${HPROF_BASE:-}
 
 if ! bpf_available 2>/dev/null; then
@@ -137,6 +140,7 @@ program_command() {
 		/usr/bin/python3 -c 'import torch' 2>/dev/null ||
 			{ echo "/usr/bin/python3 cannot import torch" >&2; return 1; }
 		CMD=(/usr/bin/python3 "$TMP/mlp.py") ;;
+	cuda) cuda_host_command "$TMP" ;;
 	*) realprog_command "$1" "$TMP" ;;
 	esac
 }

@@ -77,3 +77,25 @@ churn_start() {
 	setsid /usr/bin/python3 -c "$THREADS" >/dev/null 2>&1 &
 	churn+=($!)
 }
+
+# The CUDA toolkit's directory, where one is installed (NVIDIA's, not a Debian package:
+# /usr/local/cuda, or CUDA_HOME): the host side of its libraries is profiled by the benches
+# that list "cuda", no GPU needed.
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+# cuda_host_command DIR: builds tests/workloads/cuda/host.c into DIR and sets CMD to a 4-s
+# run of it, or returns 1 with the reason on stderr.
+cuda_host_command() {
+	local dir=$1
+	if [ ! -e "$CUDA_HOME/include/nvrtc.h" ] || [ ! -e "$CUDA_HOME/include/cublasLt.h" ]; then
+		echo "no CUDA toolkit in $CUDA_HOME (NVIDIA's; set CUDA_HOME)" >&2
+		return 1
+	fi
+	if [ ! -x "$dir/cuda_host" ] &&
+		! gcc -O2 -o "$dir/cuda_host" tests/workloads/cuda/host.c -I"$CUDA_HOME/include" \
+			-L"$CUDA_HOME/lib64" -lnvrtc -lcublasLt -Wl,-rpath,"$CUDA_HOME/lib64" 2>"$dir/cuda.err"; then
+		echo "building the CUDA host workload failed: $(head -1 "$dir/cuda.err")" >&2
+		return 1
+	fi
+	CMD=("$dir/cuda_host" 4)
+}

@@ -504,14 +504,15 @@ if record drap --pprof "$TMP/drap.pb.gz" -- nofp_drap 2.5; then
 	report_judged drap nofp_drap
 fi
 
-# A leaf without CFI whose frame holds a function's first address, a stale return address
-# and a fake frame record (where rbp points), before its true return address.
+# A leaf without CFI whose frame holds a function's first address, a stale return address,
+# a fake frame record (where rbp points) and a return address whose frame's own return
+# address is 0, before its true return address.
 expect_chains decoys 'main;decoy_caller;asm_decoy_leaf'
 if record decoys -- nofp_decoys 2.5; then
 	expect_leaves decoys nofp_decoys 90 asm_decoy_leaf
 	report_judged decoys nofp_decoys
-	check "decoys: no stack names decoy_stale or decoy_unused, which never run" \
-		[ "$(share_matching "$TMP/decoys.folded" nofp_decoys ';decoy_(stale|unused)(;|$)')" = \
+	check "decoys: no stack names decoy_zero, decoy_stale or decoy_unused, which never run" \
+		[ "$(share_matching "$TMP/decoys.folded" nofp_decoys ';decoy_(zero|stale|unused)(;|$)')" = \
 		  "0/$(share_matching "$TMP/decoys.folded" nofp_decoys . | cut -d/ -f2)" ]
 fi
 
@@ -533,6 +534,17 @@ if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
 	check "decoys_scan: 99% of scans passed over both decoys ($rejected_code rejected by their code, $rejected_walk by a walk, $rejected_stale as stale, $scan_frames scans)" \
 		[ $((100 * rejected_code)) -ge $((99 * scan_frames)) ] &&
 		[ $((100 * (rejected_code + rejected_walk + rejected_stale))) -ge $((198 * scan_frames)) ]
+fi
+
+# The same by scanning alone, the leaf called through a pointer: the true return address
+# is then of the kind decoy (d) is (after an indirect call), and (d) comes first. A walk
+# from (d) ends on a zero return address in decoy_zero's frame: no entry of the program or
+# a thread, so the scan passes over it.
+expect_chains decoys_ptr 'main;decoy_caller;asm_decoy_leaf'
+if HPROF_DEBUG=scan record decoys_ptr -- nofp_decoys 2.5 --via-pointer; then
+	report_judged decoys_ptr nofp_decoys
+	check "decoys_ptr: no stack names decoy_zero, decoy_stale or decoy_unused, which never run" \
+		[ "$(share_matching "$TMP/decoys_ptr.folded" nofp_decoys ';decoy_(zero|stale|unused)(;|$)' | cut -d/ -f1)" = 0 ]
 fi
 
 echo "# all runs: $TOTAL_SAMPLES stacks judged"

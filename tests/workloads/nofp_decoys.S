@@ -9,11 +9,16 @@
  *               very leaf in decoy_stale, a function that is never on the stack
  *   rsp + 0x10  (c) a fake frame record, where rbp points: { rsp + 0x20, decoy_stale_ret }
  *   rsp + 0x20      0, the fake record chain's end
- *   rsp + 0x28      the caller's rbp (pushed)
- *   rsp + 0x30      the true return address, into decoy_caller
+ *   rsp + 0x28      0, its return address
+ *   rsp + 0x30  (d) decoy_zero_ret: just after an indirect call in decoy_zero (nofp_decoys.c,
+ *               with CFI), whose CFI puts its own return address at rsp + 0x40
+ *   rsp + 0x38      0
+ *   rsp + 0x40      0: a walk from (d) ends on a zero return address, which is no entry
+ *   rsp + 0x48      the caller's rbp (pushed)
+ *   rsp + 0x50      the true return address, into decoy_caller
  *
- * Its instructions alone tell the truth: push %rbp and sub $0x28 put the return address at
- * rsp + 0x30 after the prologue; add $0x28, pop %rbp and ret undo them. */
+ * Its instructions alone tell the truth: push %rbp and sub $0x48 put the return address at
+ * rsp + 0x50 after the prologue; add $0x48, pop %rbp and ret undo them. */
 
 #define FUNCTION(name)			\
 	.globl name;			\
@@ -44,7 +49,7 @@ END(decoy_stale)
 /* asm_decoy_leaf(n): plants the decoys, then counts n > 0 down in registers. */
 FUNCTION(asm_decoy_leaf)
 	push %rbp
-	sub $0x28, %rsp
+	sub $0x48, %rsp
 	lea decoy_unused(%rip), %rax
 	mov %rax, 0x00(%rsp)
 	lea decoy_stale_ret(%rip), %rax
@@ -53,11 +58,16 @@ FUNCTION(asm_decoy_leaf)
 	lea 0x20(%rsp), %rax
 	mov %rax, 0x10(%rsp)
 	movq $0, 0x20(%rsp)
+	movq $0, 0x28(%rsp)
+	lea decoy_zero_ret(%rip), %rax
+	mov %rax, 0x30(%rsp)
+	movq $0, 0x38(%rsp)
+	movq $0, 0x40(%rsp)
 	lea 0x10(%rsp), %rbp
 	mov %rdi, %rax
 1:	dec %rax
 	jnz 1b
-	add $0x28, %rsp
+	add $0x48, %rsp
 	pop %rbp
 	ret
 END(asm_decoy_leaf)

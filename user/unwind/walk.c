@@ -897,7 +897,7 @@ static bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t call
 enum trial { TRIAL_REACHES_START, TRIAL_STOPS, TRIAL_STALE };
 
 /* Whether the walk from a candidate return address, found at sp - 8, reaches the stack's
- * start, and, for a candidate the scan is not sure of, whether its frame's caller called
+ * start (an entry: a return address the CFI leaves undefined, or entry code), and, for a candidate the scan is not sure of, whether its frame's caller called
  * its function. */
 static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 			     const struct frame_regs *regs, bool sure)
@@ -912,7 +912,10 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 	if (!sure && result.nr_frames >= 2 &&
 	    caller_called_elsewhere(w, ra, w->cache->trial[1].pc))
 		return TRIAL_STALE;
-	if (result.end == UNWIND_END_COMPLETE)
+	/* A zero return address ends a walk, but is no entry: a stale word that follows an
+	 * indirect call, in a frame whose return address slot holds 0 (QEMU's TCG frame keeps
+	 * 1 KiB of temporaries), would pass for the stack's start. */
+	if (result.end == UNWIND_END_COMPLETE && result.last.ip != 0)
 		return TRIAL_REACHES_START;
 	last = &w->cache->trial[result.nr_frames - 1];
 	return result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
