@@ -12,7 +12,9 @@
  * and CFA = *(rbp - 8) in between (DW_CFA_def_cfa_expression): a walk needs the sampled
  * r10 in the first, and the word under the frame record in the second.
  * drap_loop calls it in a tight loop and drap_leaf does little, so that its prologue and
- * epilogue take a good share of the samples too. */
+ * epilogue take a good share of the samples too. drap_loop realigns its stack the same
+ * way: its CFA = *(rbp - 8) needs its rbp, which drap_realigned saved where its own rbp
+ * points (DW_CFA_expression DW_OP_breg6 0). */
 #include "workload.h"
 
 static volatile unsigned long sink;
@@ -33,13 +35,15 @@ __attribute__((noinline)) double drap_realigned(long n, long k)
 	return drap_leaf(aligned, vla, n);
 }
 
-__attribute__((noinline)) void drap_loop(long rounds)
+__attribute__((noinline)) void drap_loop(long rounds, long k)
 {
-	double sum = 0;
+	double sum[4] __attribute__((aligned(32))) = { 0 };
+	double vla[k];
 
+	vla[0] = 0;
 	for (long i = 0; i < rounds; i++)
-		sum += drap_realigned(1, 1 + (i & 3));
-	sink += (unsigned long)sum;
+		sum[i & 3] += drap_realigned(1, 1 + (i & 3)) + vla[0];
+	sink += (unsigned long)sum[0];
 }
 
 int main(int argc, char **argv)
@@ -47,6 +51,6 @@ int main(int argc, char **argv)
 	double seconds = workload_seconds(argc, argv, 3.0), start = workload_cpu_now();
 
 	while (workload_cpu_now() - start < seconds)
-		drap_loop(20000);
+		drap_loop(20000, 1 + (argc & 1));
 	return 0;
 }

@@ -472,6 +472,17 @@ static enum unwind_end recover_bp(const struct cached_rules *rules, const struct
 		caller->bp_valid = true;
 		return read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
 							 : UNWIND_END_COPY_SHORT;
+	case UNWIND_RBP_AT_BP:
+		/* GCC's realigned frames (DRAP) save it where their own rbp points: a DRAP
+		 * function's caller that realigns too needs it for its CFA = *(rbp - N) */
+		if (!regs->bp_valid)
+			return UNWIND_END_COMPLETE;
+		slot = regs->bp + rules->rbp_offset;
+		if (slot < regs->sp)
+			return UNWIND_END_COMPLETE;
+		caller->bp_valid = true;
+		return read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
+							 : UNWIND_END_COPY_SHORT;
 	case UNWIND_RBP_VAL_CFA:
 		caller->bp = cfa + rules->rbp_offset;
 		caller->bp_valid = true;
