@@ -152,15 +152,20 @@ static bool rules_at(const struct hybrid_space *space, uint64_t ip, struct unwin
 
 /* The CFI at ip agrees that rbp is its function's frame pointer. When it does not (the
  * function keeps no frame pointer, or is in its prologue), the kernel's chain skipped the
- * function's caller even if it looks complete. Without CFI only a function's entry (an
- * exact pc) contradicts the chain: nothing is pushed there yet. */
+ * function's caller even if it looks complete. GCC's realigned frames (DRAP) agree in
+ * their body: CFA = *(rbp - N), with the caller's rbp saved where rbp points, and their
+ * prologue pushes a copy of the return address just above it, so rbp holds a frame
+ * record. Without CFI only a function's entry (an exact pc) contradicts the chain: nothing
+ * is pushed there yet. */
 static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t ip, bool exact)
 {
 	const struct unwind_space *walk = &space->walk;
 	struct unwind_rules rules;
 
 	if (rules_at(space, exact ? ip : ip - 1, &rules))
-		return rules.cfa == UNWIND_CFA_BP_OFFSET;
+		return rules.cfa == UNWIND_CFA_BP_OFFSET ||
+		       (rules.cfa == UNWIND_CFA_EXPR_DEREF_BP && rules.rbp == UNWIND_RBP_AT_BP &&
+			rules.rbp_offset == 0);
 	return !(exact && walk->is_function_entry && walk->is_function_entry(walk->ctx, ip));
 }
 
