@@ -22,10 +22,10 @@ packages=(
 	# real programs profiled by tests/realprog.sh and bench/b_realprog.sh; perf for the bench
 	xz-utils zstd gzip sqlite3 perl openssl nodejs linux-perf
 	# and those whose hot code has no CFI: nasm kernels (x264, dav1d, libjpeg-turbo's
-	# tjbench), JIT code (pcre2grep, luajit, HotSpot's compiled Java, oneDNN's GEMM kernels);
-	# aomenc (aom-tools) encodes dav1d's AV1 input
+	# tjbench), JIT code (pcre2grep, luajit, HotSpot's compiled Java, oneDNN's GEMM kernels,
+	# qemu-user's translated blocks); aomenc (aom-tools) encodes dav1d's AV1 input
 	x264 dav1d aom-tools libjpeg-turbo-progs pcre2-utils luajit openjdk-17-jdk-headless
-	libdnnl-dev
+	libdnnl-dev qemu-user
 	# pprof output: protobuf-c packs and unpacks profile.proto messages from the schema, so
 	# no hand-written wire-format code has to get varints, nesting and bounds right
 	libprotobuf-c-dev protobuf-c-compiler

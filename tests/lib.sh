@@ -259,11 +259,13 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # Real programs whose hot code has no CFI, for the same test and bench: x264 and dav1d
 # (kernels in nasm assembly), libjpeg-turbo's tjbench (its SIMD in nasm), pcre2grep (PCRE2's
 # JIT compiles the pattern to anonymous executable memory), luajit (traces), java
-# (HotSpot's interpreter and compiled methods, which keep no frame pointer) and onednn
+# (HotSpot's interpreter and compiled methods, which keep no frame pointer), onednn
 # (oneDNN's sgemm on 2 OpenMP threads: GEMM kernels it generates at run time, as PyTorch's
-# CPU matmuls run), each ~2 s of CPU work; hprof unwinds through that code by analysing it
+# CPU matmuls run) and qemu (qemu-user's TCG running xz: translated blocks that run in
+# their prologue's frame, described through gdb's JIT interface), each ~2 s of CPU work;
+# hprof unwinds through that code by analysing it, or by the CFI its JIT registered
 # (README: "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -311,13 +313,15 @@ print(n)') ;;
 	onednn)
 		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/onednn_gemm" 2) ;;
+	qemu)     CMD=(/usr/bin/qemu-x86_64 /usr/bin/xz -6 -T1 -c "$dir/text1m") ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
 }
 
 # realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264),
-# image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing) and
+# image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing), text1m
+# (its first MB, for xz under qemu) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
 # repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
 # (tests/workloads/java/Work.java; when javac cannot, java.err says why) and onednn_gemm
@@ -336,6 +340,7 @@ realprog_nocfi_prepare() {
 		sed -i '1s/^/building the oneDNN workload failed: /' "$dir/onednn.err"
 	fi
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
+	head -c 1000000 "$dir/text" >"$dir/text1m"
 	y4m_video 640 360 64 >"$dir/video.y4m"
 	ppm_image 2048 2048 >"$dir/image.ppm"
 	rm -f "$dir/video.ivf"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Code without CFI, on real processes under the real BPF program: hand-written assembly
 # (nofp_asm), JIT code with and without frame records, named by a perf map or a jitdump or
-# not at all (nofp_jitgen), a CPython-like trampoline copied into executable memory or in
-# place (nofp_trampoline), gcc's stack realignment through a DRAP sampled in its prologue
+# not at all (nofp_jitgen), JIT code registered through gdb's JIT interface
+# (nofp_gdbjit), a CPython-like trampoline copied into executable memory or in place
+# (nofp_trampoline), gcc's stack realignment through a DRAP sampled in its prologue
 # and epilogue (nofp_drap), and a leaf whose frame holds planted decoys for a stack scan
 # (nofp_decoys). Every workload has known call chains (expect_chains below); each sampled
 # stack of the workload is judged frame by frame against them:
@@ -428,6 +429,17 @@ if record jit_long_map --no-scan -- nofp_jitgen 1 --long --perf-map; then
 	report_judged jit_long_map nofp_jitgen
 	check "jit_long_map: from the perf map's start, no analysis read the code again" \
 		grep -q 'regions analysed (0 read again further on)' "$TMP/jit_long_map.err"
+fi
+
+# JIT code described through gdb's JIT interface, laid out as QEMU's TCG lays it out: a
+# block that runs in its prologue's frame and whose code shows no return. Without
+# scanning, only the CFI the program registered finds its caller.
+expect_chains gdbjit 'main;run_block;gdbjit_block' 'main;setup;*'
+if record gdbjit --no-scan -- nofp_gdbjit 1.5; then
+	expect_leaves gdbjit nofp_gdbjit 90 gdbjit_block
+	report_judged gdbjit nofp_gdbjit
+	check "gdbjit: the summary counts the registration and its object" \
+		grep -q 'gdb JIT interface: 1 processes, 1 objects with CFI' "$TMP/gdbjit.err"
 fi
 
 # A trampoline between two C functions: a copy in executable memory ([jit]), or in place.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
-# and libjpeg-turbo's assembly, PCRE2's, LuaJIT's, HotSpot's and oneDNN's JIT code): at least 99% of each
-# program's samples must come back with a complete user stack, one reaching the program's or
-# thread's entry (stack_completeness in lib.sh).
+# and libjpeg-turbo's assembly; PCRE2's, LuaJIT's, HotSpot's, oneDNN's and QEMU's JIT
+# code): at least 99% of each program's samples must come back with a complete user stack,
+# one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
@@ -40,6 +40,13 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	if [ "$name" = onednn ]; then
 		through=$(share_among "$TMP/$name.folded" onednn_gemm ';\[jit\](;|$)' ';libdnnl[^;]*;\[jit\](;|$)')
 		check "onednn: stacks through the JIT kernels go on into libdnnl ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+	fi
+	# QEMU's translated blocks run in the frame of its code buffer's prologue, which
+	# cpu_exec's callee calls: the CFI QEMU registers says so, and names the buffer.
+	if [ "$name" = qemu ]; then
+		through=$(share_among "$TMP/$name.folded" qemu-x86_64 ';code_gen_buffer(;|$)' ';cpu_exec;([^;]*;)*code_gen_buffer(;|$)')
+		check "qemu: stacks through the translated blocks go on into cpu_exec ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
 	fi
 	if [ "$name" = luajit ]; then

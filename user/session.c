@@ -186,6 +186,39 @@ static int jit_unwind_map(struct module *mod, uint64_t pc, struct unwind_map *ma
 	return 0;
 }
 
+/* Where the process defines gdb's JIT descriptor: the first of its binaries that does. */
+static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
+{
+	struct space_ctx *c = ctx;
+	size_t n = address_space__count(c->proc->as);
+
+	for (size_t i = 0; i < n; i++) {
+		struct mapping *m = address_space__at(c->proc->as, i);
+		struct module *mod = resolver__module(&c->s->resolver, c->proc, m);
+		uint64_t vaddr;
+
+		if (mod && !mod->anon_code && !m->bias_err &&
+		    module__gdb_jit_descriptor(mod, &vaddr) == 0) {
+			*descriptor = vaddr + (uint64_t)m->bias;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* JIT code registered through gdb's JIT interface: the object's rows. */
+static int gdb_jit_unwind_map(struct space_ctx *c, uint64_t pc, struct unwind_map *map)
+{
+	struct gdb_jit *gj = module_registry__gdb_jit(c->s->modules, c->proc->pid, locate_gdb_jit, c);
+	const struct unwind_table *table;
+	uint64_t start, end;
+
+	if (!gj || gdb_jit__find(gj, pc, &table, &start, &end) != 0)
+		return -ENODATA;
+	*map = (struct unwind_map){ .start = start, .end = end, .bias = 0, .table = table };
+	return 0;
+}
+
 static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 {
 	struct space_ctx *c = ctx;
@@ -198,7 +231,7 @@ static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 	if (!mod || m->bias_err)
 		return -ENODATA;
 	if (mod->anon_code)
-		return jit_unwind_map(mod, pc, map);
+		return jit_unwind_map(mod, pc, map) == 0 ? 0 : gdb_jit_unwind_map(c, pc, map);
 	map->table = module_registry__unwind_table(c->s->modules, mod);
 	if (!map->table)
 		return -ENODATA;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -35,6 +36,9 @@ struct process_code {
 	struct perf_map *map; /* NULL: not read (replays) */
 	struct jitdump *jitdump; /* NULL as map is */
 	struct code_copies *copies; /* NULL as map is */
+	struct gdb_jit *gdb_jit;    /* NULL until found */
+	uint64_t gdb_jit_searched_ns;
+	bool gdb_jit_searched;
 	struct module_entry **modules;
 	size_t nr_modules, modules_cap;
 	UT_hash_handle hh;
@@ -60,6 +64,7 @@ struct module_registry {
 	struct process_code *processes;
 	struct perf_map_stats gone_perf_maps; /* of processes that exited */
 	uint64_t gone_code_copy_reads;        /* ... and their code copies' reads */
+	struct gdb_jit_stats gone_gdb_jit;    /* ... and their gdb JIT registrations' */
 	struct jitdump_stats gone_jitdumps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	uint32_t nr;
@@ -282,6 +287,7 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	e->mod.perf_map = pc->map;
 	e->mod.jitdump = pc->jitdump;
 	e->mod.code_copies = pc->copies;
+	e->mod.gdb_jit = pc->gdb_jit;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
 }
@@ -313,7 +319,12 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 		pc->modules[i]->mod.perf_map = NULL;
 		pc->modules[i]->mod.jitdump = NULL;
 		pc->modules[i]->mod.code_copies = NULL;
+		pc->modules[i]->mod.gdb_jit = NULL;
 		HASH_DEL(reg->by_anon, pc->modules[i]);
+	}
+	if (pc->gdb_jit) {
+		gdb_jit__stats(pc->gdb_jit, &reg->gone_gdb_jit);
+		gdb_jit__free(pc->gdb_jit);
 	}
 	reg->gone_code_copy_reads += code_copies__reads(pc->copies);
 	code_copies__free(pc->copies);
@@ -328,6 +339,61 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 	HASH_DEL(reg->processes, pc);
 	free(pc->modules);
 	free(pc);
+}
+
+int module__gdb_jit_descriptor(struct module *mod, uint64_t *vaddr)
+{
+	if (!mod->gdb_jit_looked) {
+		mod->gdb_jit_looked = true;
+		mod->gdb_jit_descriptor = 0;
+		/* a pinned file's descriptor; a file not pinned is not read by path */
+		if (!mod->anon_code && !mod->unpinned && mod->load_path[0] &&
+		    gdb_jit__descriptor_in_file(mod->load_path, vaddr) == 0)
+			mod->gdb_jit_descriptor = *vaddr;
+	}
+	*vaddr = mod->gdb_jit_descriptor;
+	return *vaddr ? 0 : -ENOENT;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
+					 gdb_jit_locate_fn locate, void *ctx)
+{
+	struct process_code *pc;
+	uint64_t descriptor, now;
+
+	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
+	if (!pc || !pc->map) /* not a live process's (a replay's) */
+		return NULL;
+	if (pc->gdb_jit)
+		return pc->gdb_jit;
+	now = monotonic_ns();
+	if (pc->gdb_jit_searched && now - pc->gdb_jit_searched_ns < GDB_JIT_SEARCH_MS * 1000000ull)
+		return NULL;
+	pc->gdb_jit_searched = true;
+	pc->gdb_jit_searched_ns = now;
+	if (locate(ctx, &descriptor) != 0 || !(pc->gdb_jit = gdb_jit__new(pid, descriptor)))
+		return NULL;
+	for (size_t i = 0; i < pc->nr_modules; i++)
+		pc->modules[i]->mod.gdb_jit = pc->gdb_jit;
+	return pc->gdb_jit;
+}
+
+void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats)
+{
+	const struct process_code *pc;
+
+	*stats = reg->gone_gdb_jit;
+	for (pc = reg->processes; pc; pc = pc->hh.next)
+		if (pc->gdb_jit)
+			gdb_jit__stats(pc->gdb_jit, stats);
 }
 
 void module_registry__perf_map_stats(const struct module_registry *reg,
@@ -579,6 +645,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 		m->perf_maps += pc->map != NULL;
 		m->code_copy_bytes += code_copies__bytes(pc->copies);
 		m->code_copy_reads += code_copies__reads(pc->copies);
+		m->gdb_jit_bytes += gdb_jit__bytes(pc->gdb_jit);
 	}
 	m->pinned_files = mapped_files__count(reg->files);
 	m->reloads = reg->reloads;
@@ -600,6 +667,8 @@ void module_registry__free(struct module_registry *reg)
 		HASH_DEL(reg->processes, pc);
 		perf_map__free(pc->map);
 		jitdump__free(pc->jitdump);
+		code_copies__free(pc->copies);
+		gdb_jit__free(pc->gdb_jit);
 		free(pc->modules);
 		free(pc);
 	}

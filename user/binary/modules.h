@@ -13,6 +13,7 @@
 #include "binary/jitdump.h"
 #include "binary/mapped_files.h"
 #include "binary/code_copies.h"
+#include "binary/gdb_jit.h"
 #include "binary/perfmap.h"
 #include "binary/mapping.h"
 #include "cfi/unwind_table.h"
@@ -47,6 +48,13 @@ struct module {
 	/* Copies of its code read from the process (binary/code_copies.h), for samples walked
 	 * after it exited; NULL as perf_map is. */
 	struct code_copies *code_copies;
+	/* Its process's code registered through gdb's JIT interface (binary/gdb_jit.h): rows
+	 * and names; NULL until found, and once the process is gone. */
+	struct gdb_jit *gdb_jit;
+	/* A file's: where it defines gdb's JIT descriptor (an ELF virtual address), once
+	 * looked for (gdb_jit_looked): 0 when it does not. */
+	uint64_t gdb_jit_descriptor;
+	bool gdb_jit_looked;
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
@@ -101,6 +109,19 @@ void module_registry__reload_jit(struct module_registry *reg, uint32_t pid);
 /* The perf map files' counts, summed over processes. */
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats);
+/* Where file module mod defines gdb's JIT descriptor (ELF virtual address), looked for in
+ * its pinned file once. Returns 0 or -ENOENT. */
+int module__gdb_jit_descriptor(struct module *mod, uint64_t *vaddr);
+/* Finds a process's gdb JIT descriptor: its process address. Returns 0 or -ENOENT. */
+typedef int (*gdb_jit_locate_fn)(void *ctx, uint64_t *descriptor);
+/* Process pid's registrations through gdb's JIT interface: those found, else, when the
+ * last search is GDB_JIT_SEARCH_MS old (a program may load a JIT's library later), what
+ * locate finds now. NULL when none is known (and in replays: no process to read). */
+struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
+					 gdb_jit_locate_fn locate, void *ctx);
+#define GDB_JIT_SEARCH_MS 1000
+void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats);
+
 /* The jitdump files' counts, summed over processes. */
 void module_registry__jitdump_stats(const struct module_registry *reg,
 				    struct jitdump_stats *stats);
@@ -124,6 +145,7 @@ struct module_memory {
 	uint64_t perf_maps;
 	uint64_t code_copy_bytes; /* JIT code copied from live processes (binary/code_copies.h) */
 	uint64_t code_copy_reads; /* reads of JIT code those copies answered, the process gone */
+	uint64_t gdb_jit_bytes;   /* rows and names of code registered through gdb's JIT interface */
 	uint64_t pinned_files;
 	uint64_t symbol_bytes;
 	uint64_t table_bytes;  /* unwind tables: FDE indexes of files, whole tables of the

@@ -80,14 +80,16 @@ static char *unnamed_frame_name(struct module_registry *modules, struct module *
 	return asprintf(&name, "%s+0x%" PRIx64, mod ? mod->name : "?", start) < 0 ? NULL : name;
 }
 
-/* JIT code: its process's perf map entry, else its jitdump's code load, else its
- * mapping's name, never an address: provisional while the process lives to name it later. */
+/* JIT code: its process's perf map entry, else its jitdump's code load, else its symbol
+ * in what it registered through gdb's JIT interface, else its mapping's name, never an address: provisional while the process lives to name it later. */
 static char *anon_code_name(const struct module *mod, uint64_t pc, bool *provisional)
 {
 	const char *name = perf_map__lookup(mod->perf_map, pc);
 
 	if (!name && mod->jitdump)
 		name = jitdump__lookup(mod->jitdump, pc);
+	if (!name && mod->gdb_jit)
+		name = gdb_jit__lookup(mod->gdb_jit, pc);
 	*provisional = !name && (mod->perf_map || mod->jitdump);
 	return strdup(name ? name : mod->name);
 }

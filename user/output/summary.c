@@ -56,6 +56,23 @@ static void json_jitdumps(struct json_writer *w, struct module_registry *modules
 	json__end_object(w);
 }
 
+static void json_gdb_jit(struct json_writer *w, struct module_registry *modules)
+{
+	struct gdb_jit_stats gj;
+
+	module_registry__gdb_jit_stats(modules, &gj);
+	json__key(w, "gdb_jit");
+	json__begin_object(w);
+	json_count(w, "processes", gj.registrations);
+	json_count(w, "list_reads", gj.list_reads);
+	json_count(w, "bad_lists", gj.bad_lists);
+	json_count(w, "lists_cut_short", gj.cut_short);
+	json_count(w, "objects", gj.objects);
+	json_count(w, "objects_without_cfi", gj.no_cfi);
+	json_count(w, "objects_refused", gj.refused);
+	json__end_object(w);
+}
+
 /* Code without CFI, as the JSON summary gives it. */
 static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 {
@@ -244,6 +261,7 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__uint(w, pm.cut_short);
 	json__end_object(w);
 	json_jitdumps(w, r->modules);
+	json_gdb_jit(w, r->modules);
 	json__key(w, "bytes_per_sample");
 	json__double(w, summary__bytes_per_sample(r));
 	json__key(w, "frame_pointers_only");
@@ -388,6 +406,21 @@ static void print_jitdump_summary(struct module_registry *modules, FILE *out)
 		jd.read, jd.refused, jd.bad_header, jd.bad_records, jd.cut_records + jd.cut_short);
 }
 
+/* Code registered through gdb's JIT interface, one line when a process had some. */
+static void print_gdb_jit_summary(struct module_registry *modules, FILE *out)
+{
+	struct gdb_jit_stats gj;
+
+	module_registry__gdb_jit_stats(modules, &gj);
+	if (!gj.registrations)
+		return;
+	fprintf(out, "hprof: gdb JIT interface: %" PRIu64 " processes, %" PRIu64
+			" objects with CFI, %" PRIu64 " without, %" PRIu64 " refused (size, unreadable); %" PRIu64
+			" list reads, %" PRIu64 " without a valid descriptor, %" PRIu64 " cut short\n",
+		gj.registrations, gj.objects, gj.no_cfi, gj.refused, gj.list_reads, gj.bad_lists,
+		gj.cut_short);
+}
+
 static void print_perf_map_summary(struct module_registry *modules, FILE *out)
 {
 	struct perf_map_stats pm;
@@ -451,7 +484,8 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 			" evicted), function starts of code without either %.1f MiB, %" PRIu64
 			" files pinned; %" PRIu64 " idle ones dropped, %" PRIu64 " read again), %" PRIu64
 			" anonymous code modules (copies of their code %.2f MiB, %" PRIu64
-			" reads after their process exited), %" PRIu64 " perf maps\n",
+			" reads after their process exited; gdb JIT objects %.2f MiB), %" PRIu64
+			" perf maps\n",
 		summary__rss_kib(), (double)(heap.uordblks + heap.hblkhd) / mib, m->processes,
 		m->processes_sampled, m->threads, m->filtered_pids,
 		m->profile.stacks, m->profile.nodes, m->profile.frames, m->profile.names,
@@ -466,7 +500,7 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 		(double)m->modules.code_start_bytes / mib,
 		m->modules.pinned_files, m->modules.dropped, m->modules.reloads, m->modules.anon_code,
 		(double)m->modules.code_copy_bytes / mib, m->modules.code_copy_reads,
-		m->modules.perf_maps);
+		(double)m->modules.gdb_jit_bytes / mib, m->modules.perf_maps);
 }
 
 void summary__print(const struct run_summary *r, FILE *out)
@@ -524,6 +558,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 		ps->events[MAP_EVENT_EXIT], ps->seeded_from_proc, r->sideband_lost);
 	print_perf_map_summary(r->modules, out);
 	print_jitdump_summary(r->modules, out);
+	print_gdb_jit_summary(r->modules, out);
 	fprintf(out, "hprof: %.0f bytes received per sample", summary__bytes_per_sample(r));
 	if (r->no_dwarf)
 		fprintf(out, " (frame pointers only, no stack copies)\n");

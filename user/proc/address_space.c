@@ -167,3 +167,8 @@ size_t address_space__count(const struct address_space *as)
 {
 	return as ? as->nr : 0;
 }
+
+struct mapping *address_space__at(const struct address_space *as, size_t i)
+{
+	return as && i < as->nr ? &as->items[i] : NULL;
+}

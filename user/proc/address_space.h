@@ -22,6 +22,8 @@ int address_space__add_maps(struct address_space *as, const struct process_maps 
 /* The mapping holding addr, or NULL. The pointer is valid until the next change. */
 struct mapping *address_space__find(const struct address_space *as, uint64_t addr);
 size_t address_space__count(const struct address_space *as);
+/* The i-th mapping by address (i < address_space__count), valid until the next change. */
+struct mapping *address_space__at(const struct address_space *as, size_t i);
 void address_space__free(struct address_space *as);
 
 #endif

@@ -1,0 +1,437 @@
+#include "binary/gdb_jit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "binary/symbols.h"
+#include "util/grow.h"
+
+/* The interface's structures, as gdb defines them (version 1). */
+struct raw_descriptor {
+	uint32_t version;
+	uint32_t action_flag;
+	uint64_t relevant_entry;
+	uint64_t first_entry;
+};
+
+struct raw_entry {
+	uint64_t next_entry;
+	uint64_t prev_entry;
+	uint64_t symfile_addr;
+	uint64_t symfile_size;
+};
+
+/* One registered object, as read. */
+struct object {
+	uint64_t symfile_addr, symfile_size;
+	uint64_t start, end;         /* what its rows cover; start == end: nothing */
+	struct unwind_table *table;  /* NULL: no CFI */
+	struct elf_symbols *syms;    /* NULL: no symbols */
+	bool seen;                   /* in the list as last read */
+};
+
+struct object_key {
+	uint64_t symfile_addr, symfile_size;
+	size_t index;
+};
+
+struct gdb_jit {
+	uint32_t pid;
+	uint64_t descriptor;
+	struct object *objects; /* sorted by start */
+	size_t nr, cap;
+	uint64_t held;          /* symfile bytes of the objects held */
+	struct raw_descriptor last; /* as last read: its list is read again only if it changed */
+	struct object_key *keys; /* while a list is read: the objects held, by symfile_addr */
+	size_t nr_keys;
+	bool tried;
+	uint64_t checked_ns;
+	struct gdb_jit_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads exactly len bytes at addr of the process. */
+static bool read_exact(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct iovec local = { .iov_base = (uint8_t *)buf + done, .iov_len = len - done };
+		struct iovec remote = { .iov_base = (void *)(uintptr_t)(addr + done),
+					.iov_len = len - done };
+		ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+/* The symbol's value in the first symbol table of the type that defines it. */
+static bool find_in_symtab(Elf *elf, Elf64_Word type, const char *name, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		size_t count;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type || shdr.sh_entsize == 0 ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		count = data->d_size / shdr.sh_entsize;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym sym;
+			const char *s;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    sym.st_value == 0 || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			s = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (s && strcmp(s, name) == 0) {
+				*vaddr = sym.st_value;
+				return true;
+			}
+		}
+		return false;
+	}
+	return false;
+}
+
+int gdb_jit__descriptor_in_file(const char *path, uint64_t *vaddr)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err = -ENOENT;
+	Elf *elf;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		err = -EINVAL;
+	else if (find_in_symtab(elf, SHT_DYNSYM, GDB_JIT_DESCRIPTOR, vaddr) ||
+		 find_in_symtab(elf, SHT_SYMTAB, GDB_JIT_DESCRIPTOR, vaddr))
+		err = 0;
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+struct gdb_jit *gdb_jit__new(uint32_t pid, uint64_t descriptor)
+{
+	struct gdb_jit *gj = calloc(1, sizeof(*gj));
+
+	if (!gj)
+		return NULL;
+	gj->pid = pid;
+	gj->descriptor = descriptor;
+	gj->stats.registrations = 1;
+	return gj;
+}
+
+static void free_object(struct object *o)
+{
+	unwind_table__free(o->table);
+	elf_symbols__free(o->syms);
+}
+
+/* The range an object's rows cover: from its first row to its last end marker. */
+static void set_range(struct object *o)
+{
+	size_t nr = 0;
+	const struct unwind_row *rows = unwind_table__rows(o->table, &nr);
+
+	o->start = o->end = 0;
+	if (nr > 0) {
+		o->start = rows[0].pc;
+		o->end = rows[nr - 1].pc > o->start ? rows[nr - 1].pc : o->start;
+	}
+}
+
+/* Reads and compiles the object at [addr, addr + size). false when refused. */
+static bool read_object(struct gdb_jit *gj, uint64_t addr, uint64_t size, struct object *o)
+{
+	char err[160];
+	uint8_t *image;
+
+	*o = (struct object){ .symfile_addr = addr, .symfile_size = size, .seen = true };
+	if (size == 0 || size > GDB_JIT_MAX_OBJECT_BYTES || gj->held + size > GDB_JIT_MAX_BYTES ||
+	    !(image = malloc(size)))
+		return false;
+	if (!read_exact(gj->pid, addr, image, size)) {
+		free(image);
+		return false;
+	}
+	if (unwind_table__from_image(image, size, "gdb JIT object", UNWIND_SRC_ALL, &o->table,
+				     err, sizeof(err)) != 0)
+		o->table = NULL;
+	if (elf_symbols__load_image(image, size, &o->syms, err, sizeof(err)) != 0)
+		o->syms = NULL;
+	free(image);
+	if (o->table)
+		set_range(o);
+	gj->held += size;
+	return true;
+}
+
+static int compare_key(const void *a, const void *b)
+{
+	const struct object_key *x = a, *y = b;
+
+	if (x->symfile_addr != y->symfile_addr)
+		return x->symfile_addr < y->symfile_addr ? -1 : 1;
+	return x->symfile_size < y->symfile_size ? -1 : x->symfile_size > y->symfile_size;
+}
+
+/* The objects held, by symfile address, for the list being read (NULL keys when out of
+ * memory: every entry is then read anew). */
+static void index_objects(struct gdb_jit *gj)
+{
+	gj->nr_keys = 0;
+	gj->keys = gj->nr ? malloc(gj->nr * sizeof(*gj->keys)) : NULL;
+	if (!gj->keys)
+		return;
+	for (size_t i = 0; i < gj->nr; i++)
+		gj->keys[i] = (struct object_key){ gj->objects[i].symfile_addr,
+						   gj->objects[i].symfile_size, i };
+	gj->nr_keys = gj->nr;
+	qsort(gj->keys, gj->nr_keys, sizeof(*gj->keys), compare_key);
+}
+
+static struct object *find_registered(struct gdb_jit *gj, uint64_t addr, uint64_t size)
+{
+	const struct object_key want = { addr, size, 0 };
+	const struct object_key *k = gj->nr_keys ? bsearch(&want, gj->keys, gj->nr_keys,
+							   sizeof(*gj->keys), compare_key)
+						 : NULL;
+
+	return k ? &gj->objects[k->index] : NULL;
+}
+
+/* An entry of the list: known already, or read now. */
+static void take_entry(struct gdb_jit *gj, const struct raw_entry *e)
+{
+	struct object *known = find_registered(gj, e->symfile_addr, e->symfile_size), o;
+
+	if (known) {
+		known->seen = true;
+		return;
+	}
+	if (!read_object(gj, e->symfile_addr, e->symfile_size, &o)) {
+		gj->stats.refused++;
+		return;
+	}
+	if (grow_array((void **)&gj->objects, &gj->cap, gj->nr + 1, sizeof(*gj->objects))) {
+		gj->held -= o.symfile_size;
+		free_object(&o);
+		return;
+	}
+	gj->objects[gj->nr++] = o;
+	if (o.table)
+		gj->stats.objects++;
+	else
+		gj->stats.no_cfi++;
+}
+
+/* Objects no longer in the list go (the JIT freed their code). */
+static void drop_unseen(struct gdb_jit *gj)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < gj->nr; i++) {
+		if (gj->objects[i].seen) {
+			gj->objects[kept++] = gj->objects[i];
+			continue;
+		}
+		gj->held -= gj->objects[i].symfile_size;
+		free_object(&gj->objects[i]);
+	}
+	gj->nr = kept;
+}
+
+static int compare_start(const void *a, const void *b)
+{
+	const struct object *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int compare_entry(const void *a, const void *b)
+{
+	const struct raw_entry *x = a, *y = b;
+
+	if (x->symfile_addr != y->symfile_addr)
+		return x->symfile_addr < y->symfile_addr ? -1 : 1;
+	return x->symfile_size < y->symfile_size ? -1 : x->symfile_size > y->symfile_size;
+}
+
+/* The list's entries, at most GDB_JIT_MAX_ENTRIES (a longer list, or a cycle, is cut
+ * there; an unreadable entry ends it), sorted by object with duplicates gone. */
+static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t *nr)
+{
+	struct raw_entry *entries = NULL, e;
+	size_t n = 0, cap = 0, kept = 0;
+	uint64_t at;
+
+	for (at = first; at && n < GDB_JIT_MAX_ENTRIES; at = e.next_entry) {
+		if (!read_exact(gj->pid, at, &e, sizeof(e)) ||
+		    grow_array((void **)&entries, &cap, n + 1, sizeof(*entries)))
+			break;
+		entries[n++] = e;
+	}
+	if (at)
+		gj->stats.cut_short++;
+	if (n)
+		qsort(entries, n, sizeof(*entries), compare_entry);
+	for (size_t i = 0; i < n; i++)
+		if (kept == 0 || compare_entry(&entries[kept - 1], &entries[i]) != 0)
+			entries[kept++] = entries[i];
+	*nr = kept;
+	return entries;
+}
+
+/* Reads the descriptor and its list, keeping what was read before. */
+static void read_list(struct gdb_jit *gj)
+{
+	struct raw_descriptor d;
+	struct raw_entry *entries;
+	size_t n = 0;
+
+	gj->tried = true;
+	gj->checked_ns = now_ns();
+	gj->stats.list_reads++;
+	if (!read_exact(gj->pid, gj->descriptor, &d, sizeof(d)) || d.version != 1) {
+		gj->stats.bad_lists++;
+		return;
+	}
+	/* a registration changes the head (new entries go first), an unregistration the
+	 * action and the relevant entry */
+	if (gj->nr && memcmp(&d, &gj->last, sizeof(d)) == 0)
+		return;
+	gj->last = d;
+	entries = read_entries(gj, d.first_entry, &n);
+	for (size_t i = 0; i < gj->nr; i++)
+		gj->objects[i].seen = false;
+	index_objects(gj);
+	for (size_t i = 0; i < n; i++)
+		take_entry(gj, &entries[i]);
+	free(entries);
+	free(gj->keys);
+	gj->keys = NULL;
+	gj->nr_keys = 0;
+	drop_unseen(gj);
+	qsort(gj->objects, gj->nr, sizeof(*gj->objects), compare_start);
+}
+
+/* The object whose rows cover addr (of overlapping ones, the one starting last). */
+static struct object *object_at(struct gdb_jit *gj, uint64_t addr)
+{
+	size_t lo = 0, hi = gj->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gj->objects[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		if (addr < gj->objects[i].end)
+			return &gj->objects[i];
+		if (lo - i >= 8)
+			break; /* overlaps are rare: a few back at most */
+	}
+	return NULL;
+}
+
+/* The object at addr, reading the list again on a miss when it is due. */
+static struct object *lookup(struct gdb_jit *gj, uint64_t addr)
+{
+	struct object *o;
+
+	if (!gj)
+		return NULL;
+	o = object_at(gj, addr);
+	if (o || (gj->tried && now_ns() - gj->checked_ns < GDB_JIT_RECHECK_MS * 1000000ull))
+		return o;
+	read_list(gj);
+	return object_at(gj, addr);
+}
+
+int gdb_jit__find(struct gdb_jit *gj, uint64_t addr, const struct unwind_table **table,
+		  uint64_t *start, uint64_t *end)
+{
+	struct object *o = lookup(gj, addr);
+
+	if (!o || !o->table)
+		return -ENOENT;
+	*table = o->table;
+	*start = o->start;
+	*end = o->end;
+	return 0;
+}
+
+const char *gdb_jit__lookup(struct gdb_jit *gj, uint64_t addr)
+{
+	struct object *o = lookup(gj, addr);
+	uint64_t offset;
+
+	return o && o->syms ? elf_symbols__lookup(o->syms, addr, &offset) : NULL;
+}
+
+void gdb_jit__stats(const struct gdb_jit *gj, struct gdb_jit_stats *acc)
+{
+	acc->registrations += gj->stats.registrations;
+	acc->list_reads += gj->stats.list_reads;
+	acc->bad_lists += gj->stats.bad_lists;
+	acc->cut_short += gj->stats.cut_short;
+	acc->objects += gj->stats.objects;
+	acc->no_cfi += gj->stats.no_cfi;
+	acc->refused += gj->stats.refused;
+}
+
+uint64_t gdb_jit__bytes(const struct gdb_jit *gj)
+{
+	uint64_t bytes = 0;
+
+	if (!gj)
+		return 0;
+	for (size_t i = 0; i < gj->nr; i++) {
+		struct unwind_stats st = { 0 };
+
+		if (gj->objects[i].table) {
+			unwind_table__stats(gj->objects[i].table, &st);
+			bytes += st.table_bytes;
+		}
+		bytes += elf_symbols__bytes(gj->objects[i].syms);
+	}
+	return bytes + gj->cap * sizeof(*gj->objects);
+}
+
+void gdb_jit__free(struct gdb_jit *gj)
+{
+	if (!gj)
+		return;
+	for (size_t i = 0; i < gj->nr; i++)
+		free_object(&gj->objects[i]);
+	free(gj->objects);
+	free(gj);
+}
