@@ -298,7 +298,7 @@ static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t
 	}
 	if (at)
 		gj->stats.cut_short++;
-	if (n)
+	if (n > 1)
 		qsort(entries, n, sizeof(*entries), compare_entry);
 	for (size_t i = 0; i < n; i++)
 		if (kept == 0 || compare_entry(&entries[kept - 1], &entries[i]) != 0)
@@ -337,7 +337,8 @@ static void read_list(struct gdb_jit *gj)
 	gj->keys = NULL;
 	gj->nr_keys = 0;
 	drop_unseen(gj);
-	qsort(gj->objects, gj->nr, sizeof(*gj->objects), compare_start);
+	if (gj->nr > 1)
+		qsort(gj->objects, gj->nr, sizeof(*gj->objects), compare_start);
 }
 
 /* The object whose rows cover addr (of overlapping ones, the one starting last). */
