@@ -262,10 +262,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # (HotSpot's interpreter and compiled methods, which keep no frame pointer), onednn
 # (oneDNN's sgemm on 2 OpenMP threads: GEMM kernels it generates at run time, as PyTorch's
 # CPU matmuls run) and qemu (qemu-user's TCG running xz: translated blocks that run in
-# their prologue's frame, described through gdb's JIT interface), each ~2 s of CPU work;
-# hprof unwinds through that code by analysing it, or by the CFI its JIT registered
-# (README: "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu"
+# their prologue's frame, described through gdb's JIT interface) and lli (LLVM 14's JIT
+# running C compiled to bitcode without frame pointers: the objects it registers through
+# the same interface), each ~2 s of CPU work; hprof unwinds through that code by analysing
+# it, or by the CFI its JIT registered (README: "Code without CFI"). Their inputs come from
+# realprog_nocfi_prepare.
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -314,6 +316,9 @@ print(n)') ;;
 		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/onednn_gemm" 2) ;;
 	qemu)     CMD=(/usr/bin/qemu-x86_64 /usr/bin/xz -6 -T1 -c "$dir/text1m") ;;
+	lli)
+		[ -s "$dir/work.bc" ] || { cat "$dir/llvm.err" >&2; return 1; }
+		CMD=(/usr/bin/lli-14 "$dir/work.bc" 2) ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
@@ -324,8 +329,9 @@ print(n)') ;;
 # (its first MB, for xz under qemu) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
 # repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
-# (tests/workloads/java/Work.java; when javac cannot, java.err says why) and onednn_gemm
-# (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err).
+# (tests/workloads/java/Work.java; when javac cannot, java.err says why), onednn_gemm
+# (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err) and
+# work.bc (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java"
@@ -333,6 +339,10 @@ realprog_nocfi_prepare() {
 		echo "no javac to compile Work.java (openjdk-17-jdk-headless; scripts/install-deps.sh)" >"$dir/java.err"
 	elif ! javac -d "$dir/java" tests/workloads/java/Work.java 2>"$dir/java.err"; then
 		sed -i '1s/^/javac failed: /' "$dir/java.err"
+	fi
+	if ! clang -O1 -fomit-frame-pointer -c -emit-llvm -o "$dir/work.bc" tests/workloads/llvm/work.c \
+		2>"$dir/llvm.err"; then
+		sed -i '1s/^/compiling the LLVM workload to bitcode failed: /' "$dir/llvm.err"
 	fi
 	if [ ! -e /usr/include/dnnl.h ]; then
 		echo "no dnnl.h to build the oneDNN workload (libdnnl-dev; scripts/install-deps.sh)" >"$dir/onednn.err"

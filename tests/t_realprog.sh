@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
-# and libjpeg-turbo's assembly; PCRE2's, LuaJIT's, HotSpot's, oneDNN's and QEMU's JIT
-# code): at least 99% of each program's samples must come back with a complete user stack,
-# one reaching the program's or thread's entry (stack_completeness in lib.sh).
+# and libjpeg-turbo's assembly; PCRE2's, LuaJIT's, HotSpot's, oneDNN's, QEMU's and LLVM's
+# JIT code): at least 99% of each program's samples must come back with a complete user
+# stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
@@ -47,6 +47,13 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	if [ "$name" = qemu ]; then
 		through=$(share_among "$TMP/$name.folded" qemu-x86_64 ';code_gen_buffer(;|$)' ';cpu_exec;([^;]*;)*code_gen_buffer(;|$)')
 		check "qemu: stacks through the translated blocks go on into cpu_exec ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+	fi
+	# LLVM's JIT registers each module's object, with its CFI and symbols: the JIT'd
+	# functions are named and their chain is whole, main;middle;leaf_work.
+	if [ "$name" = lli ]; then
+		through=$(share_among "$TMP/$name.folded" lli-14 ';leaf_work(;|$)' 'runAsMain[^;]*;main;middle;leaf_work(;|$)')
+		check "lli: the JIT'd functions are named, main;middle;leaf_work ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
 	fi
 	if [ "$name" = luajit ]; then

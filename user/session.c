@@ -186,24 +186,31 @@ static int jit_unwind_map(struct module *mod, uint64_t pc, struct unwind_map *ma
 	return 0;
 }
 
-/* Where the process defines gdb's JIT descriptor: the first of its binaries that does. */
+/* Where the process defines gdb's JIT descriptor: as the dynamic linker resolves the
+ * symbol, the program's own if it defines one (its code is mapped lowest), else the
+ * library loaded first that does (the loader maps libraries downwards: the highest). */
 static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
 {
 	struct space_ctx *c = ctx;
 	size_t n = address_space__count(c->proc->as);
+	bool first_file = true, found = false;
 
 	for (size_t i = 0; i < n; i++) {
 		struct mapping *m = address_space__at(c->proc->as, i);
 		struct module *mod = resolver__module(&c->s->resolver, c->proc, m);
 		uint64_t vaddr;
 
-		if (mod && !mod->anon_code && !m->bias_err &&
-		    module__gdb_jit_descriptor(mod, &vaddr) == 0) {
+		if (!mod || mod->anon_code)
+			continue;
+		if (!m->bias_err && module__gdb_jit_descriptor(mod, &vaddr) == 0) {
 			*descriptor = vaddr + (uint64_t)m->bias;
-			return 0;
+			found = true;
+			if (first_file)
+				return 0;
 		}
+		first_file = false;
 	}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }
 
 /* JIT code registered through gdb's JIT interface: the object's rows. */
@@ -213,9 +220,14 @@ static int gdb_jit_unwind_map(struct space_ctx *c, uint64_t pc, struct unwind_ma
 	const struct unwind_table *table;
 	uint64_t start, end;
 
-	if (!gj || gdb_jit__find(gj, pc, &table, &start, &end) != 0)
+	struct mapping *m = process__find_mapping(c->proc, pc);
+
+	if (!gj || !m || gdb_jit__find(gj, pc, &table, &start, &end) != 0)
 		return -ENODATA;
-	*map = (struct unwind_map){ .start = start, .end = end, .bias = 0, .table = table };
+	/* the object's rows, no further than the mapping: an object's claim on other code
+	 * (another library's, in a range its rows span) is not taken */
+	*map = (struct unwind_map){ .start = start > m->start ? start : m->start,
+				    .end = end < m->end ? end : m->end, .bias = 0, .table = table };
 	return 0;
 }
 

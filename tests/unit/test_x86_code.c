@@ -230,6 +230,14 @@ static void test_failures(void)
 	      "a jump past the code read: no return found, and more code might hold it");
 	check(x86_code__analyze(&window, F_JIT_LOOP, 0, 0, &r) == CODE_NO_EXIT && !r.past_window,
 	      "a loop with no exit inside the code read: no more code asked for");
+	{
+		/* add $0x12345678,%rax cut after 3 of its 6 bytes: no return found, more code asked */
+		static const uint8_t cut[] = { 0x90, 0x48, 0x05, 0x78 };
+		const struct code_window cut_w = { cut, 0x2000, sizeof(cut) };
+
+		check(x86_code__analyze(&cut_w, 0x2000, 0, 0, &r) == CODE_NO_EXIT && r.past_window,
+		      "an instruction cut by the window's end: more code might hold the return");
+	}
 	check(x86_code__analyze(&window, 0x9000, 0, 0, &r) == CODE_UNDECODABLE,
 	      "a pc outside the window: undecodable");
 	check(x86_code__analyze(&window, F_LEAF_BODY + 1, 0, 0, &r) != CODE_OK ||

@@ -40,6 +40,21 @@ static size_t first_ending_after(const struct code_copies *c, uint64_t addr)
 	return lo;
 }
 
+/* Where no copy may grow: the newer bytes replace what copies [first, last) hold of
+ * [addr, addr + len), in place. */
+static void overwrite(struct code_copies *c, size_t first, size_t last, uint64_t addr,
+		      const uint8_t *bytes, size_t len)
+{
+	for (size_t i = first; i < last; i++) {
+		struct copy *k = &c->copies[i];
+		uint64_t from = k->addr > addr ? k->addr : addr;
+		uint64_t to = k->addr + k->len < addr + len ? k->addr + k->len : addr + len;
+
+		if (from < to)
+			memcpy(k->bytes + (from - k->addr), bytes + (from - addr), to - from);
+	}
+}
+
 /* Copies [first, last) and the new range [addr, end) become one copy at index first. */
 static void merge(struct code_copies *c, size_t first, size_t last, uint64_t addr,
 		  const uint8_t *bytes, size_t len)
@@ -55,8 +70,10 @@ static void merge(struct code_copies *c, size_t first, size_t last, uint64_t add
 	}
 	for (size_t i = first; i < last; i++)
 		held += c->copies[i].len;
-	if (c->bytes - held + (hi - lo) > CODE_COPIES_MAX_BYTES || !(merged = malloc(hi - lo)))
+	if (c->bytes - held + (hi - lo) > CODE_COPIES_MAX_BYTES || !(merged = malloc(hi - lo))) {
+		overwrite(c, first, last, addr, bytes, len);
 		return;
+	}
 	for (size_t i = first; i < last; i++) {
 		memcpy(merged + (c->copies[i].addr - lo), c->copies[i].bytes, c->copies[i].len);
 		free(c->copies[i].bytes);

@@ -3,7 +3,7 @@
  * process's last samples are walked after it exited, when its memory can no longer be
  * read. Their code is then analysed from these copies. Ranges are disjoint and sorted;
  * a later read of the same bytes replaces them (JIT code is rewritten); the total is
- * bounded, and past the bound nothing more is kept. */
+ * bounded, and past the bound only bytes already held are replaced. */
 #ifndef HPROF_CODE_COPIES_H
 #define HPROF_CODE_COPIES_H
 
@@ -18,8 +18,8 @@ struct code_copies;
 
 /* An empty set, or NULL when out of memory. */
 struct code_copies *code_copies__new(void);
-/* Keeps [addr, addr + len) with these bytes (a no-op once the bound is reached, or out of
- * memory). */
+/* Keeps [addr, addr + len) with these bytes. Past the bound (or out of memory) no copy
+ * grows, but the bytes replace what copies hold of the range. */
 void code_copies__add(struct code_copies *c, uint64_t addr, const uint8_t *bytes, size_t len);
 /* Up to len bytes from addr, as far as the copy holding addr goes. Returns the bytes
  * read, or -ENOENT where no copy holds addr. */

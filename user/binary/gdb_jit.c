@@ -1,5 +1,6 @@
 #include "binary/gdb_jit.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -49,7 +50,15 @@ struct gdb_jit {
 	struct object *objects; /* sorted by start */
 	size_t nr, cap;
 	uint64_t held;          /* symfile bytes of the objects held */
-	struct raw_descriptor last; /* as last read: its list is read again only if it changed */
+	/* Objects the list no longer names, kept until the list is read again (at least
+	 * GDB_JIT_RECHECK_MS later): a walk may still hold their tables. */
+	struct object *retired;
+	size_t nr_retired, retired_cap;
+	/* the descriptor and its head entry as last read: the list is walked again only when
+	 * either changed (a new entry may reuse a freed one's address) */
+	struct raw_descriptor last;
+	struct raw_entry last_head;
+	bool have_last;
 	struct object_key *keys; /* while a list is read: the objects held, by symfile_addr */
 	size_t nr_keys;
 	bool tried;
@@ -165,20 +174,148 @@ static void set_range(struct object *o)
 	}
 }
 
+/* A section header of the image, bounds-checked. */
+static bool section(const uint8_t *img, size_t size, const Elf64_Ehdr *eh, size_t i, Elf64_Shdr *sh)
+{
+	if (i >= eh->e_shnum)
+		return false;
+	memcpy(sh, img + eh->e_shoff + i * sizeof(*sh), sizeof(*sh));
+	return sh->sh_type == SHT_NOBITS ||
+	       (sh->sh_offset <= size && sh->sh_size <= size - sh->sh_offset);
+}
+
+/* Where symbol index sym of the table symtab resolves: its section's load address (the
+ * sh_addr the JIT set) plus its value. */
+static bool symbol_address(const uint8_t *img, size_t size, const Elf64_Ehdr *eh,
+			   const Elf64_Shdr *symtab, uint64_t sym, uint64_t *addr)
+{
+	Elf64_Shdr owner;
+	Elf64_Sym st;
+
+	if (sym >= symtab->sh_size / sizeof(st))
+		return false;
+	memcpy(&st, img + symtab->sh_offset + sym * sizeof(st), sizeof(st));
+	if (st.st_shndx == SHN_ABS) {
+		*addr = st.st_value;
+		return true;
+	}
+	if (st.st_shndx == SHN_UNDEF || !section(img, size, eh, st.st_shndx, &owner))
+		return false;
+	*addr = owner.sh_addr + st.st_value;
+	return true;
+}
+
+/* Applies the relocations of rela to its target (.eh_frame: pc-relative and absolute
+ * pointers to the code), writing into img. false when one is of another kind or does not
+ * fit. */
+static bool apply_relocations(uint8_t *img, size_t size, const Elf64_Ehdr *eh, const Elf64_Shdr *rela)
+{
+	Elf64_Shdr target, symtab;
+
+	if (!section(img, size, eh, rela->sh_info, &target) || target.sh_type == SHT_NOBITS ||
+	    !section(img, size, eh, rela->sh_link, &symtab) || symtab.sh_type != SHT_SYMTAB)
+		return false;
+	for (uint64_t at = 0; at + sizeof(Elf64_Rela) <= rela->sh_size; at += sizeof(Elf64_Rela)) {
+		Elf64_Rela r;
+		uint64_t s, p, width;
+		uint8_t *where;
+		int64_t pcrel;
+
+
+		memcpy(&r, img + rela->sh_offset + at, sizeof(r));
+		width = ELF64_R_TYPE(r.r_info) == R_X86_64_PC32 ? 4 : 8;
+		if (!symbol_address(img, size, eh, &symtab, ELF64_R_SYM(r.r_info), &s) ||
+		    r.r_offset > target.sh_size || target.sh_size - r.r_offset < width)
+			return false;
+		where = img + target.sh_offset + r.r_offset;
+		p = target.sh_addr + r.r_offset;
+		switch (ELF64_R_TYPE(r.r_info)) {
+		case R_X86_64_PC32:
+			pcrel = (int64_t)(s + (uint64_t)r.r_addend - p);
+			if (pcrel < INT32_MIN || pcrel > INT32_MAX)
+				return false;
+			memcpy(where, &(int32_t){ (int32_t)pcrel }, 4);
+			break;
+		case R_X86_64_64:
+			memcpy(where, &(uint64_t){ s + (uint64_t)r.r_addend }, 8);
+			break;
+		case R_X86_64_PC64:
+			memcpy(where, &(uint64_t){ s + (uint64_t)r.r_addend - p }, 8);
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+/* LLVM's JITs register relocatable objects: their sections' sh_addr say where the code was
+ * loaded, but the relocations of .eh_frame are not applied and symbols are section-
+ * relative (gdb relocates them as it reads them). Applies the relocations of the
+ * X86_64_UNWIND sections, makes symbols absolute and marks the image ET_EXEC, in place.
+ * false (the image then left to fail as it is) when img is not such an object or a
+ * relocation does not fit. */
+static bool relocate_object(uint8_t *img, size_t size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+
+	if (size < sizeof(eh))
+		return false;
+	memcpy(&eh, img, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_type != ET_REL || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size ||
+	    eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
+		return false;
+	for (size_t i = 1; i < eh.e_shnum; i++) {
+		Elf64_Shdr target;
+
+		if (!section(img, size, &eh, i, &sh))
+			return false;
+		if (sh.sh_type == SHT_RELA && section(img, size, &eh, sh.sh_info, &target) &&
+		    target.sh_type == SHT_X86_64_UNWIND && !apply_relocations(img, size, &eh, &sh))
+			return false;
+	}
+	for (size_t i = 1; i < eh.e_shnum; i++) {
+		if (!section(img, size, &eh, i, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		for (uint64_t at = 0; at + sizeof(Elf64_Sym) <= sh.sh_size; at += sizeof(Elf64_Sym)) {
+			Elf64_Shdr owner;
+			Elf64_Sym st;
+
+			memcpy(&st, img + sh.sh_offset + at, sizeof(st));
+			if (st.st_shndx == SHN_UNDEF || st.st_shndx >= SHN_LORESERVE ||
+			    !section(img, size, &eh, st.st_shndx, &owner))
+				continue;
+			st.st_value += owner.sh_addr;
+			memcpy(img + sh.sh_offset + at, &st, sizeof(st));
+		}
+	}
+	eh.e_type = ET_EXEC;
+	memcpy(img, &eh, sizeof(eh));
+	return true;
+}
+
 /* Reads and compiles the object at [addr, addr + size). false when refused. */
 static bool read_object(struct gdb_jit *gj, uint64_t addr, uint64_t size, struct object *o)
 {
 	char err[160];
 	uint8_t *image;
 
+	uint8_t ident[SELFMAG];
+
 	*o = (struct object){ .symfile_addr = addr, .symfile_size = size, .seen = true };
-	if (size == 0 || size > GDB_JIT_MAX_OBJECT_BYTES || gj->held + size > GDB_JIT_MAX_BYTES ||
-	    !(image = malloc(size)))
+	/* the magic first: a bogus entry costs a small read, not an allocation of its size */
+	if (size < sizeof(Elf64_Ehdr) || size > GDB_JIT_MAX_OBJECT_BYTES ||
+	    gj->held + size > GDB_JIT_MAX_BYTES || !read_exact(gj->pid, addr, ident, sizeof(ident)) ||
+	    memcmp(ident, ELFMAG, SELFMAG) != 0 || !(image = malloc(size)))
 		return false;
 	if (!read_exact(gj->pid, addr, image, size)) {
 		free(image);
 		return false;
 	}
+	if (relocate_object(image, size))
+		gj->stats.relocated++;
 	if (unwind_table__from_image(image, size, "gdb JIT object", UNWIND_SRC_ALL, &o->table,
 				     err, sizeof(err)) != 0)
 		o->table = NULL;
@@ -261,9 +398,21 @@ static void drop_unseen(struct gdb_jit *gj)
 			continue;
 		}
 		gj->held -= gj->objects[i].symfile_size;
-		free_object(&gj->objects[i]);
+		if (grow_array((void **)&gj->retired, &gj->retired_cap, gj->nr_retired + 1,
+			       sizeof(*gj->retired)) == 0)
+			gj->retired[gj->nr_retired++] = gj->objects[i];
+		else
+			gj->objects[kept++] = gj->objects[i]; /* kept, rather than freed under a walk */
 	}
 	gj->nr = kept;
+}
+
+/* Frees the objects retired by the read before this one. */
+static void free_retired(struct gdb_jit *gj)
+{
+	for (size_t i = 0; i < gj->nr_retired; i++)
+		free_object(&gj->retired[i]);
+	gj->nr_retired = 0;
 }
 
 static int compare_start(const void *a, const void *b)
@@ -284,16 +433,20 @@ static int compare_entry(const void *a, const void *b)
 
 /* The list's entries, at most GDB_JIT_MAX_ENTRIES (a longer list, or a cycle, is cut
  * there; an unreadable entry ends it), sorted by object with duplicates gone. */
-static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t *nr)
+static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t *nr,
+				      bool *unreadable)
 {
 	struct raw_entry *entries = NULL, e;
 	size_t n = 0, cap = 0, kept = 0;
 	uint64_t at;
 
+	*unreadable = false;
 	for (at = first; at && n < GDB_JIT_MAX_ENTRIES; at = e.next_entry) {
 		if (!read_exact(gj->pid, at, &e, sizeof(e)) ||
-		    grow_array((void **)&entries, &cap, n + 1, sizeof(*entries)))
+		    grow_array((void **)&entries, &cap, n + 1, sizeof(*entries))) {
+			*unreadable = true;
 			break;
+		}
 		entries[n++] = e;
 	}
 	if (at)
@@ -311,22 +464,27 @@ static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t
 static void read_list(struct gdb_jit *gj)
 {
 	struct raw_descriptor d;
-	struct raw_entry *entries;
+	struct raw_entry *entries, head;
+	bool unreadable;
 	size_t n = 0;
 
 	gj->tried = true;
 	gj->checked_ns = now_ns();
-	gj->stats.list_reads++;
+	free_retired(gj);
 	if (!read_exact(gj->pid, gj->descriptor, &d, sizeof(d)) || d.version != 1) {
 		gj->stats.bad_lists++;
 		return;
 	}
 	/* a registration changes the head (new entries go first), an unregistration the
-	 * action and the relevant entry */
-	if (gj->nr && memcmp(&d, &gj->last, sizeof(d)) == 0)
+	 * action and the relevant entry; a new head may reuse a freed entry's address */
+	memset(&head, 0, sizeof(head));
+	if (d.first_entry && !read_exact(gj->pid, d.first_entry, &head, sizeof(head)))
 		return;
-	gj->last = d;
-	entries = read_entries(gj, d.first_entry, &n);
+	if (gj->have_last && memcmp(&d, &gj->last, sizeof(d)) == 0 &&
+	    memcmp(&head, &gj->last_head, sizeof(head)) == 0)
+		return;
+	gj->stats.list_reads++;
+	entries = read_entries(gj, d.first_entry, &n, &unreadable);
 	for (size_t i = 0; i < gj->nr; i++)
 		gj->objects[i].seen = false;
 	index_objects(gj);
@@ -336,7 +494,13 @@ static void read_list(struct gdb_jit *gj)
 	free(gj->keys);
 	gj->keys = NULL;
 	gj->nr_keys = 0;
-	drop_unseen(gj);
+	/* a list cut by an entry that could not be read (the JIT changing it as it was read)
+	 * is read again next time, and drops nothing */
+	gj->have_last = !unreadable;
+	gj->last = d;
+	gj->last_head = head;
+	if (!unreadable)
+		drop_unseen(gj);
 	if (gj->nr > 1)
 		qsort(gj->objects, gj->nr, sizeof(*gj->objects), compare_start);
 }
@@ -370,11 +534,12 @@ static struct object *lookup(struct gdb_jit *gj, uint64_t addr)
 
 	if (!gj)
 		return NULL;
+	/* due or not yet read: the descriptor again (cheap when it did not change), also on a
+	 * hit, so that code unregistered and reused is not named after what it was */
+	if (!gj->tried || now_ns() - gj->checked_ns >= GDB_JIT_RECHECK_MS * 1000000ull)
+		read_list(gj);
 	o = object_at(gj, addr);
-	if (o || (gj->tried && now_ns() - gj->checked_ns < GDB_JIT_RECHECK_MS * 1000000ull))
-		return o;
-	read_list(gj);
-	return object_at(gj, addr);
+	return o;
 }
 
 int gdb_jit__find(struct gdb_jit *gj, uint64_t addr, const struct unwind_table **table,
@@ -407,6 +572,7 @@ void gdb_jit__stats(const struct gdb_jit *gj, struct gdb_jit_stats *acc)
 	acc->objects += gj->stats.objects;
 	acc->no_cfi += gj->stats.no_cfi;
 	acc->refused += gj->stats.refused;
+	acc->relocated += gj->stats.relocated;
 }
 
 uint64_t gdb_jit__bytes(const struct gdb_jit *gj)
@@ -433,6 +599,8 @@ void gdb_jit__free(struct gdb_jit *gj)
 		return;
 	for (size_t i = 0; i < gj->nr; i++)
 		free_object(&gj->objects[i]);
+	free_retired(gj);
 	free(gj->objects);
+	free(gj->retired);
 	free(gj);
 }

@@ -3,7 +3,8 @@
  * in-memory ELF objects describing the code it generated, for debuggers to read. QEMU's TCG
  * registers one image whose .debug_frame covers its whole code buffer (every translated
  * block runs in its prologue's frame); LLVM's MCJIT and ORC (lli, Julia) register each
- * module's object, its .eh_frame relocated where the code lies.
+ * module's relocatable object, its sections' addresses set where they were loaded and its
+ * .eh_frame's relocations left for the reader to apply.
  *
  * hprof reads the list and the objects from the process's memory (process_vm_readv), every
  * read bounded and every object treated as hostile, and compiles each object's CFI into
@@ -37,6 +38,7 @@ struct gdb_jit_stats {
 	uint64_t no_cfi;        /* objects without CFI, or whose CFI would not compile */
 	uint64_t refused;       /* objects not read: empty, too large, past the bytes bound,
 				 * or unreadable */
+	uint64_t relocated;     /* relocatable objects (LLVM's) whose .eh_frame hprof relocated */
 };
 
 /* Where file path (a pinned module's) defines GDB_JIT_DESCRIPTOR, in its .dynsym or

@@ -15,7 +15,7 @@ struct perf_map {
 	uint32_t pid;
 	struct jit_file_owner owner; /* whose map files are trusted */
 	struct range_map table;      /* each range's value: its name's offset in names */
-	char *names; /* NUL-terminated names, back to back */
+	char *names; /* NUL-terminated names, back to back, each after its entry's range */
 	size_t names_len, names_cap;
 	/* The file as last read: complete lines up to read_off are in the table. */
 	dev_t dev;
@@ -121,14 +121,25 @@ static bool parse_line(const char *s, const char *end, uint64_t *start, uint64_t
 	return true;
 }
 
-static int add_name(struct perf_map *pm, const char *name, size_t len, uint32_t *off)
+/* An entry's name, after its range as the line gave it (ENTRY_RANGE_BYTES: start and end,
+ * what perf_map__bounds compares a segment run with); *off is the name's offset. */
+#define ENTRY_RANGE_BYTES 16
+
+static int add_name(struct perf_map *pm, const char *name, size_t len, uint64_t start,
+		    uint64_t end, uint32_t *off)
 {
-	if (grow_array((void **)&pm->names, &pm->names_cap, pm->names_len + len + 1, 1))
+	char *at;
+
+	if (grow_array((void **)&pm->names, &pm->names_cap,
+		       pm->names_len + ENTRY_RANGE_BYTES + len + 1, 1))
 		return -ENOMEM;
-	memcpy(pm->names + pm->names_len, name, len);
-	pm->names[pm->names_len + len] = '\0';
-	*off = (uint32_t)pm->names_len;
-	pm->names_len += len + 1;
+	at = pm->names + pm->names_len;
+	memcpy(at, &start, 8);
+	memcpy(at + 8, &end, 8);
+	memcpy(at + ENTRY_RANGE_BYTES, name, len);
+	at[ENTRY_RANGE_BYTES + len] = '\0';
+	*off = (uint32_t)(pm->names_len + ENTRY_RANGE_BYTES);
+	pm->names_len += ENTRY_RANGE_BYTES + len + 1;
 	return 0;
 }
 
@@ -146,7 +157,7 @@ static int add_line(struct perf_map *pm, const char *s, size_t len, struct range
 		pm->bad_lines++;
 		return 0;
 	}
-	err = add_name(pm, name, name_len, &item->value);
+	err = add_name(pm, name, name_len, start, start + size, &item->value);
 	if (err)
 		return err;
 	item->start = start;
@@ -282,9 +293,16 @@ const char *perf_map__lookup(struct perf_map *pm, uint64_t addr)
 
 int perf_map__bounds(struct perf_map *pm, uint64_t addr, uint64_t *start, uint64_t *end)
 {
-	if (!perf_map__lookup(pm, addr))
+	uint64_t entry_start, entry_end;
+	uint32_t name;
+
+	if (!perf_map__lookup(pm, addr) || !range_map__find(&pm->table, addr, &name) ||
+	    !range_map__extent(&pm->table, addr, start, end))
 		return -ENOENT;
-	return range_map__extent(&pm->table, addr, start, end) ? 0 : -ENOENT;
+	/* only an entry no later one cut into: a piece's ends are not the function's */
+	memcpy(&entry_start, pm->names + name - ENTRY_RANGE_BYTES, 8);
+	memcpy(&entry_end, pm->names + name - ENTRY_RANGE_BYTES + 8, 8);
+	return *start == entry_start && *end == entry_end ? 0 : -ENOENT;
 }
 
 void perf_map__stats(const struct perf_map *pm, struct perf_map_stats *acc)

@@ -35,8 +35,9 @@ int perf_map__load(struct perf_map *pm);
 /* The name of the latest entry holding addr, or NULL. A miss rereads a changed file
  * first, at most every PERF_MAP_RECHECK_MS. */
 const char *perf_map__lookup(struct perf_map *pm, uint64_t addr);
-/* The function holding addr: [*start, *end) of its entry, as far as no later entry
- * covers it. Returns 0 or -ENOENT; rereads a changed file as perf_map__lookup does. */
+/* The function holding addr: [*start, *end) of its entry, when no later entry covers any
+ * of it. Returns 0, or -ENOENT (no entry, or one cut by a later one: its ends are not
+ * known); rereads a changed file as perf_map__lookup does. */
 int perf_map__bounds(struct perf_map *pm, uint64_t addr, uint64_t *start, uint64_t *end);
 /* Adds text's complete lines (the file's next bytes) to the table, later entries winning
  * where ranges overlap; *consumed is how far that got (past the last complete line).

@@ -70,6 +70,7 @@ static void json_gdb_jit(struct json_writer *w, struct module_registry *modules)
 	json_count(w, "objects", gj.objects);
 	json_count(w, "objects_without_cfi", gj.no_cfi);
 	json_count(w, "objects_refused", gj.refused);
+	json_count(w, "objects_relocated", gj.relocated);
 	json__end_object(w);
 }
 
@@ -415,10 +416,11 @@ static void print_gdb_jit_summary(struct module_registry *modules, FILE *out)
 	if (!gj.registrations)
 		return;
 	fprintf(out, "hprof: gdb JIT interface: %" PRIu64 " processes, %" PRIu64
-			" objects with CFI, %" PRIu64 " without, %" PRIu64 " refused (size, unreadable); %" PRIu64
-			" list reads, %" PRIu64 " without a valid descriptor, %" PRIu64 " cut short\n",
-		gj.registrations, gj.objects, gj.no_cfi, gj.refused, gj.list_reads, gj.bad_lists,
-		gj.cut_short);
+			" objects with CFI, %" PRIu64 " without, %" PRIu64 " refused (size, unreadable), %" PRIu64
+			" relocated (LLVM's); %" PRIu64 " list reads, %" PRIu64
+			" without a valid descriptor, %" PRIu64 " cut short\n",
+		gj.registrations, gj.objects, gj.no_cfi, gj.refused, gj.relocated, gj.list_reads,
+		gj.bad_lists, gj.cut_short);
 }
 
 static void print_perf_map_summary(struct module_registry *modules, FILE *out)

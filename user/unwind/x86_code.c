@@ -643,8 +643,12 @@ static bool decode(struct tracer *t, uint64_t pc, ZydisDecodedInstruction *insn,
 	if (off >= code->len)
 		return false;
 	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&t->decoder, code->bytes + off, code->len - off,
-						 insn, ops)))
+						 insn, ops))) {
+		/* an instruction cut by the window's end: more code would decode it */
+		if (code->len - off < ZYDIS_MAX_INSTRUCTION_LENGTH)
+			t->past_window = true;
 		return false;
+	}
 	t->decoded_any = true;
 	return true;
 }
