@@ -397,12 +397,13 @@ static void drop_unseen(struct gdb_jit *gj)
 			gj->objects[kept++] = gj->objects[i];
 			continue;
 		}
-		gj->held -= gj->objects[i].symfile_size;
 		if (grow_array((void **)&gj->retired, &gj->retired_cap, gj->nr_retired + 1,
-			       sizeof(*gj->retired)) == 0)
+			       sizeof(*gj->retired)) == 0) {
+			gj->held -= gj->objects[i].symfile_size;
 			gj->retired[gj->nr_retired++] = gj->objects[i];
-		else
+		} else {
 			gj->objects[kept++] = gj->objects[i]; /* kept, rather than freed under a walk */
+		}
 	}
 	gj->nr = kept;
 }
