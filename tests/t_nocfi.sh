@@ -392,7 +392,7 @@ fi
 
 # JIT code: jitgen_a calls jitgen_b; both are [jit] unless a perf map names them.
 jit_chains() {
-	expect_chains "$1" "main;run_generated;$2;$3" 'main;setup;*'
+	expect_chains "$1" "main;run_generated;$2;$3" 'main;setup;*' 'main;parse_options;*'
 }
 jit_chains jit_nofp '[jit]' '[jit]'
 if record jit_nofp -- nofp_jitgen 1.5; then
@@ -410,7 +410,7 @@ fi
 # a mapping of a file that is no ELF. Unnamed JIT frames are judged as the unwinding's, the
 # names apart.
 expect_chains jit_dump 'main;run_generated;jitgen_a;jitgen_b' 'main;run_generated;[jit];[jit]' \
-	'main;setup;*'
+	'main;setup;*' 'main;parse_options;*'
 if record jit_dump -- nofp_jitgen 1 --jitdump; then
 	named=$(leaf_share jit_dump nofp_jitgen 'jitgen_a|jitgen_b')
 	check "jit_dump: the JIT code is named from the dump (jitgen_a or jitgen_b is the leaf of $named samples)" \
@@ -444,7 +444,8 @@ fi
 # JIT code described through gdb's JIT interface, laid out as QEMU's TCG lays it out: a
 # block that runs in its prologue's frame and whose code shows no return. Without
 # scanning, only the CFI the program registered finds its caller.
-expect_chains gdbjit 'main;run_block;gdbjit_block' 'main;setup;*'
+expect_chains gdbjit 'main;run_block;gdbjit_block' 'main;run_block;[jit]' 'main;setup;*' \
+	'main;parse_options;*'
 if record gdbjit --no-scan -- nofp_gdbjit 1.5; then
 	expect_leaves gdbjit nofp_gdbjit 90 gdbjit_block
 	report_judged gdbjit nofp_gdbjit
@@ -453,12 +454,13 @@ if record gdbjit --no-scan -- nofp_gdbjit 1.5; then
 fi
 
 # A trampoline between two C functions: a copy in executable memory ([jit]), or in place.
-expect_chains tramp 'main;eval_caller;[jit];py_eval_like' 'main;setup;*'
+expect_chains tramp 'main;eval_caller;[jit];py_eval_like' 'main;setup;*' 'main;parse_options;*'
 if record tramp -- nofp_trampoline 1.5; then
 	expect_leaves tramp nofp_trampoline 90 py_eval_like
 	report_judged tramp nofp_trampoline
 fi
-expect_chains tramp_in_place 'main;eval_caller;py_trampoline;py_eval_like' 'main;setup;*'
+expect_chains tramp_in_place 'main;eval_caller;py_trampoline;py_eval_like' 'main;setup;*' \
+	'main;parse_options;*'
 record tramp_in_place -- nofp_trampoline 1 --in-place && report_judged tramp_in_place nofp_trampoline
 
 # drap_leaf_pcs PROFILE: "ADDRESS COUNT" for each pc (hex, as nm prints them) at which
@@ -529,7 +531,7 @@ fi
 # A leaf without CFI whose frame holds a function's first address, a stale return address,
 # a fake frame record (where rbp points) and a return address whose frame's own return
 # address is 0, before its true return address.
-expect_chains decoys 'main;decoy_caller;asm_decoy_leaf'
+expect_chains decoys 'main;decoy_caller;asm_decoy_leaf' 'main;parse_options;*'
 if record decoys -- nofp_decoys 2.5; then
 	expect_leaves decoys nofp_decoys 90 asm_decoy_leaf
 	report_judged decoys nofp_decoys
@@ -542,7 +544,7 @@ fi
 # leaf's caller is found only by a scan, which must pass over the code pointer after no call
 # and the stale return address (and follow no fake frame record). Its false-positive rate
 # is the share of scanned stacks with a wrong frame.
-expect_chains decoys_scan 'main;decoy_caller;asm_decoy_leaf'
+expect_chains decoys_scan 'main;decoy_caller;asm_decoy_leaf' 'main;parse_options;*'
 if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
 	report_judged decoys_scan nofp_decoys
 	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk, \([0-9]*\) as stale).*/\1 \2 \3 \4/p' \
@@ -565,7 +567,7 @@ fi
 # of, a sample taken before the leaf wrote its frame can meet what an earlier indirect call
 # left there (main's clock read through the vDSO's pointer, whose walk reaches main too):
 # that rate is scanning's false positives, bounded here at 5 per mille (seen: 0-1 of 2,500).
-expect_chains decoys_ptr 'main;decoy_caller;asm_decoy_leaf'
+expect_chains decoys_ptr 'main;decoy_caller;asm_decoy_leaf' 'main;parse_options;*'
 if HPROF_DEBUG=scan record decoys_ptr -- nofp_decoys 2.5 --via-pointer; then
 	report_judged decoys_ptr nofp_decoys 5
 	check "decoys_ptr: no stack names decoy_zero, decoy_stale or decoy_unused, which never run" \

@@ -8,6 +8,7 @@
  * call chains:
  *
  *   main -> decoy_caller -> asm_decoy_leaf
+ *   main -> parse_options -> (libc)
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)  */
 #include <string.h>
 
@@ -44,10 +45,15 @@ __attribute__((noinline)) void decoy_caller(unsigned long n, int via_pointer)
 		asm_decoy_leaf(n);
 }
 
+__attribute__((noinline)) int parse_options(int argc, char **argv)
+{
+	return argc > 2 && strcmp(argv[2], "--via-pointer") == 0;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = workload_seconds(argc, argv, 3.0), start = workload_cpu_now();
-	int via_pointer = argc > 2 && strcmp(argv[2], "--via-pointer") == 0;
+	int via_pointer = parse_options(argc, argv);
 	unsigned seed = 1;
 
 	/* Calls well under a sample period, of varying length (see fp_jit.c). */

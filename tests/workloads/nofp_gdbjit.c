@@ -3,7 +3,9 @@
  * [--no-register], SECONDS of CPU time. True call chains:
  *
  *   main -> run_block -> gdbjit_block
+ *   main -> run_block -> the prologue or epilogue ([jit]: no FDE, no symbol covers them)
  *   main -> setup -> (libc)                        code and its ELF image, before the loop
+ *   main -> parse_options -> (libc)
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
  * A 1 MiB executable buffer holds a prologue at its start (pushes the six callee-saved
@@ -230,11 +232,16 @@ __attribute__((noinline)) void run_block(unsigned char *base, unsigned long n)
 	sink++;
 }
 
+/* Whether to register the code (not with --no-register). */
+__attribute__((noinline)) bool parse_options(int argc, char **argv)
+{
+	return !(argc > 2 && strcmp(argv[2], "--no-register") == 0);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = workload_seconds(argc, argv, 3.0), start;
-	bool do_register = !(argc > 2 && strcmp(argv[2], "--no-register") == 0);
-	unsigned char *base = setup(do_register);
+	unsigned char *base = setup(parse_options(argc, argv));
 	unsigned seed = 1;
 
 	if (!base) {

@@ -5,11 +5,13 @@
  *
  *   main -> eval_caller -> [trampoline] -> py_eval_like
  *   main -> setup -> (libc)                  the copy, before the loop
+ *   main -> parse_options -> (libc)
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
  * The trampoline (nofp_trampoline.S: push %rbp; mov %rsp,%rbp; call *%rdx; pop %rbp; ret)
  * runs from a copy in an anonymous executable mapping, as CPython runs it, so its frame is
  * JIT code ([jit]); with --in-place it runs where it was linked, its frame py_trampoline. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,10 +60,16 @@ __attribute__((noinline)) trampoline_fn setup(int in_place)
 	return (trampoline_fn)copy;
 }
 
+/* Whether to run the trampoline in place (--in-place). */
+__attribute__((noinline)) bool parse_options(int argc, char **argv)
+{
+	return argc > 2 && strcmp(argv[2], "--in-place") == 0;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = workload_seconds(argc, argv, 3.0), start;
-	trampoline_fn trampoline = setup(argc > 2 && strcmp(argv[2], "--in-place") == 0);
+	trampoline_fn trampoline = setup(parse_options(argc, argv));
 	unsigned seed = 1;
 
 	if (!trampoline) {
