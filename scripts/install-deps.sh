@@ -26,6 +26,9 @@ packages=(
 	# qemu-user's translated blocks); aomenc (aom-tools) encodes dav1d's AV1 input
 	x264 dav1d aom-tools libjpeg-turbo-progs pcre2-utils luajit openjdk-17-jdk-headless
 	libdnnl-dev qemu-user
+	# Intel's MKL (Debian's non-free section, enabled below): its GEMM kernels, hand-written
+	# and without CFI, as PyTorch's pip wheel runs them; a kernel library per CPU generation
+	libmkl-core libmkl-gf-lp64 libmkl-gnu-thread libmkl-mc3 libmkl-avx libmkl-avx2 libmkl-avx512
 	# pprof output: protobuf-c packs and unpacks profile.proto messages from the schema, so
 	# no hand-written wire-format code has to get varints, nesting and bounds right
 	libprotobuf-c-dev protobuf-c-compiler
@@ -59,7 +62,24 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "hprof: missing packages: ${missing[*]}; run 'make deps' as root" >&2
 	exit 1
 fi
+
+# MKL is in Debian's non-free section: enabled for the system's own release when no source
+# offers MKL yet (Debian 12 enables only main by default).
+enable_non_free() {
+	local codename
+	apt-cache policy libmkl-core 2>/dev/null | grep -q 'Candidate: [0-9]' && return 0
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:?}")
+	cat >/etc/apt/sources.list.d/hprof-non-free.sources <<EOF
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: $codename
+Components: non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+}
+
 echo "hprof: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+case " ${missing[*]}" in *" libmkl-"*) enable_non_free ;; esac
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

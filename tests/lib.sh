@@ -264,10 +264,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # CPU matmuls run) and qemu (qemu-user's TCG running xz: translated blocks that run in
 # their prologue's frame, described through gdb's JIT interface) and lli (LLVM 14's JIT
 # running C compiled to bitcode without frame pointers: the objects it registers through
-# the same interface), each ~2 s of CPU work; hprof unwinds through that code by analysing
-# it, or by the CFI its JIT registered (README: "Code without CFI"). Their inputs come from
+# the same interface) and mkl (Intel MKL's sgemm on 2 OpenMP threads: hand-written kernels
+# without CFI that save registers by mov and count in rbp, under callers that keep a frame
+# pointer), each ~2 s of CPU work; hprof unwinds through that code by analysing it, or by
+# the CFI its JIT registered (README: "Code without CFI"). Their inputs come from
 # realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -319,6 +321,9 @@ print(n)') ;;
 	lli)
 		[ -s "$dir/work.bc" ] || { cat "$dir/llvm.err" >&2; return 1; }
 		CMD=(/usr/bin/lli-14 "$dir/work.bc" 2) ;;
+	mkl)
+		[ -s "$dir/mkl_gemm" ] || { cat "$dir/mkl.err" >&2; return 1; }
+		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/mkl_gemm" 2) ;;
 	*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
@@ -330,8 +335,9 @@ print(n)') ;;
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
 # repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
 # (tests/workloads/java/Work.java; when javac cannot, java.err says why), onednn_gemm
-# (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err) and
-# work.bc (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err).
+# (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err),
+# mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err) and work.bc
+# (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java"
@@ -348,6 +354,13 @@ realprog_nocfi_prepare() {
 		echo "no dnnl.h to build the oneDNN workload (libdnnl-dev; scripts/install-deps.sh)" >"$dir/onednn.err"
 	elif ! gcc -O2 -o "$dir/onednn_gemm" tests/workloads/onednn/gemm.c -ldnnl 2>"$dir/onednn.err"; then
 		sed -i '1s/^/building the oneDNN workload failed: /' "$dir/onednn.err"
+	fi
+	# -rdynamic: MKL's check for an Intel CPU must find the workload's answer (gemm.c)
+	if [ ! -e /usr/lib/x86_64-linux-gnu/libmkl_core.so ]; then
+		echo "no libmkl_core.so to build the MKL workload (libmkl-core; scripts/install-deps.sh)" >"$dir/mkl.err"
+	elif ! gcc -O2 -rdynamic -o "$dir/mkl_gemm" tests/workloads/mkl/gemm.c -lmkl_gf_lp64 \
+		-lmkl_gnu_thread -lmkl_core -lgomp -lpthread -lm -ldl 2>"$dir/mkl.err"; then
+		sed -i '1s/^/building the MKL workload failed: /' "$dir/mkl.err"
 	fi
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
 	head -c 1000000 "$dir/text" >"$dir/text1m"

@@ -278,8 +278,12 @@ uncovered() {
 	done
 }
 
-check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp, asm_pushjmp, asm_jumped (readelf -wF)" \
-	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp asm_pushjmp asm_jumped
+check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp, asm_pushjmp, asm_jumped, asm_movsaves (readelf -wF)" \
+	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp asm_pushjmp asm_jumped asm_movsaves
+for fn in call_direct_movsaves call_via_ptr_movsaves; do
+	check "nofp_asm: $fn's CFA is rbp + 16 in its body (readelf -wF)" \
+		grep -q '^[0-9a-f]* rbp+16 ' <(fde_rows "$WL/nofp_asm" "$fn")
+done
 check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
 	uncovered "$WL/nofp_trampoline" py_trampoline
 check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
@@ -323,8 +327,9 @@ ASM_CHAINS=('main;call_direct_leaf;asm_leaf' 'main;call_via_ptr_leaf;asm_leaf'
 	'main;call_direct_pushes;asm_pushes;c_callee' 'main;call_via_ptr_pushes;asm_pushes;c_callee'
 	'main;call_direct_multiret;asm_multiret' 'main;call_via_ptr_multiret;asm_multiret'
 	'main;call_direct_savedsp;asm_savedsp;c_callee' 'main;call_via_ptr_savedsp;asm_savedsp;c_callee'
-	'main;call_direct_pushjmp;asm_pushjmp;asm_jumped' 'main;call_via_ptr_pushjmp;asm_pushjmp;asm_jumped')
-ASM_FUNCTIONS=(asm_leaf asm_pushes asm_multiret asm_savedsp asm_jumped)
+	'main;call_direct_pushjmp;asm_pushjmp;asm_jumped' 'main;call_via_ptr_pushjmp;asm_pushjmp;asm_jumped'
+	'main;call_direct_movsaves;asm_movsaves' 'main;call_via_ptr_movsaves;asm_movsaves')
+ASM_FUNCTIONS=(asm_leaf asm_pushes asm_multiret asm_savedsp asm_jumped asm_movsaves)
 expect_chains asm "${ASM_CHAINS[@]}"
 if record asm -- nofp_asm 3; then
 	expect_leaves asm nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
@@ -364,7 +369,7 @@ names_from_symbols() {
 	}' <(nm "$1") "$2"
 }
 # no_asm_symbols BIN: nm finds no symbol of the assembly in BIN.
-no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped)'; }
+no_asm_symbols() { ! { nm "$1"; nm -D "$1"; } 2>/dev/null | grep -qE 'asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped|movsaves)'; }
 cp "$WL/nofp_asm" "$TMP/nofp_asm_s" && strip --strip-all "$TMP/nofp_asm_s"
 check "nofp_asm stripped: no symbol names ${ASM_FUNCTIONS[*]}" \
 	no_asm_symbols "$TMP/nofp_asm_s"
@@ -378,7 +383,7 @@ if WL=$TMP record asm_stripped_raw -- nofp_asm_s 3; then
 	while read -r start size _ name; do
 		((asm_lo < 0 || 16#$start < asm_lo)) && asm_lo=$((16#$start))
 		((16#$start + 16#$size > asm_hi)) && asm_hi=$((16#$start + 16#$size))
-	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped)$')
+	done < <(nm -S "$WL/nofp_asm" | grep -E ' asm_(leaf|pushes|multiret|savedsp|pushjmp|jumped|movsaves)$')
 	unnamed=$(grep -o 'nofp_asm_s+0x[0-9a-f]*' "$TMP/asm_stripped.folded" | sort -u |
 		while read -r frame; do
 			addr=$((16#${frame#nofp_asm_s+0x}))

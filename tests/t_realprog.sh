@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
-# and libjpeg-turbo's assembly; PCRE2's, LuaJIT's, HotSpot's, oneDNN's, QEMU's and LLVM's
-# JIT code): at least 99% of each program's samples must come back with a complete user
+# and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
+# QEMU's and LLVM's JIT code): at least 99% of each program's samples must come back with a complete user
 # stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
@@ -54,6 +54,14 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	if [ "$name" = lli ]; then
 		through=$(share_among "$TMP/$name.folded" lli-14 ';leaf_work(;|$)' 'runAsMain[^;]*;main;middle;leaf_work(;|$)')
 		check "lli: the JIT'd functions are named, main;middle;leaf_work ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+	fi
+	# MKL's kernels (mkl_blas_<cpu>_sgemm_kernel_*, no CFI) run under MKL's own BLAS code,
+	# which the OpenMP workers and main's sgemm call alike: a stack whose leaf is a kernel
+	# goes on into the OpenMP driver of MKL's sgemm.
+	if [ "$name" = mkl ]; then
+		through=$(share_among "$TMP/$name.folded" mkl_gemm ';mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$' ';[^;]*omp_driver[^;]*;([^;]*;)*mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$')
+		check "mkl: stacks whose leaf is an sgemm kernel go on into MKL's driver ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
 	fi
 	if [ "$name" = luajit ]; then

@@ -137,6 +137,40 @@ static void test_noreturn_call(void)
 	      code_fail__name(fail), r.cfa, r.cfa_offset);
 }
 
+/* Registers saved by mov, not by push, after one sub: MKL's GEMM kernels save rbx, rbp and
+ * r12-r15 so and use rbp as a counter. At 0x5000:
+ *   0x5000: sub $0x38,%rsp  0x5004: mov %rbx,(%rsp)  0x5008: mov %rbp,0x8(%rsp)
+ *   0x500d: mov %rdi,%rbp  0x5010: xor %rbp,%rbx  0x5013: dec %rbp  0x5016: jne 0x5010
+ *   0x5018: mov (%rsp),%rbx  0x501c: mov 0x8(%rsp),%rbp  0x5021: add $0x38,%rsp  0x5025: ret
+ * In the loop, CFA = rsp + 0x40, rbp at CFA - 0x38, rbx at CFA - 0x40, from the start (the
+ * stores) and forward (the loads before the return) alike. */
+static void test_mov_saves(void)
+{
+	static const uint8_t bytes[] = {
+		0x48, 0x83, 0xec, 0x38, 0x48, 0x89, 0x1c, 0x24, 0x48, 0x89, 0x6c, 0x24,
+		0x08, 0x48, 0x89, 0xfd, 0x48, 0x31, 0xeb, 0x48, 0xff, 0xcd, 0x75, 0xf8,
+		0x48, 0x8b, 0x1c, 0x24, 0x48, 0x8b, 0x6c, 0x24, 0x08, 0x48, 0x83, 0xc4,
+		0x38, 0xc3,
+	};
+	const struct code_window w = { bytes, 0x5000, sizeof(bytes) };
+
+	for (int from_start = 0; from_start < 2; from_start++) {
+		struct code_rules r;
+		enum code_fail fail = x86_code__analyze(&w, 0x5013, from_start ? 0x5000 : 0,
+							 from_start ? 0x5026 : 0, &r);
+		const char *how = from_start ? "from the start" : "forward";
+
+		check(fail == CODE_OK && r.from_start == from_start && r.cfa == UNWIND_CFA_SP_OFFSET &&
+			      r.cfa_offset == 0x40,
+		      "mov saves, %s: CFA = rsp + 0x40 (%s, kind %u%+d)", how, code_fail__name(fail),
+		      r.cfa, r.cfa_offset);
+		check(fail == CODE_OK && r.rbp == UNWIND_RBP_AT_CFA && r.rbp_offset == -0x38,
+		      "mov saves, %s: rbp at CFA - 0x38 (kind %u%+d)", how, r.rbp, r.rbp_offset);
+		check(fail == CODE_OK && r.rbx == UNWIND_RBX_AT_CFA && r.rbx_offset == -0x40,
+		      "mov saves, %s: rbx at CFA - 0x40 (kind %u%+d)", how, r.rbx, r.rbx_offset);
+	}
+}
+
 /* Return addresses the code moves: sljit's fast calls (PCRE2's JIT) enter with
  * pop (%rsp), which moves the return address into the caller's top word, and return by
  * pushing it again. At 0x3000:
@@ -415,6 +449,7 @@ int main(void)
 	test_failures();
 	test_moved_return();
 	test_noreturn_call();
+	test_mov_saves();
 	test_calls();
 	return failures ? 1 : 0;
 }

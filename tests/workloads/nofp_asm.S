@@ -16,6 +16,10 @@
  *   asm_pushjmp   calls asm_jumped as HotSpot's interpreter calls: it pushes the address
  *                 to return to and jumps, so that no call precedes that return address
  *   asm_jumped    a leaf loop, entered by asm_pushjmp's jump
+ *   asm_movsaves  MKL's GEMM kernels' frame: one sub, then rbx, rbp and r12 saved by mov,
+ *                 not by push, and rbp used as a counter; restored by mov before the add.
+ *                 Its callers keep a frame pointer (CFA = rbp + 16), so their caller is
+ *                 found only with the rbp it saved
  *
  * Alignment is filled with int3, so no byte before a function looks like a call. */
 
@@ -160,5 +164,27 @@ FUNCTION(asm_jumped)
 	jnz 1b
 	ret
 END(asm_jumped)
+
+/* asm_movsaves(n): n > 0 rounds of a loop counted down in rbp; returns a mix of the
+ * rounds. CFA = rsp + 0x40 in its body, rbx at CFA - 0x40, rbp at CFA - 0x38. */
+FUNCTION(asm_movsaves)
+	sub $0x38, %rsp
+	mov %rbx, (%rsp)
+	mov %rbp, 0x8(%rsp)
+	mov %r12, 0x10(%rsp)
+	mov %rdi, %rbp
+	xor %ebx, %ebx
+	xor %r12d, %r12d
+1:	add %rbp, %rbx
+	xor %rbx, %r12
+	dec %rbp
+	jnz 1b
+	mov %r12, %rax
+	mov (%rsp), %rbx
+	mov 0x8(%rsp), %rbp
+	mov 0x10(%rsp), %r12
+	add $0x38, %rsp
+	ret
+END(asm_movsaves)
 
 	.section .note.GNU-stack, "", @progbits

@@ -13,6 +13,8 @@
  *   main -> call_direct_pushjmp   -> asm_pushjmp -> asm_jumped (a jump: no call before
  *                                                   the return address into asm_pushjmp)
  *   main -> call_via_ptr_pushjmp  -> asm_pushjmp -> asm_jumped
+ *   main -> call_direct_movsaves  -> asm_movsaves (its callers keep a frame pointer)
+ *   main -> call_via_ptr_movsaves -> asm_movsaves
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
  * Each assembly function is called directly and through a function pointer, so that its
@@ -26,6 +28,7 @@ unsigned long asm_pushes(unsigned long n);
 unsigned long asm_multiret(unsigned long n);
 unsigned long asm_savedsp(unsigned long n);
 unsigned long asm_pushjmp(unsigned long n);
+unsigned long asm_movsaves(unsigned long n);
 unsigned long c_callee(unsigned long n);
 
 typedef unsigned long (*asm_fn)(unsigned long n);
@@ -36,6 +39,7 @@ static asm_fn volatile pushes_ptr = asm_pushes;
 static asm_fn volatile multiret_ptr = asm_multiret;
 static asm_fn volatile savedsp_ptr = asm_savedsp;
 static asm_fn volatile pushjmp_ptr = asm_pushjmp;
+static asm_fn volatile movsaves_ptr = asm_movsaves;
 
 static volatile unsigned long sink;
 
@@ -68,6 +72,25 @@ CALLERS(multiret)
 CALLERS(savedsp)
 CALLERS(pushjmp)
 
+/* The callers of asm_movsaves: a variable-length array makes gcc keep a frame pointer even
+ * without -fno-omit-frame-pointer, so their CFI says CFA = rbp + 16 where they call, and the
+ * walk goes on past them only with the rbp asm_movsaves saved by mov. */
+#define VLA_CALLERS(name)                                                        \
+	__attribute__((noinline)) void call_direct_##name(unsigned long n)       \
+	{                                                                        \
+		volatile char scratch[1 + n % 64];                               \
+		scratch[0] = 0;                                                  \
+		sink += asm_##name(n) + (unsigned long)scratch[0];               \
+	}                                                                        \
+	__attribute__((noinline)) void call_via_ptr_##name(unsigned long n)      \
+	{                                                                        \
+		volatile char scratch[1 + n % 64];                               \
+		scratch[0] = 0;                                                  \
+		sink += name##_ptr(n) + (unsigned long)scratch[0];               \
+	}
+
+VLA_CALLERS(movsaves)
+
 int main(int argc, char **argv)
 {
 	double seconds = workload_seconds(argc, argv, 3.0), start = workload_cpu_now();
@@ -92,6 +115,8 @@ int main(int argc, char **argv)
 		call_via_ptr_savedsp(800 + (r >> 11) % 800);
 		call_direct_pushjmp(150000 + (r >> 13) % 150000);
 		call_via_ptr_pushjmp(150000 + (r >> 15) % 150000);
+		call_direct_movsaves(150000 + (r >> 17) % 150000);
+		call_via_ptr_movsaves(150000 + (r >> 19) % 150000);
 	}
 	return 0;
 }

@@ -209,6 +209,18 @@ static void do_push(struct state *s, struct reg *r, int64_t width)
 		r->caller_at = s->sp;
 }
 
+/* A store of r to [at] (mov %rbp,8(%rsp): hand-written kernels, MKL's among them, save
+ * registers by mov after one sub, not by push). The first store of the caller's value into
+ * the frame is where it is saved; tracing forward, the load before the return says where.
+ * A store below rsp (the red zone) is not taken: the walk reads a save below sp as one an
+ * epilogue already popped. */
+static void do_store(const struct state *s, struct reg *r, struct val at)
+{
+	if (r->val.base == BASE_CALLER && r->caller_at.base == BASE_NONE && val_addressable(at) &&
+	    at.base == s->sp.base && at.off >= s->sp.off)
+		r->caller_at = at;
+}
+
 static void clobber(struct reg *r);
 
 /* A load into r from [from] (a pop, or mov -8(%rbp),%rbx in an epilogue). Tracing from the
@@ -335,6 +347,12 @@ static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
 		if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && tracked(s, ops[0].reg.value) &&
 		    ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[1].size == 64) {
 			do_load(s, tracked(s, ops[0].reg.value), lea_value(s, &ops[1]));
+			return true;
+		}
+		/* a 64-bit store of rbp or rbx into the frame: a save, as a push is */
+		if (ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[0].size == 64 &&
+		    ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER && tracked(s, ops[1].reg.value)) {
+			do_store(s, tracked(s, ops[1].reg.value), lea_value(s, &ops[0]));
 			return true;
 		}
 		return false;
