@@ -33,6 +33,9 @@ struct sym_spec {
 };
 
 #define TEXT_SHNDX 1 /* any defined section: the index reads only st_shndx != SHN_UNDEF */
+#define CODE_SHNDX 4 /* an executable section, [CODE_START, CODE_END): where labels count */
+#define CODE_START 0x3000
+#define CODE_END 0x4000
 #define GIB4 (1ull << 32)
 
 static const struct sym_spec SYMS[] = {
@@ -49,6 +52,17 @@ static const struct sym_spec SYMS[] = {
 	/* more than 4 GiB past the first: a second span */
 	{ "high", GIB4 + 0x2000, 0x30, STT_FUNC, STB_GLOBAL, TEXT_SHNDX },
 	{ "far", 7 * GIB4, 0, STT_FUNC, STB_LOCAL, TEXT_SHNDX },
+	/* code labels (nasm's global labels: no type, no size) start functions, in code only */
+	{ "asm_entry", 0x3000, 0, STT_FUNC, STB_GLOBAL, CODE_SHNDX },
+	{ "label_alias", 0x3000, 0, STT_NOTYPE, STB_GLOBAL, CODE_SHNDX }, /* the function wins */
+	{ "asm_label_fn", 0x3100, 0, STT_NOTYPE, STB_GLOBAL, CODE_SHNDX },
+	{ "sized_fn", 0x3200, 0x100, STT_FUNC, STB_GLOBAL, CODE_SHNDX },
+	{ "inside_sized", 0x3280, 0, STT_NOTYPE, STB_GLOBAL, CODE_SHNDX }, /* dropped */
+	{ "local_label", 0x3400, 0, STT_NOTYPE, STB_LOCAL, CODE_SHNDX },   /* not a function */
+	{ "weak_label", 0x3500, 0, STT_NOTYPE, STB_WEAK, CODE_SHNDX },
+	{ "after_weak", 0x3800, 0x10, STT_FUNC, STB_GLOBAL, CODE_SHNDX },
+	{ "code_end", CODE_END, 0, STT_NOTYPE, STB_GLOBAL, CODE_SHNDX },  /* etext: not code */
+	{ "data_label", 0x5800, 0, STT_NOTYPE, STB_GLOBAL, TEXT_SHNDX },  /* not code */
 };
 
 struct lookup_want {
@@ -72,6 +86,15 @@ static const struct lookup_want LOOKUPS[] = {
 	{ GIB4 + 0x2000, "high", 0 },
 	{ GIB4 + 0x202f, "high", 0x2f },
 	{ GIB4 + 0x2030, NULL, 0 },
+	{ 0x30ff, "asm_entry", 0xff },
+	{ 0x3100, "asm_label_fn", 0 },
+	{ 0x31ff, "asm_label_fn", 0xff },
+	{ 0x3290, "sized_fn", 0x90 },
+	{ 0x3400, NULL, 0 },
+	{ 0x3510, "weak_label", 0x10 },
+	{ 0x37ff, "weak_label", 0x2ff },
+	{ 0x4000, NULL, 0 },
+	{ 0x5800, NULL, 0 },
 	{ 7 * GIB4, "far", 0 },
 	{ UINT64_MAX, "far", UINT64_MAX - 7 * GIB4 },
 };
@@ -92,14 +115,14 @@ static size_t put(struct built_elf *b, const void *p, size_t len)
 	return at;
 }
 
-/* An ELF of section headers only: null, .symtab, .strtab, .shstrtab. */
+/* An ELF of section headers only: null, .symtab, .strtab, .shstrtab, .text (NOBITS). */
 static void build_elf(struct built_elf *b)
 {
-	static const char shstr[] = "\0.symtab\0.strtab\0.shstrtab";
+	static const char shstr[] = "\0.symtab\0.strtab\0.shstrtab\0.text";
 	Elf64_Sym syms[N(SYMS) + 1];
 	char strtab[512] = "";
 	size_t strlen_used = 1, sym_off, str_off, shstr_off, sh_off;
-	Elf64_Shdr sh[4];
+	Elf64_Shdr sh[5];
 	Elf64_Ehdr eh;
 
 	memset(b, 0, sizeof(*b));
@@ -130,6 +153,9 @@ static void build_elf(struct built_elf *b)
 			      .sh_size = strlen_used, .sh_addralign = 1 };
 	sh[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = shstr_off,
 			      .sh_size = sizeof(shstr), .sh_addralign = 1 };
+	sh[CODE_SHNDX] = (Elf64_Shdr){ .sh_name = 27, .sh_type = SHT_NOBITS,
+				       .sh_flags = SHF_ALLOC | SHF_EXECINSTR, .sh_addr = CODE_START,
+				       .sh_size = CODE_END - CODE_START, .sh_addralign = 16 };
 	sh_off = put(b, sh, sizeof(sh));
 	memset(&eh, 0, sizeof(eh));
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
@@ -142,7 +168,7 @@ static void build_elf(struct built_elf *b)
 	eh.e_shoff = sh_off;
 	eh.e_ehsize = sizeof(eh);
 	eh.e_shentsize = sizeof(Elf64_Shdr);
-	eh.e_shnum = 4;
+	eh.e_shnum = 5;
 	eh.e_shstrndx = 3;
 	memcpy(b->bytes, &eh, sizeof(eh));
 }
@@ -167,9 +193,10 @@ static void check_built(const struct elf_symbols *syms, const char *how)
 
 	for (size_t i = 0; i < N(LOOKUPS); i++)
 		all &= looks_up(syms, &LOOKUPS[i]);
-	check(elf_symbols__count(syms) == 6 && elf_symbols__source(syms) == ELF_SYMBOLS_SYMTAB,
-	      "%s: 6 functions of 10 symbols (an alias, an object, an undefined one and a bad "
-	      "name offset left out)", how);
+	check(elf_symbols__count(syms) == 11 && elf_symbols__source(syms) == ELF_SYMBOLS_SYMTAB,
+	      "%s: 11 functions of 20 symbols (two aliases, an object, an undefined one, a bad "
+	      "name offset, and labels inside a sized function, local, at the code's end or "
+	      "outside code left out; %zu)", how, elf_symbols__count(syms));
 	check(all, "%s: every lookup as expected, across 4 GiB spans", how);
 	found = elf_symbols__function(syms, GIB4 + 0x1000, &start, &size) == 0;
 	check(found && start == 0x8000 && size == UINT32_MAX,

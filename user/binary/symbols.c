@@ -151,13 +151,18 @@ static int add_side_name(struct elf_symbols *es, const char *name, size_t len, u
 	return 0;
 }
 
-/* Of aliases at one address prefer the sized, global, then weak symbol, and the shorter
- * name (its length with any version): __libc_start_main over __libc_start_main_alias_2. */
-static uint32_t alias_rank(bool sized, int bind, size_t len)
+/* A pending symbol's rank bit for a code label (is_code_label): below every function. */
+#define RANK_LABEL (8u << 24)
+
+/* Of aliases at one address prefer a function to a label, then the sized, global, then
+ * weak symbol, and the shorter name (its length with any version): __libc_start_main over
+ * __libc_start_main_alias_2. */
+static uint32_t alias_rank(bool label, bool sized, int bind, size_t len)
 {
 	uint32_t rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 
-	return (sized ? 0 : 4u << 24) | rank << 24 | (uint32_t)(len < 0xffffff ? len : 0xffffff);
+	return (label ? RANK_LABEL : 0) | (sized ? 0 : 4u << 24) | rank << 24 |
+	       (uint32_t)(len < 0xffffff ? len : 0xffffff);
 }
 
 /* name (len bytes, no NUL among them) as table's offset, when it lies in table. */
@@ -171,11 +176,11 @@ static bool table_offset(const struct name_table *table, const char *name, uint3
 	return true;
 }
 
-/* Adds a function symbol to the symbols read. Its name is read in place from table when
- * it lies there, else copied; a version suffix is dropped ("__libc_start_main@@GLIBC_2.34"),
- * which takes a copy. Returns 0 or -errno. */
+/* Adds a function symbol (or a code label) to the symbols read. Its name is read in place
+ * from table when it lies there, else copied; a version suffix is dropped
+ * ("__libc_start_main@@GLIBC_2.34"), which takes a copy. Returns 0 or -errno. */
 static int add_pending(struct elf_symbols *es, uint64_t start, uint64_t size, int bind,
-		       const char *name, size_t len, const struct name_table *table)
+		       bool label, const char *name, size_t len, const struct name_table *table)
 {
 	const char *at_sign = memchr(name, '@', len);
 	struct pending_symbol *p;
@@ -197,7 +202,7 @@ static int add_pending(struct elf_symbols *es, uint64_t start, uint64_t size, in
 	p->start = start;
 	p->size = size < UINT32_MAX ? (uint32_t)size : UINT32_MAX;
 	p->name = at;
-	p->rank = alias_rank(size != 0, bind, len);
+	p->rank = alias_rank(label, size != 0, bind, len);
 	p->seq = (uint32_t)es->nr_pending++;
 	return 0;
 }
@@ -208,6 +213,25 @@ static bool is_function_symbol(const GElf_Sym *sym)
 
 	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
 	       sym->st_value != 0;
+}
+
+/* A global label that starts code: nasm's global labels, and gas's without .type, have no
+ * type and no size (isal's, x264's and MKL's assembly export functions so), in an
+ * executable section, short of its end (etext and such mark the end). Without them, a sized-0
+ * function before such code would take its name, over many functions; gdb and objdump name
+ * the code after these labels too. A label inside a sized function is dropped (sort_pending). */
+static bool is_code_label(Elf *elf, const GElf_Sym *sym)
+{
+	int bind = GELF_ST_BIND(sym->st_info);
+	GElf_Shdr shdr;
+	Elf_Scn *scn;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_NOTYPE || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+	    sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE || sym->st_value == 0)
+		return false;
+	scn = elf_getscn(elf, sym->st_shndx);
+	return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR) &&
+	       sym->st_value >= shdr.sh_addr && sym->st_value - shdr.sh_addr < shdr.sh_size;
 }
 
 /* The string table at section index strndx as a table names are read from in place, or
@@ -269,13 +293,18 @@ static int read_symtab_section(struct elf_symbols *es, const struct elf_bytes *s
 		const char *name;
 		size_t len;
 
-		if (!gelf_getsym(data, (int)i, &sym) || !is_function_symbol(&sym))
+		bool label;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		label = !is_function_symbol(&sym) && is_code_label(elf, &sym);
+		if (!label && !is_function_symbol(&sym))
 			continue;
 		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
 		if (!name || !name_length(src, name, &len) || len == 0)
 			continue;
-		err = add_pending(es, sym.st_value, sym.st_size, GELF_ST_BIND(sym.st_info), name,
-				  len, table >= 0 ? &es->tables[table] : NULL);
+		err = add_pending(es, sym.st_value, sym.st_size, GELF_ST_BIND(sym.st_info), label,
+				  name, len, table >= 0 ? &es->tables[table] : NULL);
 		if (err)
 			return err;
 	}
@@ -448,16 +477,25 @@ static int compare_pending(const void *a, const void *b)
 }
 
 /* Sorts the symbols read and keeps the best-ranked of each address's aliases (memcpy over
- * __memcpy_avx_unaligned): how many are left. */
+ * __memcpy_avx_unaligned), and no code label inside a sized function (qemu's
+ * safe_syscall_start, within safe_syscall_base): how many are left. */
 static size_t sort_pending(struct elf_symbols *es)
 {
+	uint64_t covered_end = 0; /* the end of the sized functions kept so far */
 	size_t kept = 0;
 
 	qsort(es->pending, es->nr_pending, sizeof(*es->pending), compare_pending);
 	for (size_t i = 0; i < es->nr_pending; i++) {
-		if (kept && es->pending[kept - 1].start == es->pending[i].start)
+		const struct pending_symbol *p = &es->pending[i];
+		uint64_t end = p->start + p->size;
+
+		if (kept && es->pending[kept - 1].start == p->start)
 			continue;
-		es->pending[kept++] = es->pending[i];
+		if ((p->rank & RANK_LABEL) && p->start < covered_end)
+			continue;
+		if (end > covered_end || end < p->start)
+			covered_end = end < p->start ? UINT64_MAX : end;
+		es->pending[kept++] = *p;
 	}
 	return kept;
 }
@@ -1420,7 +1458,7 @@ int ksyms__load(const char *path, struct ksyms **out)
 			continue;
 		/* kallsyms types: T global, W weak, t local */
 		bind = type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK;
-		err = add_pending(&ks->table, addr, 0, bind, name, strlen(name), NULL);
+		err = add_pending(&ks->table, addr, 0, bind, false, name, strlen(name), NULL);
 		if (err)
 			goto cleanup;
 	}
