@@ -446,6 +446,21 @@ if record jit_long_map --no-scan -- nofp_jitgen 1 --long --perf-map; then
 		grep -q 'regions analysed (0 read again further on)' "$TMP/jit_long_map.err"
 fi
 
+# Code written through one mapping of a memfd and run from another (BEAM's and .NET's JITs):
+# a file mapping, but no ELF file, so JIT code as if anonymous: analysed from the process's
+# memory, named by the perf map. The build before took it for a file without CFI, and its
+# stacks skipped jitgen_a.
+jit_chains jit_memfd '[jit]' '[jit]'
+if record jit_memfd -- nofp_jitgen 1.5 --memfd; then
+	expect_leaves jit_memfd nofp_jitgen 90 '\[jit\]'
+	report_judged jit_memfd nofp_jitgen
+fi
+jit_chains jit_memfd_map jitgen_a jitgen_b
+if record jit_memfd_map --no-scan -- nofp_jitgen 1 --memfd --perf-map; then
+	expect_leaves jit_memfd_map nofp_jitgen 5 jitgen_a jitgen_b
+	report_judged jit_memfd_map nofp_jitgen
+fi
+
 # JIT code described through gdb's JIT interface, laid out as QEMU's TCG lays it out: a
 # block that runs in its prologue's frame and whose code shows no return. Without
 # scanning, only the CFI the program registered finds its caller.

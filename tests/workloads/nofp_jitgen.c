@@ -1,6 +1,7 @@
 /* No frame pointers in the C part; two functions of x86-64 machine code generated into an
  * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
- * Usage: nofp_jitgen SECONDS [--fp] [--long] [--perf-map] [--jitdump], SECONDS of CPU time. True
+ * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd] [--perf-map] [--jitdump], SECONDS of CPU
+ * time. True
  * call chains:
  *
  *   main -> run_generated -> jitgen_a -> jitgen_b
@@ -15,6 +16,9 @@
  *               over int3 filler (oneDNN's JIT GEMM kernels are 60-110 KiB with one
  *               return at the end): more than an analysis reads at first; jitgen_b's
  *               loop is unrolled 1024 times (emit_unrolled_loop)
+ *   --memfd     writes the code through a writable shared mapping of a memfd and runs it
+ *               from a second, executable mapping of the same memfd, as BEAM's and .NET's
+ *               JITs do: code in a file (/memfd:jitgen), but no ELF one
  *   --perf-map  writes /tmp/perf-PID.map naming both functions, and prints "map PATH"
  *   --jitdump   writes /tmp/jit-PID.dump in perf's jitdump format (a JIT_CODE_LOAD record
  *               for each function) and maps its first page executable once, the marker
@@ -43,7 +47,7 @@
 typedef void (*generated_fn)(unsigned long n);
 
 struct options {
-	bool fp, long_tail, perf_map, jitdump;
+	bool fp, long_tail, memfd, perf_map, jitdump;
 };
 
 /* Machine code being written into a buffer. */
@@ -176,27 +180,50 @@ static void emit_a(struct code *c, bool fp, const unsigned char *b, struct code 
 		       0xc3);			/* ret */
 }
 
-/* Writes both functions into a new executable mapping; fills fns[0] (a), fns[1] (b). */
+/* The mapping the code is written into, and where it runs (*run): the same anonymous
+ * mapping, made executable once written, or with --memfd two mappings of one memfd. */
+static unsigned char *code_mapping(const struct options *o, size_t size, unsigned char **run)
+{
+	unsigned char *base;
+	int fd;
+
+	*run = NULL;
+	if (!o->memfd) {
+		base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		*run = base;
+		return base == MAP_FAILED ? NULL : base;
+	}
+	fd = memfd_create("jitgen", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		return NULL;
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*run = mmap(NULL, size, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+	close(fd);
+	return base == MAP_FAILED || *run == MAP_FAILED ? NULL : base;
+}
+
+/* Writes both functions into new executable code; fills fns[0] (a), fns[1] (b) with the
+ * addresses they run at. */
 static int generate(const struct options *o, struct function fns[2])
 {
 	size_t size = o->long_tail ? LONG_CODE_SIZE : CODE_SIZE;
-	unsigned char *base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *run, *base = code_mapping(o, size, &run);
 	size_t b_offset = o->long_tail ? LONG_B_OFFSET : B_OFFSET;
 	struct code a = { base, 0 }, b = { base + b_offset, 0 };
 	struct code a_tail = { base + LONG_TAIL, 0 }, b_tail = { b.base + LONG_TAIL, 0 };
 
-	if (base == MAP_FAILED)
+	if (!base)
 		return -1;
 	memset(base, 0xcc, size); /* int3 between the functions */
+	/* the call from a to b is relative: the same bytes in either mapping */
 	emit_b(&b, o->fp, o->long_tail ? &b_tail : NULL);
 	emit_a(&a, o->fp, b.base, o->long_tail ? &a_tail : NULL);
-	if (mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
+	if (!o->memfd && mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
 		return -1;
 	/* a long function spans its epilogue */
-	fns[0] = (struct function){ "jitgen_a", (uintptr_t)a.base,
+	fns[0] = (struct function){ "jitgen_a", (uintptr_t)run,
 				    o->long_tail ? LONG_TAIL + a_tail.len : a.len };
-	fns[1] = (struct function){ "jitgen_b", (uintptr_t)b.base,
+	fns[1] = (struct function){ "jitgen_b", (uintptr_t)run + b_offset,
 				    o->long_tail ? LONG_TAIL + b_tail.len : b.len };
 	return 0;
 }
@@ -322,6 +349,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->fp = true;
 		else if (strcmp(argv[i], "--long") == 0)
 			o->long_tail = true;
+		else if (strcmp(argv[i], "--memfd") == 0)
+			o->memfd = true;
 		else if (strcmp(argv[i], "--perf-map") == 0)
 			o->perf_map = true;
 		else if (strcmp(argv[i], "--jitdump") == 0)
@@ -340,7 +369,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 
 	if (parse_options(argc, argv, &o) < 0) {
-		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--perf-map] [--jitdump]\n");
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd] [--perf-map] [--jitdump]\n");
 		return 2;
 	}
 	fn = setup(&o);

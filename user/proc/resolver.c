@@ -4,6 +4,12 @@
 
 #include "binary/symbols.h"
 
+/* A memfd's mapping: /proc/PID/maps names it "/memfd:NAME (deleted)". */
+static bool is_memfd(const char *path)
+{
+	return strncmp(path, "/memfd:", 7) == 0;
+}
+
 struct module *resolver__module(const struct resolver *r, struct process *proc,
 				struct mapping *m)
 {
@@ -20,6 +26,14 @@ struct module *resolver__module(const struct resolver *r, struct process *proc,
 		if (m->module) {
 			module_registry__use(r->modules, m->module);
 			m->bias_err = module__bias(m->module, m, &m->bias);
+		}
+		/* A JIT that maps its code twice through a memfd (BEAM's, .NET's), writable and
+		 * executable, runs code from a file that is no ELF: JIT code, as if anonymous. */
+		if ((!m->module || m->bias_err) && is_memfd(m->path)) {
+			m->module = module_registry__anon_code(r->modules, proc->pid, m->path,
+							       !r->replay);
+			m->bias = 0;
+			m->bias_err = 0;
 		}
 	}
 	return m->module;
