@@ -266,10 +266,11 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # running C compiled to bitcode without frame pointers: the objects it registers through
 # the same interface) and mkl (Intel MKL's sgemm on 2 OpenMP threads: hand-written kernels
 # without CFI that save registers by mov and count in rbp, under callers that keep a frame
-# pointer), each ~2 s of CPU work; hprof unwinds through that code by analysing it, or by
-# the CFI its JIT registered (README: "Code without CFI"). Their inputs come from
-# realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl"
+# pointer) and php (PHP 8.2's tracing JIT, whose code lies in shared anonymous memory, a
+# mapping named "/dev/zero (deleted)"), each ~2 s of CPU work; hprof unwinds through that
+# code by analysing it, or by the CFI its JIT registered (README: "Code without CFI").
+# Their inputs come from realprog_nocfi_prepare.
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -324,7 +325,9 @@ print(n)') ;;
 	mkl)
 		[ -s "$dir/mkl_gemm" ] || { cat "$dir/mkl.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/mkl_gemm" 2) ;;
-	*) echo "unknown program $1" >&2; return 1 ;;
+	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
+			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
+*) echo "unknown program $1" >&2; return 1 ;;
 	esac
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
 }

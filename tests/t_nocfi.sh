@@ -446,14 +446,20 @@ if record jit_long_map --no-scan -- nofp_jitgen 1 --long --perf-map; then
 		grep -q 'regions analysed (0 read again further on)' "$TMP/jit_long_map.err"
 fi
 
-# Code written through one mapping of a memfd and run from another (BEAM's and .NET's JITs):
-# a file mapping, but no ELF file, so JIT code as if anonymous: analysed from the process's
-# memory, named by the perf map. The build before took it for a file without CFI, and its
-# stacks skipped jitgen_a.
+# Code written through one mapping of a memfd and run from another (BEAM's and .NET's JITs),
+# or kept in shared anonymous memory ("/dev/zero (deleted)": PHP's opcache JIT): a file
+# mapping, but no ELF file, so JIT code as if anonymous: analysed from the process's memory,
+# named by the perf map. The build before took it for a file without CFI: its stacks
+# skipped jitgen_a (memfd) or stopped there (shared memory, without scanning).
 jit_chains jit_memfd '[jit]' '[jit]'
 if record jit_memfd -- nofp_jitgen 1.5 --memfd; then
 	expect_leaves jit_memfd nofp_jitgen 90 '\[jit\]'
 	report_judged jit_memfd nofp_jitgen
+fi
+jit_chains jit_shared '[jit]' '[jit]'
+if record jit_shared --no-scan -- nofp_jitgen 1 --shared; then
+	expect_leaves jit_shared nofp_jitgen 90 '\[jit\]'
+	report_judged jit_shared nofp_jitgen
 fi
 jit_chains jit_memfd_map jitgen_a jitgen_b
 if record jit_memfd_map --no-scan -- nofp_jitgen 1 --memfd --perf-map; then

@@ -2,10 +2,13 @@
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
-# QEMU's and LLVM's JIT code): at least 99% of each program's samples must come back with a complete user
+# QEMU's, LLVM's and PHP's JIT code): at least 99% of each program's samples must come back with a complete user
 # stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
+
+# not_grep PATTERN FILE: no line of FILE matches PATTERN.
+not_grep() { ! grep -q -- "$1" "$2"; }
 
 realprog_prepare "$TMP"
 realprog_nocfi_prepare "$TMP"
@@ -63,6 +66,16 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		through=$(share_among "$TMP/$name.folded" mkl_gemm ';mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$' ';[^;]*omp_driver[^;]*;([^;]*;)*mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$')
 		check "mkl: stacks whose leaf is an sgemm kernel go on into MKL's driver ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+	fi
+	# PHP's tracing JIT keeps its traces in shared anonymous memory, a mapping named
+	# "/dev/zero (deleted)": JIT code, [jit] frames in execute_ex's frame (zend_execute
+	# calls it), not code of a file named "zero".
+	if [ "$name" = php ]; then
+		through=$(share_among "$TMP/$name.folded" php ';\[jit\](;|$)' ';zend_execute;\[jit\](;|$)')
+		check "php: stacks through the JIT's traces go on into zend_execute ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		check "php: no frame is named after the JIT's mapping (zero+0x...)" \
+			not_grep 'zero+0x' "$TMP/php.folded"
 	fi
 	if [ "$name" = luajit ]; then
 		through=$(share_among "$TMP/$name.folded" luajit ';\[jit\]' ';lua_pcall;')

@@ -1,7 +1,7 @@
 /* No frame pointers in the C part; two functions of x86-64 machine code generated into an
  * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
- * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd] [--perf-map] [--jitdump], SECONDS of CPU
- * time. True
+ * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared] [--perf-map] [--jitdump],
+ * SECONDS of CPU time. True
  * call chains:
  *
  *   main -> run_generated -> jitgen_a -> jitgen_b
@@ -19,6 +19,8 @@
  *   --memfd     writes the code through a writable shared mapping of a memfd and runs it
  *               from a second, executable mapping of the same memfd, as BEAM's and .NET's
  *               JITs do: code in a file (/memfd:jitgen), but no ELF one
+ *   --shared    writes it into shared anonymous memory, as PHP's opcache JIT does: its
+ *               mapping is named "/dev/zero (deleted)"
  *   --perf-map  writes /tmp/perf-PID.map naming both functions, and prints "map PATH"
  *   --jitdump   writes /tmp/jit-PID.dump in perf's jitdump format (a JIT_CODE_LOAD record
  *               for each function) and maps its first page executable once, the marker
@@ -47,7 +49,7 @@
 typedef void (*generated_fn)(unsigned long n);
 
 struct options {
-	bool fp, long_tail, memfd, perf_map, jitdump;
+	bool fp, long_tail, memfd, shared, perf_map, jitdump;
 };
 
 /* Machine code being written into a buffer. */
@@ -181,7 +183,8 @@ static void emit_a(struct code *c, bool fp, const unsigned char *b, struct code 
 }
 
 /* The mapping the code is written into, and where it runs (*run): the same anonymous
- * mapping, made executable once written, or with --memfd two mappings of one memfd. */
+ * mapping (shared with --shared), made executable once written, or with --memfd two
+ * mappings of one memfd. */
 static unsigned char *code_mapping(const struct options *o, size_t size, unsigned char **run)
 {
 	unsigned char *base;
@@ -189,7 +192,8 @@ static unsigned char *code_mapping(const struct options *o, size_t size, unsigne
 
 	*run = NULL;
 	if (!o->memfd) {
-		base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    (o->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
 		*run = base;
 		return base == MAP_FAILED ? NULL : base;
 	}
@@ -351,6 +355,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->long_tail = true;
 		else if (strcmp(argv[i], "--memfd") == 0)
 			o->memfd = true;
+		else if (strcmp(argv[i], "--shared") == 0)
+			o->shared = true;
 		else if (strcmp(argv[i], "--perf-map") == 0)
 			o->perf_map = true;
 		else if (strcmp(argv[i], "--jitdump") == 0)
@@ -369,7 +375,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 
 	if (parse_options(argc, argv, &o) < 0) {
-		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd] [--perf-map] [--jitdump]\n");
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared] [--perf-map] [--jitdump]\n");
 		return 2;
 	}
 	fn = setup(&o);

@@ -4,10 +4,20 @@
 
 #include "binary/symbols.h"
 
-/* A memfd's mapping: /proc/PID/maps names it "/memfd:NAME (deleted)". */
-static bool is_memfd(const char *path)
+/* Shared memory that JITs run code from, as /proc/PID/maps names it: a memfd
+ * ("/memfd:NAME (deleted)": BEAM, .NET), shared anonymous memory ("/dev/zero (deleted)":
+ * PHP's opcache JIT), huge pages ("/anon_hugepage (deleted)") and System V segments. */
+static bool is_shared_memory(const char *path)
 {
-	return strncmp(path, "/memfd:", 7) == 0;
+	static const char *const prefixes[] = {
+		"/memfd:", "/dev/zero (deleted)", "/anon_hugepage (deleted)", "/SYSV",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (strncmp(path, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	}
+	return false;
 }
 
 struct module *resolver__module(const struct resolver *r, struct process *proc,
@@ -27,9 +37,10 @@ struct module *resolver__module(const struct resolver *r, struct process *proc,
 			module_registry__use(r->modules, m->module);
 			m->bias_err = module__bias(m->module, m, &m->bias);
 		}
-		/* A JIT that maps its code twice through a memfd (BEAM's, .NET's), writable and
-		 * executable, runs code from a file that is no ELF: JIT code, as if anonymous. */
-		if ((!m->module || m->bias_err) && is_memfd(m->path)) {
+		/* A JIT that keeps its code in shared memory (BEAM's and .NET's map a memfd
+		 * twice, writable and executable; PHP's opcache shares it between processes)
+		 * runs code from a "file" that is no ELF: JIT code, as if anonymous. */
+		if ((!m->module || m->bias_err) && is_shared_memory(m->path)) {
 			m->module = module_registry__anon_code(r->modules, proc->pid, m->path,
 							       !r->replay);
 			m->bias = 0;
