@@ -171,6 +171,37 @@ static void test_mov_saves(void)
 	}
 }
 
+/* lea 0x0(%rbp),%rbp, the 4-byte nop Mono pads its JIT code with, leaves rbp as it was. At
+ * 0x6000:
+ *   0x6000: sub $0x18,%rsp  0x6004: lea 0x0(%rbp),%rbp  0x6008: dec %rdi  0x600b: jne 0x6004
+ *   0x600d: add $0x18,%rsp  0x6011: ret
+ * At 0x6004 and 0x6008: CFA = rsp + 0x20, rbp unchanged, from the start and forward. */
+static void test_lea_nop(void)
+{
+	static const uint8_t bytes[] = {
+		0x48, 0x83, 0xec, 0x18, 0x48, 0x8d, 0x6d, 0x00, 0x48, 0xff, 0xcf, 0x75,
+		0xf7, 0x48, 0x83, 0xc4, 0x18, 0xc3,
+	};
+	const struct code_window w = { bytes, 0x6000, sizeof(bytes) };
+
+	static const struct { uint64_t pc, start, end; } cases[] = {
+		{ 0x6008, 0, 0 }, { 0x6004, 0, 0 }, { 0x6008, 0x6000, 0x6012 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct code_rules r;
+		enum code_fail fail = x86_code__analyze(&w, cases[i].pc, cases[i].start,
+							 cases[i].end, &r);
+
+		check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 0x20 &&
+			      r.rbp == UNWIND_RBP_UNCHANGED,
+		      "lea 0x0(%%rbp),%%rbp, at %#llx %s: CFA = rsp + 0x20, rbp unchanged (%s, "
+		      "kind %u%+d, rbp kind %u)", (unsigned long long)cases[i].pc,
+		      cases[i].start ? "from the start" : "forward", code_fail__name(fail), r.cfa,
+		      r.cfa_offset, r.rbp);
+	}
+}
+
 /* Return addresses the code moves: sljit's fast calls (PCRE2's JIT) enter with
  * pop (%rsp), which moves the return address into the caller's top word, and return by
  * pushing it again. At 0x3000:
@@ -450,6 +481,7 @@ int main(void)
 	test_moved_return();
 	test_noreturn_call();
 	test_mov_saves();
+	test_lea_nop();
 	test_calls();
 	return failures ? 1 : 0;
 }

@@ -166,6 +166,14 @@ static bool is_reg(const ZydisDecodedOperand *op, ZydisRegister reg)
 	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && op->reg.value == reg;
 }
 
+/* A memory operand that is reg itself: [reg + 0], no index, no segment. */
+static bool is_same_address(const ZydisDecodedOperand *op, ZydisRegister reg)
+{
+	return op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->mem.base == reg &&
+	       op->mem.index == ZYDIS_REGISTER_NONE && op->mem.disp.value == 0 &&
+	       op->mem.segment != ZYDIS_REGISTER_FS && op->mem.segment != ZYDIS_REGISTER_GS;
+}
+
 /* An immediate operand's value. */
 static bool imm_of(const ZydisDecodedOperand *op, int64_t *value)
 {
@@ -317,8 +325,13 @@ static bool apply_arith(struct state *s, const ZydisDecodedInstruction *insn,
 			return true;
 		}
 		if (is_reg(&ops[0], ZYDIS_REGISTER_RBP)) {
+			struct val v = lea_value(s, &ops[1]);
+
+			/* lea 0x0(%rbp),%rbp is a 4-byte nop (Mono pads its JIT code with it) */
+			if (is_same_address(&ops[1], ZYDIS_REGISTER_RBP))
+				return true;
 			clobber(&s->bp);
-			s->bp.val = lea_value(s, &ops[1]);
+			s->bp.val = v;
 			return true;
 		}
 		return false;
