@@ -27,6 +27,7 @@ packages=(
 	x264 dav1d aom-tools libjpeg-turbo-progs pcre2-utils luajit openjdk-17-jdk-headless
 	libdnnl-dev qemu-user
 	php-cli                    # PHP's opcache JIT: traces in shared anonymous memory
+	mono-runtime mono-mcs      # Mono's JIT: methods that keep no frame pointer
 	# Intel's MKL (Debian's non-free section, enabled below): its GEMM kernels, hand-written
 	# and without CFI, as PyTorch's pip wheel runs them; a kernel library per CPU generation
 	libmkl-core libmkl-gf-lp64 libmkl-gnu-thread libmkl-mc3 libmkl-avx libmkl-avx2 libmkl-avx512

@@ -266,11 +266,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # running C compiled to bitcode without frame pointers: the objects it registers through
 # the same interface) and mkl (Intel MKL's sgemm on 2 OpenMP threads: hand-written kernels
 # without CFI that save registers by mov and count in rbp, under callers that keep a frame
-# pointer) and php (PHP 8.2's tracing JIT, whose code lies in shared anonymous memory, a
-# mapping named "/dev/zero (deleted)"), each ~2 s of CPU work; hprof unwinds through that
-# code by analysing it, or by the CFI its JIT registered (README: "Code without CFI").
-# Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php"
+# pointer), php (PHP 8.2's tracing JIT, whose code lies in shared anonymous memory, a
+# mapping named "/dev/zero (deleted)") and mono (Mono's JIT: a recursion of methods that
+# keep no frame pointer, under JIT code that keeps one), each ~2 s of CPU work; hprof
+# unwinds through that code by analysing it, or by the CFI its JIT registered (README:
+# "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -325,6 +326,9 @@ print(n)') ;;
 	mkl)
 		[ -s "$dir/mkl_gemm" ] || { cat "$dir/mkl.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/mkl_gemm" 2) ;;
+	mono)
+		[ -s "$dir/work.exe" ] || { cat "$dir/mono.err" >&2; return 1; }
+		CMD=(/usr/bin/mono "$dir/work.exe" 2.5) ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;
@@ -339,7 +343,8 @@ print(n)') ;;
 # repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
 # (tests/workloads/java/Work.java; when javac cannot, java.err says why), onednn_gemm
 # (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err),
-# mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err) and work.bc
+# mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err), work.exe
+# (tests/workloads/mono/Work.cs, for mono; else mono.err) and work.bc
 # (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err).
 realprog_nocfi_prepare() {
 	local dir=$1
@@ -357,6 +362,11 @@ realprog_nocfi_prepare() {
 		echo "no dnnl.h to build the oneDNN workload (libdnnl-dev; scripts/install-deps.sh)" >"$dir/onednn.err"
 	elif ! gcc -O2 -o "$dir/onednn_gemm" tests/workloads/onednn/gemm.c -ldnnl 2>"$dir/onednn.err"; then
 		sed -i '1s/^/building the oneDNN workload failed: /' "$dir/onednn.err"
+	fi
+	if ! command -v mcs >/dev/null; then
+		echo "no mcs to compile Work.cs (mono-mcs; scripts/install-deps.sh)" >"$dir/mono.err"
+	elif ! mcs -out:"$dir/work.exe" tests/workloads/mono/Work.cs >"$dir/mono.err" 2>&1; then
+		sed -i '1s/^/mcs failed: /' "$dir/mono.err"
 	fi
 	# -rdynamic: MKL's check for an Intel CPU must find the workload's answer (gemm.c)
 	if [ ! -e /usr/lib/x86_64-linux-gnu/libmkl_core.so ]; then

@@ -2,7 +2,7 @@
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
-# QEMU's, LLVM's and PHP's JIT code): at least 99% of each program's samples must come back with a complete user
+# QEMU's, LLVM's, PHP's and Mono's JIT code): at least 99% of each program's samples must come back with a complete user
 # stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
@@ -76,6 +76,15 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
 		check "php: no frame is named after the JIT's mapping (zero+0x...)" \
 			not_grep 'zero+0x' "$TMP/php.folded"
+	fi
+	# Mono's Fib keeps no frame pointer; Main and the runtime's invoke wrapper, JIT code
+	# too, do. A stack whose leaf is JIT code has those three JIT frames or more: a chain
+	# from rbp alone would skip every Fib frame but the leaf (the build before gave
+	# mono-sgen;[jit] for most samples, marked complete).
+	if [ "$name" = mono ]; then
+		through=$(share_among "$TMP/$name.folded" mono ';\[jit\]$' ';\[jit\];\[jit\];\[jit\]$')
+		check "mono: stacks whose leaf is JIT code hold Fib's caller, Main and the wrapper ($through)" \
+			eval 'at_least 95 "$through" && [ "${through#*/}" -ge 100 ]'
 	fi
 	if [ "$name" = luajit ]; then
 		through=$(share_among "$TMP/$name.folded" luajit ';\[jit\]' ';lua_pcall;')

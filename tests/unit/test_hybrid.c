@@ -9,6 +9,7 @@
 
 #include "binary/symbols.h"
 #include "unwind/hybrid.h"
+#include "unwind/x86_code.h"
 
 static struct unwind_table *chain_tables[2];
 
@@ -50,12 +51,16 @@ static bool model_is_function_entry(void *ctx, uint64_t pc)
 
 static struct model_process process;
 
+/* When set, the space analyses code without CFI with it and knows no function entry. */
+static unwind_analyze_fn analyze_hook;
+
 static struct hybrid_space model_space(const struct chain_build *b)
 {
 	model_init(&process, chain_tables[b->frame_pointer], NULL);
 	return (struct hybrid_space){
-		/* one id per build: the hybrid's rule cache is keyed by it */
-		.walk = { model_find_map, &process, 1 + b->frame_pointer, model_is_function_entry },
+		/* one id per build (and analysis): the hybrid's rule cache is keyed by it */
+		.walk = { model_find_map, &process, 1 + b->frame_pointer + (analyze_hook ? 2 : 0),
+			  analyze_hook ? NULL : model_is_function_entry, analyze_hook },
 		.is_mapped = model_is_mapped,
 		.is_entry_code = model_is_entry_code,
 		.in_start_routine = model_in_start_routine,
@@ -374,6 +379,17 @@ static void test_jit(void)
 /* Frame pointers only (--no-dwarf): a chain ending in the start-up routine is complete;
  * one ending elsewhere is broken. With DWARF but no copy, a broken chain is truncated,
  * no stack copy. */
+/* The stack as main has just called jit_code: _start, start_main and main's frames. */
+static void sim_main_calls_jit_code(struct sim_stack *s, const struct chain_build *b)
+{
+	sim_start(s);
+	sim_call(s, RA_START);
+	sim_enter(s, false, LOCALS_START_MAIN);
+	sim_call(s, RA_START_MAIN);
+	sim_enter(s, true, b->locals_main);
+	sim_call(s, b->ra_main_jit);
+}
+
 /* At jit_code's first instruction (no CFI, a known function entry), rbp is still main's:
  * the kernel's chain goes from jit_code to main's caller, skipping main, and would join a
  * walk stopped at jit_code as if jit_code owned rbp (dwarf+fp without main). The psABI's
@@ -387,15 +403,50 @@ static void test_function_entry(void)
 	static struct sampled r;
 	struct sim_stack s;
 
-	sim_start(&s);
-	sim_call(&s, RA_START);
-	sim_enter(&s, false, LOCALS_START_MAIN);
-	sim_call(&s, RA_START_MAIN);
-	sim_enter(&s, true, b->locals_main);
-	sim_call(&s, b->ra_main_jit);
+	sim_main_calls_jit_code(&s, b);
 	sample_and_pick(h, b, &s, at(CHAIN_JIT_CODE), UINT32_MAX, true, 0, 1, &r);
 	report(picked(&r, METHOD_DWARF, want, 4), &r,
 	       "function entry without CFI: the walk from the psABI's rule, main kept");
+	hybrid__free(h);
+}
+
+/* An analysis of jit_code's first instruction that finds the return address at rsp,
+ * CFA = rsp + 8, but loses rbp (as Mono's JIT code lost it to a lea 0x0(%rbp),%rbp nop that
+ * x86_code.c took for a write): main's CFA = rbp + 16 then stops the walk. No other pc is
+ * analysed. */
+static int model_analyze_entry(void *ctx, uint64_t pc, struct code_rules *rules)
+{
+	(void)ctx;
+	if (pc != at(CHAIN_JIT_CODE))
+		return CODE_UNDECODABLE;
+	memset(rules, 0, sizeof(*rules));
+	rules->cfa = UNWIND_CFA_SP_OFFSET;
+	rules->cfa_offset = 8;
+	rules->rbp = UNWIND_RBP_UNDEFINED;
+	rules->rbx = UNWIND_RBX_UNCHANGED;
+	rules->ra_offset = -8;
+	return CODE_OK;
+}
+
+/* The same sample with no function entry known, but the analysis of the code: its rules
+ * say the leaf keeps no frame pointer (Mono's JIT code keeps none). The walk stops at main;
+ * the chain, which skips main, must not finish it: the stack stays truncated, every frame
+ * it has right. */
+static void test_analysed_leaf_without_fp(void)
+{
+	const struct chain_build *b = &CHAIN_FP;
+	const uint64_t want[] = { at(CHAIN_JIT_CODE), at(b->ra_main_jit) };
+	struct hybrid *h = new_hybrid(true);
+	static struct sampled r;
+	struct sim_stack s;
+
+	sim_main_calls_jit_code(&s, b);
+	analyze_hook = model_analyze_entry;
+	sample_and_pick(h, b, &s, at(CHAIN_JIT_CODE), UINT32_MAX, true, 0, 1, &r);
+	analyze_hook = NULL;
+	report(picked(&r, METHOD_TRUNCATED, want, 2), &r,
+	       "JIT code the analysis finds keeping no frame pointer, the walk stopped at main: "
+	       "truncated, not the chain that skips main");
 	hybrid__free(h);
 }
 
@@ -442,6 +493,7 @@ int main(void)
 	test_finish_and_learn();
 	test_jit();
 	test_function_entry();
+	test_analysed_leaf_without_fp();
 	test_without_walk();
 	unwind_table__free(chain_tables[0]);
 	unwind_table__free(chain_tables[1]);

@@ -6,6 +6,7 @@
 
 #include "cfi/unwind_table.h"
 #include "unwind/threads.h"
+#include "unwind/x86_code.h"
 
 struct hybrid {
 	bool dwarf;
@@ -150,23 +151,36 @@ static bool rules_at(const struct hybrid_space *space, uint64_t ip, struct unwin
 	return true;
 }
 
+/* Rules of a CFA and an rbp kind that say rbp is the frame's frame pointer. */
+static bool rbp_is_frame_pointer(uint8_t cfa, uint8_t rbp, int64_t rbp_offset)
+{
+	return cfa == UNWIND_CFA_BP_OFFSET ||
+	       (cfa == UNWIND_CFA_EXPR_DEREF_BP && rbp == UNWIND_RBP_AT_BP && rbp_offset == 0);
+}
+
 /* The CFI at ip agrees that rbp is its function's frame pointer. When it does not (the
  * function keeps no frame pointer, or is in its prologue), the kernel's chain skipped the
  * function's caller even if it looks complete. GCC's realigned frames (DRAP) agree in
  * their body: CFA = *(rbp - N), with the caller's rbp saved where rbp points, and their
  * prologue pushes a copy of the return address just above it, so rbp holds a frame
- * record. Without CFI only a function's entry (an exact pc) contradicts the chain: nothing
- * is pushed there yet. */
+ * record. Without CFI, the analysis of the code says so where it finds rules (Mono's JIT
+ * code keeps no frame pointer, so a chain from rbp skipped every frame of a recursion);
+ * where it finds none, only a function's entry (an exact pc) contradicts the chain:
+ * nothing is pushed there yet. */
 static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t ip, bool exact)
 {
 	const struct unwind_space *walk = &space->walk;
 	struct unwind_rules rules;
+	struct code_rules code;
 
 	if (rules_at(space, exact ? ip : ip - 1, &rules))
-		return rules.cfa == UNWIND_CFA_BP_OFFSET ||
-		       (rules.cfa == UNWIND_CFA_EXPR_DEREF_BP && rules.rbp == UNWIND_RBP_AT_BP &&
-			rules.rbp_offset == 0);
-	return !(exact && walk->is_function_entry && walk->is_function_entry(walk->ctx, ip));
+		return rbp_is_frame_pointer(rules.cfa, rules.rbp, rules.rbp_offset);
+	if (exact && walk->is_function_entry && walk->is_function_entry(walk->ctx, ip))
+		return false;
+	/* a return address's rules are its own: the analysis takes it as it is */
+	if (walk->analyze && walk->analyze(walk->ctx, ip, &code) == CODE_OK)
+		return rbp_is_frame_pointer(code.cfa, code.rbp, code.rbp_offset);
+	return true;
 }
 
 /* The frame (pc, or the call before a return address) is where a stack starts: its rows
