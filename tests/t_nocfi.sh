@@ -467,6 +467,26 @@ if record jit_memfd_map --no-scan -- nofp_jitgen 1 --memfd --perf-map; then
 	report_judged jit_memfd_map nofp_jitgen
 fi
 
+# JIT code on a stack of its own, as BEAM runs each Erlang process: nothing on it leads to
+# main, and its first frame returns to the address the program's beam_normal_exit holds,
+# where hprof ends the walk as at a thread's start. Each stack through the JIT code is
+# [jit];[jit];[jit] (exit_stub, green_outer, green_inner), complete, with scanning or
+# without. The build before stopped at exit_stub: 1.6% complete.
+green_stacks() {
+	share_among "$TMP/$1.folded" nofp_greenstack ';\[jit\]$' \
+		'^nofp_greenstack;\[jit\];\[jit\](;\[jit\])?$'
+}
+for run in green green_noscan; do
+	opts=()
+	[ "$run" = green_noscan ] && opts=(--no-scan)
+	if record "$run" "${opts[@]}" -- nofp_greenstack 1.5; then
+		expect_leaves "$run" nofp_greenstack 90 '\[jit\]'
+		through=$(green_stacks "$run")
+		check "$run: stacks through the JIT code end at the program's beam_normal_exit, complete ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 500 ]'
+	fi
+done
+
 # JIT code described through gdb's JIT interface, laid out as QEMU's TCG lays it out: a
 # block that runs in its prologue's frame and whose code shows no return. Without
 # scanning, only the CFI the program registered finds its caller.

@@ -12,6 +12,7 @@
 #include "proc/resolver.h"
 #include "unwind/code_cache.h"
 #include "util/file_view.h"
+#include "util/process_memory.h"
 
 /* Kernel frames, then the user stack. */
 #define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES)
@@ -186,12 +187,11 @@ static int jit_unwind_map(struct module *mod, uint64_t pc, struct unwind_map *ma
 	return 0;
 }
 
-/* Where the process defines gdb's JIT descriptor: as the dynamic linker resolves the
+/* Where the process defines a runtime's variable: as the dynamic linker resolves the
  * symbol, the program's own if it defines one (its code is mapped lowest), else the
  * library loaded first that does (the loader maps libraries downwards: the highest). */
-static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
+static int locate_runtime_symbol(struct space_ctx *c, enum runtime_symbol which, uint64_t *addr)
 {
-	struct space_ctx *c = ctx;
 	size_t n = address_space__count(c->proc->as);
 	bool first_file = true, found = false;
 
@@ -202,8 +202,8 @@ static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
 
 		if (!mod || mod->anon_code)
 			continue;
-		if (!m->bias_err && module__gdb_jit_descriptor(mod, &vaddr) == 0) {
-			*descriptor = vaddr + (uint64_t)m->bias;
+		if (!m->bias_err && module__runtime_symbol(mod, which, &vaddr) == 0) {
+			*addr = vaddr + (uint64_t)m->bias;
 			found = true;
 			if (first_file)
 				return 0;
@@ -211,6 +211,23 @@ static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
 		first_file = false;
 	}
 	return found ? 0 : -ENOENT;
+}
+
+static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
+{
+	return locate_runtime_symbol(ctx, RUNTIME_GDB_JIT_DESCRIPTOR, descriptor);
+}
+
+/* BEAM's exit address: the pointer beam_normal_exit holds, once the emulator set it. */
+static int locate_beam_exit(void *ctx, uint64_t *exit)
+{
+	struct space_ctx *c = ctx;
+	uint64_t var;
+
+	if (locate_runtime_symbol(c, RUNTIME_BEAM_NORMAL_EXIT, &var) != 0 ||
+	    !process_memory__read(c->proc->pid, var, exit, sizeof(*exit)) || *exit == 0)
+		return -ENOENT;
+	return 0;
 }
 
 /* JIT code registered through gdb's JIT interface: the object's rows. */
@@ -265,11 +282,17 @@ static bool is_mapped(void *ctx, uint64_t pc)
 	return m != NULL;
 }
 
+/* Where a stack starts: the ELF entry's code, or the address an Erlang process's first
+ * frame returns to (BEAM runs each Erlang process on a stack of its own, which ends there). */
 static bool is_entry_code(void *ctx, uint64_t pc, bool caller)
 {
 	struct space_ctx *c = ctx;
 
-	return resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller);
+	if (resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller))
+		return true;
+	/* 0: no BEAM exit known, and no stack ends at address 0 */
+	return caller && pc != 0 &&
+	       pc == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c);
 }
 
 static bool is_function_entry(void *ctx, uint64_t pc)

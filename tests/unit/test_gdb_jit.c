@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "binary/gdb_jit.h"
+#include "binary/runtime_symbols.h"
 #include "check.h"
 
 struct jit_code_entry {
@@ -140,22 +141,31 @@ static void test_hostile(void)
 	gdb_jit__free(gj);
 }
 
-static void test_descriptor_in_file(void)
-{
-	uint64_t vaddr = 0;
+/* What BEAM defines: this test's own, so that its binary's .symtab holds one. */
+void *beam_normal_exit;
 
-	check(gdb_jit__descriptor_in_file("/proc/self/exe", &vaddr) == -ENOENT,
-	      "descriptor: none in a program that defines none");
-	check(gdb_jit__descriptor_in_file("/nonexistent/hprof", &vaddr) == -ENOENT,
-	      "descriptor: a missing file");
-	check(gdb_jit__descriptor_in_file("/proc/self/status", &vaddr) == -EINVAL,
-	      "descriptor: a file that is no ELF");
+static void test_runtime_symbols_in_file(void)
+{
+	uint64_t vaddrs[RUNTIME_SYMBOL_COUNT];
+	uintptr_t bias;
+
+	check(runtime_symbols__in_file("/proc/self/exe", vaddrs) == 0 &&
+		      vaddrs[RUNTIME_GDB_JIT_DESCRIPTOR] == 0,
+	      "runtime symbols: no gdb JIT descriptor in a program that defines none");
+	bias = (uintptr_t)&beam_normal_exit - (uintptr_t)vaddrs[RUNTIME_BEAM_NORMAL_EXIT];
+	check(vaddrs[RUNTIME_BEAM_NORMAL_EXIT] != 0 && (bias & 0xfff) == 0,
+	      "runtime symbols: the program's own beam_normal_exit, at its address less a "
+	      "page-aligned load bias (%#llx)", (unsigned long long)vaddrs[RUNTIME_BEAM_NORMAL_EXIT]);
+	check(runtime_symbols__in_file("/nonexistent/hprof", vaddrs) == -ENOENT,
+	      "runtime symbols: a missing file");
+	check(runtime_symbols__in_file("/proc/self/status", vaddrs) == -EINVAL,
+	      "runtime symbols: a file that is no ELF");
 }
 
 int main(void)
 {
 	test_own_executable();
 	test_hostile();
-	test_descriptor_in_file();
+	test_runtime_symbols_in_file();
 	return failures ? 1 : 0;
 }

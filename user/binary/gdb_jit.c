@@ -8,12 +8,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "binary/symbols.h"
 #include "util/grow.h"
+#include "util/process_memory.h"
 
 /* The interface's structures, as gdb defines them (version 1). */
 struct raw_descriptor {
@@ -72,75 +72,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Reads exactly len bytes at addr of the process. */
-static bool read_exact(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		struct iovec local = { .iov_base = (uint8_t *)buf + done, .iov_len = len - done };
-		struct iovec remote = { .iov_base = (void *)(uintptr_t)(addr + done),
-					.iov_len = len - done };
-		ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
-
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
-}
-
-/* The symbol's value in the first symbol table of the type that defines it. */
-static bool find_in_symtab(Elf *elf, Elf64_Word type, const char *name, uint64_t *vaddr)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		size_t count;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type || shdr.sh_entsize == 0 ||
-		    !(data = elf_getdata(scn, NULL)))
-			continue;
-		count = data->d_size / shdr.sh_entsize;
-		for (size_t i = 0; i < count; i++) {
-			GElf_Sym sym;
-			const char *s;
-
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_value == 0 || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
-				continue;
-			s = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			if (s && strcmp(s, name) == 0) {
-				*vaddr = sym.st_value;
-				return true;
-			}
-		}
-		return false;
-	}
-	return false;
-}
-
-int gdb_jit__descriptor_in_file(const char *path, uint64_t *vaddr)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err = -ENOENT;
-	Elf *elf;
-
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		err = -EINVAL;
-	else if (find_in_symtab(elf, SHT_DYNSYM, GDB_JIT_DESCRIPTOR, vaddr) ||
-		 find_in_symtab(elf, SHT_SYMTAB, GDB_JIT_DESCRIPTOR, vaddr))
-		err = 0;
-	elf_end(elf);
-	close(fd);
-	return err;
 }
 
 struct gdb_jit *gdb_jit__new(uint32_t pid, uint64_t descriptor)
@@ -307,10 +238,11 @@ static bool read_object(struct gdb_jit *gj, uint64_t addr, uint64_t size, struct
 	*o = (struct object){ .symfile_addr = addr, .symfile_size = size, .seen = true };
 	/* the magic first: a bogus entry costs a small read, not an allocation of its size */
 	if (size < sizeof(Elf64_Ehdr) || size > GDB_JIT_MAX_OBJECT_BYTES ||
-	    gj->held + size > GDB_JIT_MAX_BYTES || !read_exact(gj->pid, addr, ident, sizeof(ident)) ||
+	    gj->held + size > GDB_JIT_MAX_BYTES ||
+	    !process_memory__read(gj->pid, addr, ident, sizeof(ident)) ||
 	    memcmp(ident, ELFMAG, SELFMAG) != 0 || !(image = malloc(size)))
 		return false;
-	if (!read_exact(gj->pid, addr, image, size)) {
+	if (!process_memory__read(gj->pid, addr, image, size)) {
 		free(image);
 		return false;
 	}
@@ -443,7 +375,7 @@ static struct raw_entry *read_entries(struct gdb_jit *gj, uint64_t first, size_t
 
 	*unreadable = false;
 	for (at = first; at && n < GDB_JIT_MAX_ENTRIES; at = e.next_entry) {
-		if (!read_exact(gj->pid, at, &e, sizeof(e)) ||
+		if (!process_memory__read(gj->pid, at, &e, sizeof(e)) ||
 		    grow_array((void **)&entries, &cap, n + 1, sizeof(*entries))) {
 			*unreadable = true;
 			break;
@@ -472,14 +404,14 @@ static void read_list(struct gdb_jit *gj)
 	gj->tried = true;
 	gj->checked_ns = now_ns();
 	free_retired(gj);
-	if (!read_exact(gj->pid, gj->descriptor, &d, sizeof(d)) || d.version != 1) {
+	if (!process_memory__read(gj->pid, gj->descriptor, &d, sizeof(d)) || d.version != 1) {
 		gj->stats.bad_lists++;
 		return;
 	}
 	/* a registration changes the head (new entries go first), an unregistration the
 	 * action and the relevant entry; a new head may reuse a freed entry's address */
 	memset(&head, 0, sizeof(head));
-	if (d.first_entry && !read_exact(gj->pid, d.first_entry, &head, sizeof(head)))
+	if (d.first_entry && !process_memory__read(gj->pid, d.first_entry, &head, sizeof(head)))
 		return;
 	if (gj->have_last && memcmp(&d, &gj->last, sizeof(d)) == 0 &&
 	    memcmp(&head, &gj->last_head, sizeof(head)) == 0)

@@ -17,8 +17,7 @@
 
 #include "cfi/unwind_table.h"
 
-/* The symbol a registering program defines. */
-#define GDB_JIT_DESCRIPTOR "__jit_debug_descriptor"
+/* A registering program defines __jit_debug_descriptor (binary/runtime_symbols.h). */
 /* Bounds on what the process gives: entries followed in the list (a longer list, or a
  * cycle, is cut there), one object's bytes, and all objects' bytes held at once. */
 #define GDB_JIT_MAX_ENTRIES 65536u
@@ -40,11 +39,6 @@ struct gdb_jit_stats {
 				 * or unreadable */
 	uint64_t relocated;     /* relocatable objects (LLVM's) whose .eh_frame hprof relocated */
 };
-
-/* Where file path (a pinned module's) defines GDB_JIT_DESCRIPTOR, in its .dynsym or
- * .symtab: *vaddr, its ELF virtual address. Returns 0, -ENOENT when it defines none, or
- * -errno. */
-int gdb_jit__descriptor_in_file(const char *path, uint64_t *vaddr);
 
 /* The registrations of process pid, whose descriptor is at address descriptor (not yet
  * read). NULL when out of memory. */

@@ -39,6 +39,9 @@ struct process_code {
 	struct gdb_jit *gdb_jit;    /* NULL until found */
 	uint64_t gdb_jit_searched_ns;
 	bool gdb_jit_searched;
+	uint64_t beam_exit;         /* 0 until found */
+	uint64_t beam_searched_ns;
+	bool beam_searched;
 	struct module_entry **modules;
 	size_t nr_modules, modules_cap;
 	UT_hash_handle hh;
@@ -341,17 +344,16 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 	free(pc);
 }
 
-int module__gdb_jit_descriptor(struct module *mod, uint64_t *vaddr)
+int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64_t *vaddr)
 {
-	if (!mod->gdb_jit_looked) {
-		mod->gdb_jit_looked = true;
-		mod->gdb_jit_descriptor = 0;
-		/* a pinned file's descriptor; a file not pinned is not read by path */
-		if (!mod->anon_code && !mod->unpinned && mod->load_path[0] &&
-		    gdb_jit__descriptor_in_file(mod->load_path, vaddr) == 0)
-			mod->gdb_jit_descriptor = *vaddr;
+	if (!mod->runtime_symbols_looked) {
+		mod->runtime_symbols_looked = true;
+		/* a pinned file's; a file not pinned is not read by path */
+		if (mod->anon_code || mod->unpinned || !mod->load_path[0] ||
+		    runtime_symbols__in_file(mod->load_path, mod->runtime_symbols) != 0)
+			memset(mod->runtime_symbols, 0, sizeof(mod->runtime_symbols));
 	}
-	*vaddr = mod->gdb_jit_descriptor;
+	*vaddr = which < RUNTIME_SYMBOL_COUNT ? mod->runtime_symbols[which] : 0;
 	return *vaddr ? 0 : -ENOENT;
 }
 
@@ -363,27 +365,53 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A search for a runtime's state of process pc is due: never made, or the last one is
+ * GDB_JIT_SEARCH_MS old. Marks it made now. */
+static bool search_due(bool *searched, uint64_t *searched_ns)
+{
+	uint64_t now = monotonic_ns();
+
+	if (*searched && now - *searched_ns < GDB_JIT_SEARCH_MS * 1000000ull)
+		return false;
+	*searched = true;
+	*searched_ns = now;
+	return true;
+}
+
 struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
 					 gdb_jit_locate_fn locate, void *ctx)
 {
 	struct process_code *pc;
-	uint64_t descriptor, now;
+	uint64_t descriptor;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
 	if (!pc || !pc->map) /* not a live process's (a replay's) */
 		return NULL;
 	if (pc->gdb_jit)
 		return pc->gdb_jit;
-	now = monotonic_ns();
-	if (pc->gdb_jit_searched && now - pc->gdb_jit_searched_ns < GDB_JIT_SEARCH_MS * 1000000ull)
+	if (!search_due(&pc->gdb_jit_searched, &pc->gdb_jit_searched_ns))
 		return NULL;
-	pc->gdb_jit_searched = true;
-	pc->gdb_jit_searched_ns = now;
 	if (locate(ctx, &descriptor) != 0 || !(pc->gdb_jit = gdb_jit__new(pid, descriptor)))
 		return NULL;
 	for (size_t i = 0; i < pc->nr_modules; i++)
 		pc->modules[i]->mod.gdb_jit = pc->gdb_jit;
 	return pc->gdb_jit;
+}
+
+uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
+				   beam_exit_locate_fn locate, void *ctx)
+{
+	struct process_code *pc;
+	uint64_t exit;
+
+	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
+	if (!pc || !pc->map) /* not a live process's (a replay's) */
+		return 0;
+	if (pc->beam_exit || !search_due(&pc->beam_searched, &pc->beam_searched_ns))
+		return pc->beam_exit;
+	if (locate(ctx, &exit) == 0)
+		pc->beam_exit = exit;
+	return pc->beam_exit;
 }
 
 void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats)

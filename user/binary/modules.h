@@ -14,6 +14,7 @@
 #include "binary/mapped_files.h"
 #include "binary/code_copies.h"
 #include "binary/gdb_jit.h"
+#include "binary/runtime_symbols.h"
 #include "binary/perfmap.h"
 #include "binary/mapping.h"
 #include "cfi/unwind_table.h"
@@ -51,10 +52,11 @@ struct module {
 	/* Its process's code registered through gdb's JIT interface (binary/gdb_jit.h): rows
 	 * and names; NULL until found, and once the process is gone. */
 	struct gdb_jit *gdb_jit;
-	/* A file's: where it defines gdb's JIT descriptor (an ELF virtual address), once
-	 * looked for (gdb_jit_looked): 0 when it does not. */
-	uint64_t gdb_jit_descriptor;
-	bool gdb_jit_looked;
+	/* A file's: where it defines each runtime's variable (binary/runtime_symbols.h: gdb's
+	 * JIT descriptor, BEAM's exit), ELF virtual addresses, once looked for
+	 * (runtime_symbols_looked): 0 where it defines none. */
+	uint64_t runtime_symbols[RUNTIME_SYMBOL_COUNT];
+	bool runtime_symbols_looked;
 	struct elf_symbols *syms;
 	int load_err;     /* 0, or -errno from loading syms */
 	char load_msg[160];
@@ -109,9 +111,9 @@ void module_registry__reload_jit(struct module_registry *reg, uint32_t pid);
 /* The perf map files' counts, summed over processes. */
 void module_registry__perf_map_stats(const struct module_registry *reg,
 				     struct perf_map_stats *stats);
-/* Where file module mod defines gdb's JIT descriptor (ELF virtual address), looked for in
+/* Where file module mod defines a runtime's variable (ELF virtual address), looked for in
  * its pinned file once. Returns 0 or -ENOENT. */
-int module__gdb_jit_descriptor(struct module *mod, uint64_t *vaddr);
+int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64_t *vaddr);
 /* Finds a process's gdb JIT descriptor: its process address. Returns 0 or -ENOENT. */
 typedef int (*gdb_jit_locate_fn)(void *ctx, uint64_t *descriptor);
 /* Process pid's registrations through gdb's JIT interface: those found, else, when the
@@ -120,6 +122,14 @@ typedef int (*gdb_jit_locate_fn)(void *ctx, uint64_t *descriptor);
 struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
 					 gdb_jit_locate_fn locate, void *ctx);
 #define GDB_JIT_SEARCH_MS 1000
+/* Finds the address every Erlang process of a BEAM process returns to at its stack's end:
+ * the value of the process's beam_normal_exit. Returns 0 or -ENOENT. */
+typedef int (*beam_exit_locate_fn)(void *ctx, uint64_t *exit);
+/* Process pid's BEAM exit address (0: none known), found as module_registry__gdb_jit finds
+ * its descriptor: a search at most every GDB_JIT_SEARCH_MS until found (the emulator sets
+ * the variable once it has generated its code), none in replays. */
+uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
+				   beam_exit_locate_fn locate, void *ctx);
 void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats);
 
 /* The jitdump files' counts, summed over processes. */

@@ -782,6 +782,15 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 
 	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
 		return NULL;
+	/* Where a stack starts (entry code, the end of an Erlang process's stack), no frame
+	 * is above: the outermost frame, as _start's CFI says of its own. */
+	if (w->space->is_entry_code && w->space->is_entry_code(w->space->ctx, ip, !exact)) {
+		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
+					       .cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
+					       .ra = UNWIND_RA_UNDEFINED,
+					       .found = UNWIND_FOUND_ANALYSIS, .ra_checked = true };
+		return slot;
+	}
 	if (!w->space->analyze || w->space->analyze(w->space->ctx, ip, &code) != CODE_OK) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
@@ -815,6 +824,16 @@ static enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *targ
 		return CODE_CALL_NONE;
 	call = w->space->call_before(w->space->ctx, ra, target);
 	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT ? call : CODE_CALL_NONE;
+}
+
+/* ra, an address in the process's code, is a return address where a stack starts though
+ * no call precedes it: BEAM's exit, where every Erlang process's stack ends. */
+static bool is_stack_end(struct walker *w, uint64_t ra)
+{
+	const struct unwind_map *map;
+
+	return w->space->is_entry_code && find_map(&w->maps, w->space, ra, &map) != -ENOENT &&
+	       w->space->is_entry_code(w->space->ctx, ra, true);
 }
 
 /* The frame record rbp points at, for a frame that keeps one: it lies above the frame's
@@ -959,6 +978,9 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			call = follows_call(w, word, &target);
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
 						     : scan_call(w, lookup, call, target);
+			/* the address a runtime's stacks end at follows no call (BEAM's exit) */
+			if (call == CODE_CALL_NONE && is_stack_end(w, word))
+				how = SCAN_CALL_INTO;
 			if (how != (enum scan_call)pass) {
 				/* rejected ones counted once, on the first pass; a pointer into code
 				 * that follows no call counts, data words do not */
