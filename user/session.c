@@ -282,17 +282,24 @@ static bool is_mapped(void *ctx, uint64_t pc)
 	return m != NULL;
 }
 
-/* Where a stack starts: the ELF entry's code, or the address an Erlang process's first
- * frame returns to (BEAM runs each Erlang process on a stack of its own, which ends there). */
+/* The address an Erlang process's first frame returns to: BEAM runs each Erlang process on
+ * a stack of its own, which ends there. */
+static bool is_stack_end(void *ctx, uint64_t ra)
+{
+	struct space_ctx *c = ctx;
+
+	/* 0: no BEAM exit known, and no stack ends at address 0 */
+	return ra != 0 &&
+	       ra == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c);
+}
+
+/* Where a stack starts: the ELF entry's code, or a runtime's stack end. */
 static bool is_entry_code(void *ctx, uint64_t pc, bool caller)
 {
 	struct space_ctx *c = ctx;
 
-	if (resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller))
-		return true;
-	/* 0: no BEAM exit known, and no stack ends at address 0 */
-	return caller && pc != 0 &&
-	       pc == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c);
+	return resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller) ||
+	       (caller && is_stack_end(ctx, pc));
 }
 
 static bool is_function_entry(void *ctx, uint64_t pc)
@@ -492,7 +499,8 @@ static struct hybrid_space space_of(struct space_ctx *c)
 			  .is_function_entry = is_function_entry,
 			  .analyze = c->s->scan_only ? NULL : analyze,
 			  .call_before = call_before, .function_start = function_start,
-			  .is_entry_code = space_is_entry_code, .no_scan = c->s->no_scan,
+			  .is_entry_code = space_is_entry_code,
+			  .is_stack_end = is_stack_end, .no_scan = c->s->no_scan,
 			  .scan_only = c->s->scan_only },
 		.is_mapped = is_mapped,
 		.is_entry_code = is_entry_code,

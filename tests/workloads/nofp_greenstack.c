@@ -92,15 +92,18 @@ static void emit_exit(uint8_t *base)
 /* Runs green_outer(n) on the green stack whose top is top. */
 __attribute__((noinline)) void run_green(uint64_t top, void *outer, unsigned long n)
 {
-	__asm__ volatile("lea 1f(%%rip), %%rax\n\t"
+	/* past the red zone first: the compiler may keep this leaf's locals there */
+	__asm__ volatile("sub $128, %%rsp\n\t"
+			 "lea 1f(%%rip), %%rax\n\t"
 			 "push %%rax\n\t"
 			 "mov %%rsp, c_rsp(%%rip)\n\t"
 			 "mov %[top], %%rsp\n\t"
 			 "push %[exit]\n\t"
 			 "jmp *%[fn]\n\t"
 			 "1:\n\t"
-			 :
-			 : [top] "r"(top), [exit] "r"(beam_normal_exit), [fn] "r"(outer), "D"(n)
+			 "add $128, %%rsp\n\t"
+			 : "+D"(n)
+			 : [top] "r"(top), [exit] "r"(beam_normal_exit), [fn] "r"(outer)
 			 : "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc");
 	sink++;
 }

@@ -41,10 +41,14 @@ struct module *resolver__module(const struct resolver *r, struct process *proc,
 		 * twice, writable and executable; PHP's opcache shares it between processes)
 		 * runs code from a "file" that is no ELF: JIT code, as if anonymous. */
 		if ((!m->module || m->bias_err) && is_shared_memory(m->path)) {
-			m->module = module_registry__anon_code(r->modules, proc->pid, m->path,
-							       !r->replay);
-			m->bias = 0;
-			m->bias_err = 0;
+			struct module *jit = module_registry__anon_code(r->modules, proc->pid,
+									m->path, !r->replay);
+
+			if (jit) { /* else, out of memory: the file as it is */
+				m->module = jit;
+				m->bias = 0;
+				m->bias_err = 0;
+			}
 		}
 	}
 	return m->module;

@@ -780,17 +780,18 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 	struct code_rules code;
 	const bool ra_checked = rules && rules->pc == lookup && rules->ra_checked;
 
-	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
-		return NULL;
-	/* Where a stack starts (entry code, the end of an Erlang process's stack), no frame
-	 * is above: the outermost frame, as _start's CFI says of its own. */
-	if (w->space->is_entry_code && w->space->is_entry_code(w->space->ctx, ip, !exact)) {
+	/* A return address where a runtime's stacks end (an Erlang process's): no frame is
+	 * above, as _start's CFI says of its own. Looked for before a failed analysis's
+	 * slot is taken: the runtime may have said where its stacks end since. */
+	if (!exact && w->space->is_stack_end && w->space->is_stack_end(w->space->ctx, ip)) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
 					       .ra = UNWIND_RA_UNDEFINED,
 					       .found = UNWIND_FOUND_ANALYSIS, .ra_checked = true };
 		return slot;
 	}
+	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
+		return NULL;
 	if (!w->space->analyze || w->space->analyze(w->space->ctx, ip, &code) != CODE_OK) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
@@ -826,14 +827,14 @@ static enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *targ
 	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT ? call : CODE_CALL_NONE;
 }
 
-/* ra, an address in the process's code, is a return address where a stack starts though
- * no call precedes it: BEAM's exit, where every Erlang process's stack ends. */
+/* ra, an address in the process's code, is a return address where a stack ends though no
+ * call precedes it (unwind_is_stack_end_fn). */
 static bool is_stack_end(struct walker *w, uint64_t ra)
 {
 	const struct unwind_map *map;
 
-	return w->space->is_entry_code && find_map(&w->maps, w->space, ra, &map) != -ENOENT &&
-	       w->space->is_entry_code(w->space->ctx, ra, true);
+	return w->space->is_stack_end && find_map(&w->maps, w->space, ra, &map) != -ENOENT &&
+	       w->space->is_stack_end(w->space->ctx, ra);
 }
 
 /* The frame record rbp points at, for a frame that keeps one: it lies above the frame's
@@ -857,6 +858,26 @@ static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
 /* Words a scan reads above a frame's sp, and candidates it walks from at most. */
 #define SCAN_WORDS 512
 #define SCAN_TRIALS 8
+
+/* A scan's last try, where no return address led to the start: the first word above the
+ * frame that is where a runtime's stacks end (BEAM's exit). It follows no call, so it
+ * comes after every return address that does: one of those, if any led on, is nearer. */
+static bool scan_for_stack_end(struct walker *w, struct frame_regs *regs)
+{
+	for (uint32_t i = 0; i < SCAN_WORDS && w->space->is_stack_end; i++) {
+		uint64_t addr = regs->sp + 8 * (uint64_t)i, word;
+
+		if (!read_u64(w->view, addr, &word))
+			break;
+		if (word && is_stack_end(w, word)) {
+			regs->ip = word;
+			regs->sp = addr + 8;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Without a known start, a direct call's target must be at most this far below the pc. */
 #define SCAN_MAX_FUNCTION (64u << 10)
 
@@ -978,9 +999,6 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			call = follows_call(w, word, &target);
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
 						     : scan_call(w, lookup, call, target);
-			/* the address a runtime's stacks end at follows no call (BEAM's exit) */
-			if (call == CODE_CALL_NONE && is_stack_end(w, word))
-				how = SCAN_CALL_INTO;
 			if (how != (enum scan_call)pass) {
 				/* rejected ones counted once, on the first pass; a pointer into code
 				 * that follows no call counts, data words do not */
@@ -1004,7 +1022,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			return true;
 		}
 	}
-	return false;
+	return scan_for_stack_end(w, regs);
 }
 
 /* A frame whose code has no CFI and no rules by analysis: its caller by its frame record,
@@ -1058,9 +1076,11 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 }
 
 /* A step by the rules an analysis gave, whose return address must follow a call; else
- * the frame record or a scan, as for code the analysis found nothing in. */
+ * the frame record or a scan, as for code the analysis found nothing in. *outermost: the
+ * rules say no frame is above (a runtime's stack end). */
 static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
-				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found)
+				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found,
+				     bool *outermost)
 {
 	struct frame_regs caller;
 	bool ra_undefined, signal;
@@ -1068,6 +1088,10 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 
 	/* plain rules never come here: the walk's loop steps them and calls analysed_return */
 	end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
+	/* where a runtime's stacks end (analysis_rules): the walk ends, complete */
+	*outermost = end == UNWIND_END_COMPLETE && ra_undefined;
+	if (*outermost)
+		return end;
 	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
 	    (!w->space->call_before || return_address_checked(w, id, rules, &caller))) {
 		*cur = caller;
@@ -1187,9 +1211,11 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			lookup = ip - 1;
 		} else if (rules->found == UNWIND_FOUND_ANALYSIS) {
 			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
+			bool outermost;
 
-			end = analysis_step(&w, id, rules, &cur, n == 1 && !first_is_return, exact, &found);
-			if (end != UNWIND_END_COMPLETE)
+			end = analysis_step(&w, id, rules, &cur, n == 1 && !first_is_return, exact, &found,
+					    &outermost);
+			if (end != UNWIND_END_COMPLETE || outermost)
 				break;
 			/* a caller at its callee's sp (a return address moved up into the caller's
 			 * frame) once at any sp: two frames there could name each other forever */

@@ -111,6 +111,10 @@ typedef int (*unwind_function_start_fn)(void *ctx, uint64_t pc, uint64_t *start)
 /* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
 typedef bool (*unwind_is_entry_code_fn)(void *ctx, uint64_t pc, bool caller);
 
+/* ra is a return address where a runtime's stacks end though no call precedes it: BEAM's
+ * exit, where every Erlang process's stack ends. */
+typedef bool (*unwind_is_stack_end_fn)(void *ctx, uint64_t ra);
+
 /* The address space a walk runs in: how to find its mappings, and an id that names this
  * set of mappings (a new one whenever they change; never 0) so cached rules can be keyed
  * by the pc alone. is_function_entry may be NULL (no entries known).
@@ -130,6 +134,7 @@ struct unwind_space {
 	unwind_call_before_fn call_before;
 	unwind_function_start_fn function_start;
 	unwind_is_entry_code_fn is_entry_code;
+	unwind_is_stack_end_fn is_stack_end;
 	bool no_scan;
 	/* HPROF_DEBUG=scan: no frame records either (and analyze NULL), so that every frame
 	 * without CFI is found by a scan: for measuring scans against decoys */

@@ -224,7 +224,11 @@ static void do_push(struct state *s, struct reg *r, int64_t width)
  * epilogue already popped. */
 static void do_store(const struct state *s, struct reg *r, struct val at)
 {
-	if (r->val.base == BASE_CALLER && r->caller_at.base == BASE_NONE && val_addressable(at) &&
+	/* a save popped since (below rsp) no longer holds it */
+	bool saved = r->caller_at.base != BASE_NONE &&
+		     !(r->caller_at.base == s->sp.base && r->caller_at.off < s->sp.off);
+
+	if (r->val.base == BASE_CALLER && !saved && val_addressable(at) &&
 	    at.base == s->sp.base && at.off >= s->sp.off)
 		r->caller_at = at;
 }
