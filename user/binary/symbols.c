@@ -219,7 +219,8 @@ static bool is_function_symbol(const GElf_Sym *sym)
  * type and no size (isal's, x264's and MKL's assembly export functions so), in an
  * executable section, short of its end (etext and such mark the end). Without them, a sized-0
  * function before such code would take its name, over many functions; gdb and objdump name
- * the code after these labels too. A label inside a sized function is dropped (sort_pending). */
+ * the code after these labels too. A label inside a sized function is dropped (sort_pending);
+ * one inside an unsized function starts a function of its own there, as gdb takes it. */
 static bool is_code_label(Elf *elf, const GElf_Sym *sym)
 {
 	int bind = GELF_ST_BIND(sym->st_info);
