@@ -428,8 +428,12 @@ static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
 	if (function_bounds(c, pc, &start, &end) != 0 || pc - start > ANALYSIS_BEFORE)
 		start = end = 0;
 	from = start ? start : pc - ANALYSIS_BACK;
+	/* A process that exited is read from the copies of what was read while it lived,
+	 * which may hold the code at pc but not the code before it: then from pc on alone,
+	 * tracing forward. */
 	if (!analyze_read(c, &at, pc, start, end, from, buf, pc + ANALYSIS_AFTER - from, &fail,
-			  rules, &cut)) {
+			  rules, &cut) &&
+	    !analyze_read(c, &at, pc, 0, 0, pc, buf, ANALYSIS_AFTER, &fail, rules, &cut)) {
 		stats->unreadable++;
 		fail = CODE_UNDECODABLE;
 	} else {
