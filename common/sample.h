@@ -27,6 +27,12 @@
  * start-up code (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3),
  * which keeps no frame pointers. */
 #define HPROF_FP_TAIL_WINDOW 512
+/* A stack deeper than the copy's ceiling, whose thread's base is known, is copied in two
+ * parts: the ceiling less this many bytes from sp, and this many below the base. The
+ * window holds the frames every walk of the thread ends in (its start routine, main's
+ * callers); between the parts lie the middle of frames that keep large buffers (rav1e's
+ * 13-43 KiB), which a walk does not read. */
+#define HPROF_BASE_WINDOW 16384
 
 /* Bytes below the top of a signal's alternate stack searched for the signal frame the
  * kernel wrote on entering it: the frame lies below the saved FPU state, which is up to
@@ -39,6 +45,8 @@ _Static_assert((HPROF_MAX_STACK_CHUNKS - 1) * HPROF_STACK_CHUNK >= HPROF_MAX_STA
 	       "enough chunks for the largest copy, plus one for a partial first page");
 _Static_assert(HPROF_MAX_STACK_CHUNKS <= 64, "a copy's pages fit its 64-bit map of holes");
 _Static_assert(HPROF_SIGFRAME_SEARCH <= HPROF_MAX_STACK_COPY, "the search stays in the copy");
+_Static_assert(HPROF_BASE_WINDOW % 8 == 0 && 2 * HPROF_BASE_WINDOW <= HPROF_DEFAULT_STACK_COPY,
+	       "the window at the base is whole words, and the smaller part of a default copy");
 
 /* Why the in-kernel frame-pointer walk stopped. */
 enum fp_end {
@@ -65,6 +73,9 @@ enum fp_end {
 				       * before anything else reads the record */
 #define SAMPLE_DELTA_BASE_MISSING (1u << 8) /* the copy was a delta against one userspace no
 					     * longer held: its stack is lost (stack_len 0) */
+#define SAMPLE_COPY_BASE_WINDOW (1u << 9) /* the stack runs deeper than the ceiling: the copy
+					   * from sp is followed by HPROF_BASE_WINDOW bytes below
+					   * the thread's learned base */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -96,7 +107,7 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is 
 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8
- * interrupted[interrupted_len] (user memory from interrupted_sp upwards); __u8
+ * interrupted[interrupted_len] (a second copy: user memory from interrupted_sp upwards); __u8
  * tail[tail_len] (user memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it
  * through the hprof_sample__* accessors below, never by computing offsets.
  *
@@ -132,9 +143,11 @@ struct hprof_sample {
 	 * (user_ips[nr_user - 1] is at fp_tail_frame + 8); 0 when the chain has one frame. */
 	__u64 fp_tail_frame;
 	char comm[HPROF_COMM_LEN];
-	/* On a signal's alternate stack (SAMPLE_COPY_ALTSTACK), the stack the signal
-	 * interrupted, copied from the sp saved in the kernel's signal frame; 0 and 0 when
-	 * there is none. stack_len + interrupted_len stay within the copy's ceiling. */
+	/* A second copy. On a signal's alternate stack (SAMPLE_COPY_ALTSTACK), the stack the
+	 * signal interrupted, copied from the sp saved in the kernel's signal frame; on a
+	 * stack deeper than the ceiling (SAMPLE_COPY_BASE_WINDOW), the window below the
+	 * thread's base. 0 and 0 when there is none. stack_len + interrupted_len stay within
+	 * the copy's ceiling. */
 	__u64 interrupted_sp;
 	__u64 interrupted_holes; /* the interrupted copy's unreadable pages */
 	__u8 data[];
@@ -402,6 +415,8 @@ enum kernel_counter {
 				  * interrupted stack not copied */
 	KC_FORKS_NOT_FOLLOWED,   /* children of profiled processes not added to the pid filter,
 				  * which was full: their samples count as other processes' */
+	KC_COPY_BASE_WINDOW,     /* stacks deeper than the ceiling: copied from sp, and below
+				  * the thread's learned base */
 	KC_NR,
 };
 

@@ -221,10 +221,18 @@ static __always_inline __u64 copy_ceiling(void)
 	return stack_copy_size < HPROF_MAX_STACK_COPY ? stack_copy_size : HPROF_MAX_STACK_COPY;
 }
 
+/* Bytes from sp up to end in whole words, rounded up. A walk reads aligned words, and sp is
+ * not always word aligned (assembly that reserves 4 bytes: rav1e's): rounded down, a copy
+ * to the base would end 4 bytes short of it, without the outermost frame's return address. */
+static __always_inline __u64 words_up_to(__u64 sp, __u64 end)
+{
+	return (end - sp + 7) & ~7ull;
+}
+
 static __always_inline bool within_learned_base(__u64 sp, const struct hprof_thread_stack *known,
 						__u64 ceiling)
 {
-	return known && known->base > sp && known->base - sp <= ceiling;
+	return known && known->base > sp && words_up_to(sp, known->base) <= ceiling;
 }
 
 /* Where the stack holding sp ends: below a learned base the stack runs at least that far,
@@ -244,13 +252,13 @@ static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 sp,
 {
 	__u64 want = ceiling;
 
+	/* the stack runs on past the base: the copy may end a few bytes beyond it */
 	if (within_learned_base(sp, known, ceiling)) {
-		want = known->base - sp;
 		s->flags |= SAMPLE_COPY_LEARNED;
 		count(KC_COPY_LEARNED);
-	} else {
-		count(KC_COPY_DEFAULT);
+		return words_up_to(sp, known->base);
 	}
+	count(KC_COPY_DEFAULT);
 	if (stack_end > sp && stack_end - sp < want)
 		want = stack_end - sp;
 	/* whole words: the walk reads 8 bytes at a time */
@@ -373,11 +381,67 @@ static __always_inline void count_copy(struct hprof_sample *s, __u64 want, __u64
 	count(copied ? KC_STACK_COPY_CLAMPED : KC_STACK_COPY_FAILED);
 }
 
+/* The stack runs from sp past the ceiling to the thread's learned base, which lies on the
+ * same stack (not a coroutine's or a runtime's elsewhere): a copy from sp alone would end
+ * short of the outermost frames, whatever the walk needs below them. */
+static __always_inline bool deeper_than_ceiling(__u64 sp, const struct hprof_thread_stack *known,
+						__u64 stack_end, __u64 ceiling)
+{
+	return known && known->base > sp && known->base - sp > ceiling &&
+	       stack_end >= known->base && ceiling >= 2 * HPROF_BASE_WINDOW;
+}
+
+/* Reads the window below the base into dst: whole, else its upper half or quarter (the
+ * frames next to the base; a large frame's buffer below them may never have been touched).
+ * Fixed sizes: a page-wise copy's loop here took the verifier past its budget. */
+static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, __u64 base)
+{
+	__u64 size = HPROF_BASE_WINDOW;
+
+	if (bpf_probe_read_user(dst, HPROF_BASE_WINDOW, (void *)(base - HPROF_BASE_WINDOW)) != 0) {
+		size = HPROF_BASE_WINDOW / 2;
+		if (bpf_probe_read_user(dst, HPROF_BASE_WINDOW / 2,
+					(void *)(base - HPROF_BASE_WINDOW / 2)) != 0) {
+			size = HPROF_BASE_WINDOW / 4;
+			if (bpf_probe_read_user(dst, HPROF_BASE_WINDOW / 4,
+						(void *)(base - HPROF_BASE_WINDOW / 4)) != 0)
+				return;
+		}
+	}
+	s->interrupted_len = size;
+	s->interrupted_sp = base - size;
+}
+
+/* A stack deeper than the ceiling: the ceiling less HPROF_BASE_WINDOW from sp, then the
+ * window below the base, as the second copy. The walk reads both; what lies between is the
+ * middle of large frames, or the walk stops there short of the copy, as it would have. */
+static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *dst,
+						  __u64 base, __u64 ceiling)
+{
+	__u64 want = (ceiling - HPROF_BASE_WINDOW) & ~7ull, len;
+
+	s->flags |= SAMPLE_COPY_BASE_WINDOW;
+	count(KC_COPY_BASE_WINDOW);
+	len = copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes);
+	count_copy(s, want, len, &s->stack_holes);
+	/* The verifier must see the bound on the register that offsets the second copy. */
+	barrier_var(len);
+	if (len > HPROF_MAX_STACK_COPY - HPROF_BASE_WINDOW)
+		return;
+	copy_base_window(s, dst + len, base & ~7ull);
+}
+
 /* Copies the live stack from sp. */
 static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 					    const struct hprof_thread_stack *known, __u64 stack_end)
 {
-	__u64 want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());
+	__u64 want;
+
+	if (deeper_than_ceiling(s->user_sp, known, stack_end, copy_ceiling())) {
+		copy_with_base_window(s, dst, known->base, copy_ceiling());
+		return;
+	}
+	want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());
 
 	count_copy(s, want, copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes),
 		   &s->stack_holes);
@@ -829,7 +893,7 @@ static __always_inline bool copy_stack_delta(struct hprof_sample *s, struct scra
 	w = bpf_map_lookup_elem(&delta_work, &cpu);
 	if (!w)
 		return false;
-	want = (known->base - s->user_sp) & ~7ull;
+	want = words_up_to(s->user_sp, known->base);
 	barrier_var(want);
 	if (want == 0 || want > HPROF_MAX_STACK_COPY)
 		return false;
@@ -883,12 +947,12 @@ __u64 last_base_wakeup_ns = 0;
 /* 0: never (hprof serve: at 19 Hz a thread's next sample comes after the next read) */
 const volatile __u64 base_wakeup_every_ns = 20 * 1000 * 1000ull;
 
-/* A copy that ran to the end of the stack (not to a learned base, not the leaf alone): the
- * thread's base is not known to the kernel yet. */
+/* A copy that ran to the end of the stack (not to a learned base, not the leaf alone, not
+ * in two parts around it): the thread's base is not known to the kernel yet. */
 static __always_inline bool copied_to_stack_end(const struct hprof_sample *s)
 {
-	return s->stack_len > 0 &&
-	       !(s->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP | SAMPLE_STACK_DELTA));
+	return s->stack_len > 0 && !(s->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP |
+						 SAMPLE_STACK_DELTA | SAMPLE_COPY_BASE_WINDOW));
 }
 
 /* Waking the reader on every sample costs more than the sample itself: hprof polls every

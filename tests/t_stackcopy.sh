@@ -2,7 +2,8 @@
 # The kernel copies each sample's live stack only: from sp to the thread's learned base (the
 # outermost frame's CFA, once a complete walk taught it), else to the end of the stack's
 # mapping (for the main thread, the start of argv's strings), within the --stack-size
-# ceiling (128 KiB); only the leaf's 256 bytes when a thread's FP chains proved right.
+# ceiling (128 KiB), a stack deeper than that with the window below its learned base; only
+# the leaf's 256 bytes when a thread's FP chains proved right.
 # Stacks must stay complete however deep they get within the ceiling, on whichever stack
 # the sample ran (a coroutine's, a signal handler's alternate stack, from which the copy
 # goes on to the interrupted stack), and past pages the kernel cannot read (never touched);
@@ -341,4 +342,44 @@ if record nofp_bigframe 3; then
 	check "nofp_bigframe: the copies went past unreadable pages, marked as holes (${holes:-?} of ${share#*/})" \
 		[ "${holes:-0}" -ge $((${share#*/} / 2)) ]
 	same_report nofp_bigframe "it carries the copies' holes"
+fi
+
+# --- A thread whose leaf runs with sp 4 bytes off a word boundary, in turn under its start
+# routine and under ~136 KiB of frames that hold buffers: deeper than the largest copy.
+# A copy to the learned base must reach the base's last word (start_thread's return
+# address) however sp lies; a stack deeper than the ceiling goes with the window below the
+# base, and the walk gets past the buffers between the two.
+DEEP_OWN='main|worker|shallow|deep_[abc]|touch|odd_sp_spin|workload_.*'
+DEEP_RE="^nofp_deepstack;clone3;start_thread;worker(;shallow;odd_sp_spin|;deep_a;deep_b;deep_c;odd_sp_spin|$CLOCK)$KERNEL\$"
+if record nofp_deepstack 3; then
+	f="$TMP/nofp_deepstack.folded"
+	expect nofp_deepstack nofp_deepstack "$DEEP_OWN" \
+		">= 99% of samples complete with the exact chain, sp off a word boundary" "$DEEP_RE"
+	deep=$(share_among "$f" nofp_deepstack ';deep_c(;|$)' "$DEEP_RE")
+	check "nofp_deepstack: >= 99% of the samples ~136 KiB deep are complete ($deep)" \
+		eval 'at_least 99 "$deep" && [ "${deep#*/}" -ge 100 ]'
+	windows=$(copies "$TMP/nofp_deepstack.err" "deeper than the copy")
+	check "nofp_deepstack: those went with the window below the base (${windows:-?} copies)" \
+		[ "${windows:-0}" -ge $((${deep#*/} / 2)) ]
+	same_report nofp_deepstack "it carries the windows below the base"
+fi
+# With a 8-KiB copy the deep samples cannot be walked: they must say so, not pass for stacks
+# that end at odd_sp_spin. The workload's own code lies within the 256 bytes past the entry
+# point that hprof takes for start-up code where no symbol or FDE says otherwise.
+entry=$(readelf -h "$WL/nofp_deepstack" | awk '/Entry point/ { print $NF }')
+spin=$(nm "$WL/nofp_deepstack" | awk '$3 == "odd_sp_spin" { print "0x" $1 }')
+check "nofp_deepstack: odd_sp_spin lies within 256 bytes past the entry point ($spin, entry $entry)" \
+	eval '[ -n "$spin" ] && [ -n "$entry" ] && [ $((spin - entry)) -ge 0 ] && [ $((spin - entry)) -lt 256 ]'
+if "$HPROF" -F 499 --stack-size 8192 --folded "$TMP/deep_short.folded" -- "$WL/nofp_deepstack" 2 \
+	>/dev/null 2>"$TMP/deep_short.err"; then
+	short=$(share_among "$TMP/deep_short.folded" nofp_deepstack ';odd_sp_spin(;|$)' \
+		'^nofp_deepstack;(clone3;start_thread;worker;|\[truncated: copy too short\];)')
+	check "nofp_deepstack --stack-size 8192: every stack through odd_sp_spin is whole or truncated, none ends at it ($short)" \
+		eval '[ "${short%/*}" = "${short#*/}" ] && [ "${short#*/}" -ge 200 ]'
+	truncated=$(awk '/^nofp_deepstack;\[truncated: copy too short\];/ { n += $NF } END { print n + 0 }' \
+		"$TMP/deep_short.folded")
+	check "nofp_deepstack --stack-size 8192: the deep samples are truncated, copy too short ($truncated samples)" \
+		[ "$truncated" -ge 100 ]
+else
+	fail "nofp_deepstack --stack-size 8192: hprof failed: $(tail -1 "$TMP/deep_short.err")"
 fi

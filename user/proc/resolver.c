@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "binary/symbols.h"
+#include "cfi/unwind_table.h"
 
 /* Shared memory that JITs run code from, as /proc/PID/maps names it: a memfd
  * ("/memfd:NAME (deleted)": BEAM, .NET), shared anonymous memory ("/dev/zero (deleted)":
@@ -83,6 +84,21 @@ bool resolver__frame(const struct resolver *r, struct process *proc, uint64_t ad
 
 /* A hand-written _start, such as the dynamic loader's, has no CFI to say that its return
  * address is undefined; the ELF header says where it is. */
+/* The function holding vaddr starts past the entry point, by its symbol or its FDE: it is
+ * no start-up code, however near the entry (a program's first functions follow _start and
+ * crtstuff's within its first 256 bytes). */
+static bool starts_past_entry(const struct resolver *r, struct module *mod, uint64_t vaddr,
+			      uint64_t entry)
+{
+	uint64_t start, size;
+
+	if (elf_symbols__function(mod->syms, vaddr, &start, &size) == 0 && start > entry)
+		return true;
+	return unwind_table__function_start(module_registry__unwind_table(r->modules, mod), vaddr,
+					    &start) == 0 &&
+	       start > entry;
+}
+
 bool resolver__is_entry_code(const struct resolver *r, struct process *proc, uint64_t pc,
 			     bool caller)
 {
@@ -93,7 +109,8 @@ bool resolver__is_entry_code(const struct resolver *r, struct process *proc, uin
 	if (!mod || m->bias_err || !(entry = elf_symbols__entry(mod->syms)))
 		return false;
 	vaddr = pc - (uint64_t)m->bias - (caller ? 1 : 0);
-	return vaddr >= entry && vaddr - entry < ELF_ENTRY_CODE_MAX;
+	return vaddr >= entry && vaddr - entry < ELF_ENTRY_CODE_MAX &&
+	       !starts_past_entry(r, mod, vaddr, entry);
 }
 
 bool resolver__is_function_entry(const struct resolver *r, struct process *proc, uint64_t pc)
