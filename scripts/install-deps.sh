@@ -21,13 +21,14 @@ packages=(
 	lld                        # tests/t_layouts.sh: LLD's segment layout (file offset != vaddr)
 	# real programs profiled by tests/realprog.sh and bench/b_realprog.sh; perf for the bench
 	xz-utils zstd gzip sqlite3 perl openssl nodejs linux-perf
-	# and those whose hot code has no CFI: nasm kernels (x264, dav1d, libjpeg-turbo's
+	# and those whose hot code has no CFI: nasm kernels (x264, dav1d, rav1e, libjpeg-turbo's
 	# tjbench), JIT code (pcre2grep, luajit, HotSpot's compiled Java, oneDNN's GEMM kernels,
 	# qemu-user's translated blocks); aomenc (aom-tools) encodes dav1d's AV1 input
-	x264 dav1d aom-tools libjpeg-turbo-progs pcre2-utils luajit openjdk-17-jdk-headless
+	x264 dav1d rav1e aom-tools libjpeg-turbo-progs pcre2-utils luajit openjdk-17-jdk-headless
 	libdnnl-dev qemu-user
 	php-cli                    # PHP's opcache JIT: traces in shared anonymous memory
 	mono-runtime mono-mcs      # Mono's JIT: methods that keep no frame pointer
+	erlang-base                # Erlang's JIT (BEAM): its own stacks, process_main's frame
 	# Intel's MKL (Debian's non-free section, enabled below): its GEMM kernels, hand-written
 	# and without CFI, as PyTorch's pip wheel runs them; a kernel library per CPU generation
 	libmkl-core libmkl-gf-lp64 libmkl-gnu-thread libmkl-mc3 libmkl-avx libmkl-avx2 libmkl-avx512

@@ -199,8 +199,10 @@ build_lld_rust() {
 # "COUNT WHY" line per way the others were incomplete. A user stack is complete when it is
 # not under a [truncated: ...] root and its outermost frame (the first after the comm) is
 # the entry of the program, of the dynamic loader or of a thread: _start, _dl_start_user
-# (where ld.so's _start returns from _dl_start), clone3, clone, or an unnamed frame calling
-# __libc_start_main or _dl_start (a stripped program's or ld.so's _start). Samples with no
+# (where ld.so's _start returns from _dl_start), clone3, clone, an unnamed frame calling
+# __libc_start_main or _dl_start (a stripped program's or ld.so's _start), or, for an
+# Erlang process's own stack, BEAM's exit as its perf map names it
+# ($erts_beamasm:normal_exit/0..., where every Erlang process's stack ends). Samples with no
 # user frame at all (kernel work in execve or exit, when the task has no user stack) are
 # no user stacks: they count in neither figure and are reported as a "COUNT kernel-only"
 # line.
@@ -210,6 +212,7 @@ stack_completeness() {
 	       if (f[2] ~ /_\[k\]$/ || f[2] == "") { kernel_only += count; next }
 	       total += count
 	       if (f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
+		   f[2] ~ /^\$erts_beamasm:normal_exit\/0/ ||
 		   (f[2] !~ /^\[/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
 		       complete += count
 	       else if (f[2] ~ /^\[truncated/)
@@ -268,10 +271,14 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # without CFI that save registers by mov and count in rbp, under callers that keep a frame
 # pointer), php (PHP 8.2's tracing JIT, whose code lies in shared anonymous memory, a
 # mapping named "/dev/zero (deleted)") and mono (Mono's JIT: a recursion of methods that
-# keep no frame pointer, under JIT code that keeps one), each ~2 s of CPU work; hprof
+# keep no frame pointer, under JIT code that keeps one), rav1e (Rust, its kernels in nasm
+# assembly, frames of up to 43 KiB, leaves that run with sp off a word boundary) and erl
+# (Erlang/OTP 25's JIT, named by the perf map BEAM writes: Erlang code on each Erlang
+# process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame), each
+# ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -307,6 +314,7 @@ print(n)') ;;
 		CMD=("$(cat "$dir/lld_rust.path")" 3) ;;
 	lld_chain) CMD=("$WL/lld_chain" 3) ;;
 	x264)     CMD=(/usr/bin/x264 --threads 1 --quiet -o /dev/null "$dir/video.y4m") ;;
+	rav1e)    CMD=(/usr/bin/rav1e -s 10 --threads 1 --limit 8 --quiet -o /dev/null "$dir/video.y4m") ;;
 	tjbench)  CMD=(/usr/bin/tjbench "$dir/image.ppm" 90 -subsamp 420 -benchtime 1 -warmup 0 -nowrite -quiet) ;;
 	dav1d)
 		[ -s "$dir/video.ivf" ] || { cat "$dir/video.ivf.err" >&2; return 1; }
@@ -329,6 +337,9 @@ print(n)') ;;
 	mono)
 		[ -s "$dir/work.exe" ] || { cat "$dir/mono.err" >&2; return 1; }
 		CMD=(/usr/bin/mono "$dir/work.exe" 2.5) ;;
+	erl)
+		[ -s "$dir/erlang/work.beam" ] || { cat "$dir/erlang.err" >&2; return 1; }
+		CMD=(/usr/bin/erl -noshell +S 1:1 +JPperf map -pa "$dir/erlang" -s work main 2.5) ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;
@@ -336,7 +347,7 @@ print(n)') ;;
 	[ -x "${CMD[0]}" ] || { echo "${CMD[0]} is not installed (scripts/install-deps.sh)" >&2; return 1; }
 }
 
-# realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264),
+# realprog_nocfi_prepare DIR: writes the inputs of REALPROGS_NOCFI to DIR: video.y4m (x264, rav1e),
 # image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing), text1m
 # (its first MB, for xz under qemu) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
@@ -344,11 +355,17 @@ print(n)') ;;
 # (tests/workloads/java/Work.java; when javac cannot, java.err says why), onednn_gemm
 # (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err),
 # mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err), work.exe
-# (tests/workloads/mono/Work.cs, for mono; else mono.err) and work.bc
-# (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err).
+# (tests/workloads/mono/Work.cs, for mono; else mono.err), work.bc
+# (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err) and erlang/work.beam
+# (tests/workloads/erlang/work.erl, for erl; else erlang.err).
 realprog_nocfi_prepare() {
 	local dir=$1
-	mkdir -p "$dir/java"
+	mkdir -p "$dir/java" "$dir/erlang"
+	if ! command -v erlc >/dev/null; then
+		echo "no erlc to compile work.erl (erlang-base; scripts/install-deps.sh)" >"$dir/erlang.err"
+	elif ! erlc -o "$dir/erlang" tests/workloads/erlang/work.erl 2>"$dir/erlang.err"; then
+		sed -i '1s/^/erlc failed: /' "$dir/erlang.err"
+	fi
 	if ! command -v javac >/dev/null; then
 		echo "no javac to compile Work.java (openjdk-17-jdk-headless; scripts/install-deps.sh)" >"$dir/java.err"
 	elif ! javac -d "$dir/java" tests/workloads/java/Work.java 2>"$dir/java.err"; then

@@ -284,6 +284,8 @@ for fn in call_direct_movsaves call_via_ptr_movsaves; do
 	check "nofp_asm: $fn's CFA is rbp + 16 in its body (readelf -wF)" \
 		grep -q '^[0-9a-f]* rbp+16 ' <(fde_rows "$WL/nofp_asm" "$fn")
 done
+check "nofp_realign: no FDE covers asm_realign_big (readelf -wF)" \
+	uncovered "$WL/nofp_realign" asm_realign_big
 check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
 	uncovered "$WL/nofp_trampoline" py_trampoline
 check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
@@ -343,6 +345,29 @@ expect_chains asm_noscan "${ASM_CHAINS[@]}"
 if record asm_noscan --no-scan -- nofp_asm 3; then
 	expect_leaves asm_noscan nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
 	report_judged asm_noscan nofp_asm
+fi
+
+# A frame laid out as BEAM's process_main's: 16.5 KiB reserved below a realigned rsp and
+# never touched, the caller's rsp in rbx. Only a scan finds its return address: one that
+# reads past the pages the kernel could not copy, further than 4 KiB, and passes over the
+# stale return addresses main's clock reads left there (their walks reach the start too,
+# but main's return address on them follows the call of call_*_realign).
+expect_chains realign 'main;call_direct_realign;asm_realign_big;c_callee' \
+	'main;call_via_ptr_realign;asm_realign_big;c_callee'
+if record realign -- nofp_realign 3; then
+	expect_leaves realign nofp_realign 90 c_callee
+	report_judged realign nofp_realign
+	passed_over=$(sed -n 's/.* \([0-9]*\) scans passed over one for a later candidate.*/\1/p' "$TMP/realign.err")
+	echo "# realign: ${passed_over:-?} scans passed over a stale return address whose walk reached the start"
+fi
+# Without scanning, nothing finds that return address: the stacks are truncated, not wrong.
+expect_chains realign_noscan 'main;call_direct_realign;asm_realign_big;c_callee' \
+	'main;call_via_ptr_realign;asm_realign_big;c_callee'
+if record realign_noscan --no-scan -- nofp_realign 2; then
+	judged=$(judge "$TMP/realign_noscan.folded" nofp_realign "$(chains_of realign_noscan)")
+	read -r _ right wrong truncated _ < <(grep '^counts ' <<<"$judged")
+	check "realign_noscan: truncated, never wrong, without scanning ($right right, $wrong wrong, $truncated truncated)" \
+		eval '[ "$wrong" -eq 0 ] && [ "$truncated" -gt "$right" ]'
 fi
 
 # The same, stripped of its symbols: the assembly has neither symbols nor CFI, so its frames
@@ -593,7 +618,7 @@ fi
 expect_chains decoys_scan 'main;decoy_caller;asm_decoy_leaf' 'main;parse_options;*'
 if HPROF_DEBUG=scan record decoys_scan -- nofp_decoys 2.5; then
 	report_judged decoys_scan nofp_decoys
-	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk, \([0-9]*\) as stale).*/\1 \2 \3 \4/p' \
+	scanned=$(sed -n 's/.*frames found by frame records [0-9]*, by scanning \([0-9]*\) (candidates rejected: \([0-9]*\) by their code, \([0-9]*\) by a walk, \([0-9]*\) as stale;.*/\1 \2 \3 \4/p' \
 		"$TMP/decoys_scan.err")
 	read -r scan_frames rejected_code rejected_walk rejected_stale <<<"${scanned:-0 0 0 0}"
 	echo "# decoys_scan: $scan_frames frames found by scanning; candidates rejected: $rejected_code by their code, $rejected_walk by a walk, $rejected_stale as stale"

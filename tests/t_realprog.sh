@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
-# the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d
+# the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
-# QEMU's, LLVM's, PHP's and Mono's JIT code): at least 99% of each program's samples must come back with a complete user
+# QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code): at least 99% of each program's samples must come back with a complete user
 # stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
@@ -90,5 +90,26 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		through=$(share_among "$TMP/$name.folded" luajit ';\[jit\]' ';lua_pcall;')
 		check "luajit: stacks through the trace keep lua_pcall and its callers ($through)" \
 			at_least 99 "$through"
+	fi
+	# BEAM's C (lists:reverse/2's BIF, the garbage collector) runs on the scheduler's stack,
+	# in the frame of the JIT-generated process_main: 16.5 KiB, realigned, its pages mostly
+	# never touched, below the return address into beam.smp's C++ process_main. Without the
+	# perf map (erl's default: no JIT function's start is known) as with it, a stack
+	# through that C goes on through process_main into the thread's start.
+	if [ "$name" = erl ]; then
+		erl_c=';(lists_reverse_2|erts_garbage_collect_nobump)(;|$)'
+		through=$(share_among "$TMP/$name.folded" 1_scheduler "$erl_c" \
+			"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;[^;]+;([^;]*;)*${erl_c#;}")
+		check "erl: stacks through BEAM's C on the scheduler's stack reach its start past process_main ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
+		if "$HPROF" -F 499 --folded "$TMP/erl_default.folded" -- \
+			/usr/bin/erl -noshell +S 1:1 -pa "$TMP/erlang" -s work main 2.5 >/dev/null 2>"$TMP/erl_default.err"; then
+			through=$(share_among "$TMP/erl_default.folded" 1_scheduler "$erl_c" \
+				"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;\\[jit\\];([^;]*;)*${erl_c#;}")
+			check "erl without its perf map: the same stacks reach the start past process_main ($through)" \
+				eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
+		else
+			fail "erl without its perf map: hprof or erl failed: $(tail -1 "$TMP/erl_default.err")"
+		fi
 	fi
 done

@@ -377,6 +377,13 @@ static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, ui
 	return 0;
 }
 
+static bool is_jit_code(void *ctx, uint64_t pc)
+{
+	struct code_at at;
+
+	return code_at(ctx, pc, &at) && at.mod->anon_code;
+}
+
 static int function_start(void *ctx, uint64_t pc, uint64_t *start)
 {
 	uint64_t end;
@@ -503,6 +510,7 @@ static struct hybrid_space space_of(struct space_ctx *c)
 			  .is_function_entry = is_function_entry,
 			  .analyze = c->s->scan_only ? NULL : analyze,
 			  .call_before = call_before, .function_start = function_start,
+			  .is_jit_code = is_jit_code,
 			  .is_entry_code = space_is_entry_code,
 			  .is_stack_end = is_stack_end, .no_scan = c->s->no_scan,
 			  .scan_only = c->s->scan_only },
@@ -533,6 +541,7 @@ static void count_nocfi(struct session *s)
 	n->scan_rejected_code = walk.scan_rejected_code;
 	n->scan_rejected_walk = walk.scan_rejected_walk;
 	n->scan_rejected_stale = walk.scan_rejected_stale;
+	n->scan_passed_over = walk.scan_passed_over;
 }
 
 /* The sample's user stack, resolved to frames in out. */

@@ -28,6 +28,9 @@ struct nocfi_stats {
 	uint64_t scan_rejected_walk;       /* scan candidates from which no walk reached the start */
 	uint64_t scan_rejected_stale;      /* scan candidates whose caller had called another
 					    * function since (stale return addresses) */
+	uint64_t scan_passed_over;         /* scans that passed over a candidate reaching the
+					    * start for a later one whose every caller called
+					    * its frame's function */
 };
 
 struct sample_stats {

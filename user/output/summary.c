@@ -106,6 +106,8 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->scan_rejected_walk);
 	json__key(w, "scan_rejected_as_stale");
 	json__uint(w, n->scan_rejected_stale);
+	json__key(w, "scan_passed_over");
+	json__uint(w, n->scan_passed_over);
 	json__end_object(w);
 }
 
@@ -128,9 +130,11 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 			" steps rejected (no call before the return address), %" PRIu64
 			" taken so (a walk from it reached the start); frames found by frame records %" PRIu64
 			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
-			" by a walk, %" PRIu64 " as stale)\n",
+			" by a walk, %" PRIu64 " as stale; %" PRIu64
+			" scans passed over one for a later candidate whose callers all called their callees)\n",
 		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->frame_pointer_frames,
-		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale);
+		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale,
+		n->scan_passed_over);
 }
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)

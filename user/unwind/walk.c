@@ -856,8 +856,26 @@ static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
 }
 
 /* Words a scan reads above a frame's sp, and candidates it walks from at most. */
-#define SCAN_WORDS 512
+#define SCAN_WORDS 4096
 #define SCAN_TRIALS 8
+
+/* A scan's read: false past the copy. A word in a hole (a page never touched: a large
+ * frame's unused buffer, BEAM's register array in process_main's frame) reads as 0, which
+ * no candidate is, and the scan goes on above it. */
+static bool scan_read(const struct copy_view *v, uint64_t addr, uint64_t *word)
+{
+	uint64_t off = addr - v->base; /* wraps for addr < base: then off >= limit */
+	enum stack_read r;
+
+	if (__builtin_expect(off < v->limit, 1)) {
+		memcpy(word, v->bytes + off, sizeof(*word));
+		return true;
+	}
+	r = stack_copy__read(v->copy, addr, word);
+	if (r == STACK_READ_HOLE)
+		*word = 0;
+	return r != STACK_READ_OUTSIDE;
+}
 
 /* A scan's last try, where no return address led to the start: the first word above the
  * frame that is where a runtime's stacks end (BEAM's exit). It follows no call, so it
@@ -867,7 +885,7 @@ static bool scan_for_stack_end(struct walker *w, struct frame_regs *regs)
 	for (uint32_t i = 0; i < SCAN_WORDS && w->space->is_stack_end; i++) {
 		uint64_t addr = regs->sp + 8 * (uint64_t)i, word;
 
-		if (!read_u64(w->view, addr, &word))
+		if (!scan_read(w->view, addr, &word))
 			break;
 		if (word && is_stack_end(w, word)) {
 			regs->ip = word;
@@ -903,10 +921,17 @@ static enum scan_call scan_call(struct walker *w, uint64_t lookup, enum code_cal
 		return SCAN_CALL_MAYBE;
 	err = w->space->function_start ? w->space->function_start(w->space->ctx, lookup, &start)
 				       : -ENOENT;
+	if (err == 0 && target == start)
+		return SCAN_CALL_INTO;
+	/* JIT code, its start known or not: the runtime enters it through trampolines of its own
+	 * (BEAM's C++ process_main calls one in beam.smp), and runs pieces of it in frames other
+	 * JIT code made (BEAM's fragments in process_main's): a direct call elsewhere may be
+	 * this frame's caller's */
+	if (err == -ENODATA || (err == 0 && w->space->is_jit_code &&
+				w->space->is_jit_code(w->space->ctx, lookup)))
+		return SCAN_CALL_MAYBE;
 	if (err == 0)
-		return target == start ? SCAN_CALL_INTO : SCAN_CALL_ELSEWHERE;
-	if (err == -ENODATA)
-		return SCAN_CALL_MAYBE; /* JIT code: the call went to the runtime's trampoline */
+		return SCAN_CALL_ELSEWHERE;
 	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION ? SCAN_CALL_MAYBE
 									: SCAN_CALL_ELSEWHERE;
 }
@@ -947,11 +972,27 @@ static bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t call
 /* How the walk from a scan's candidate went. */
 enum trial { TRIAL_REACHES_START, TRIAL_STOPS, TRIAL_STALE };
 
+/* The trial walk's n frames agree with the calls before their return addresses: no frame's
+ * caller called, directly, another function's start than the frame's own. A stale return
+ * address's walk meets its first disagreement where its stale frames join the live ones
+ * (main called the clock, then the function being scanned: the clock's frames are stale,
+ * and main's return address there follows the later call). A tail call makes a right walk
+ * disagree too, so this only ranks candidates that both reach the start. */
+static bool trial_agrees(struct walker *w, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		if (caller_called_elsewhere(w, w->cache->trial[i - 1].pc, w->cache->trial[i].pc))
+			return false;
+	}
+	return true;
+}
+
 /* Whether the walk from a candidate return address, found at sp - 8, reaches the stack's
- * start (an entry: a return address the CFI leaves undefined, or entry code), and, for a candidate the scan is not sure of, whether its frame's caller called
- * its function. */
+ * start (an entry: a return address the CFI leaves undefined, or entry code), and, for a
+ * candidate the scan is not sure of, whether its frame's caller called its function. One
+ * that reaches the start sets *agrees (when given): trial_agrees. */
 static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
-			     const struct frame_regs *regs, bool sure)
+			     const struct frame_regs *regs, bool sure, bool *agrees)
 {
 	const struct unwind_regs from = { .ip = ra, .sp = sp, .bp = regs->bp,
 					  .bp_valid = regs->bp_valid };
@@ -966,13 +1007,14 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 	/* A zero return address ends a walk, but is no entry: a stale word that follows an
 	 * indirect call, in a frame whose return address slot holds 0 (QEMU's TCG frame keeps
 	 * 1 KiB of temporaries), would pass for the stack's start. */
-	if (result.end == UNWIND_END_COMPLETE && result.last.ip != 0)
-		return TRIAL_REACHES_START;
 	last = &w->cache->trial[result.nr_frames - 1];
-	return result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
-			       w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)
-		       ? TRIAL_REACHES_START
-		       : TRIAL_STOPS;
+	if (!(result.end == UNWIND_END_COMPLETE && result.last.ip != 0) &&
+	    !(result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
+	      w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)))
+		return TRIAL_STOPS;
+	if (agrees)
+		*agrees = trial_agrees(w, result.nr_frames);
+	return TRIAL_REACHES_START;
 }
 
 /* The last resort: the first word above the frame's sp that follows a call known to go
@@ -985,6 +1027,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
 	const struct unwind_map *map;
+	uint64_t first_ip = 0, first_sp = 0;
 	uint32_t trials = 0;
 
 	for (int pass = SCAN_CALL_INTO; pass >= SCAN_CALL_MAYBE; pass--) {
@@ -993,8 +1036,9 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			enum code_call call;
 			enum scan_call how;
 			enum trial trial;
+			bool agrees;
 
-			if (!read_u64(w->view, addr, &word))
+			if (!scan_read(w->view, addr, &word))
 				break;
 			call = follows_call(w, word, &target);
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
@@ -1009,7 +1053,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 				continue;
 			}
 			trials++;
-			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO);
+			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO, &agrees);
 			if (trial != TRIAL_REACHES_START) {
 				if (trial == TRIAL_STALE)
 					w->cache->stats.scan_rejected_stale++;
@@ -1017,22 +1061,37 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 					w->cache->stats.scan_rejected_walk++;
 				continue;
 			}
+			if (!agrees) {
+				/* taken if no later candidate's walk agrees throughout */
+				if (!first_ip) {
+					first_ip = word;
+					first_sp = addr + 8;
+				}
+				continue;
+			}
+			if (first_ip)
+				w->cache->stats.scan_passed_over++;
 			regs->ip = word;
 			regs->sp = addr + 8;
 			return true;
 		}
 	}
+	if (first_ip) {
+		regs->ip = first_ip;
+		regs->sp = first_sp;
+		return true;
+	}
 	return scan_for_stack_end(w, regs);
 }
 
-/* A frame whose code has no CFI and no rules by analysis: its caller by its frame record,
- * else by a scan. Sets *found; NO_CFI when neither works. */
-static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, bool exact,
-				  uint8_t *found)
+/* A frame whose code has no CFI and no rules by analysis: its caller by its frame record
+ * (unless frame_record is false), else by a scan. Sets *found; NO_CFI when neither works. */
+static enum unwind_end nocfi_step_by(struct walker *w, struct frame_regs *regs, bool exact,
+				     uint8_t *found, bool frame_record)
 {
 	if (!w->space->call_before)
 		return UNWIND_END_NO_CFI;
-	if (!w->space->scan_only && frame_pointer_step(w, regs))
+	if (frame_record && !w->space->scan_only && frame_pointer_step(w, regs))
 		*found = UNWIND_FOUND_FRAME_POINTER;
 	else if (w->may_scan && scan_step(w, regs, exact))
 		*found = UNWIND_FOUND_SCAN;
@@ -1040,6 +1099,12 @@ static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, boo
 		return UNWIND_END_NO_CFI;
 	w->cache->stats.nocfi_frames[*found]++;
 	return UNWIND_END_COMPLETE;
+}
+
+static enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, bool exact,
+				  uint8_t *found)
+{
+	return nocfi_step_by(w, regs, exact, found, true);
 }
 
 /* The return address an analysis gave (caller->ip, the caller's frame at caller->sp)
@@ -1064,7 +1129,7 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 		    w->ra_trials == 0)
 			return false;
 		w->ra_trials--;
-		if (trial_walk(w, caller->ip, caller->sp, caller, true) != TRIAL_REACHES_START)
+		if (trial_walk(w, caller->ip, caller->sp, caller, true, NULL) != TRIAL_REACHES_START)
 			return false;
 		w->cache->stats.analysis_ra_by_walk++;
 		/* the trial walk may have filled the slot with another pc's rules */
@@ -1075,9 +1140,23 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 	return true;
 }
 
+/* Where an analysis's rules gave no caller that follows a call: the frame record or a scan,
+ * as for code the analysis found nothing in. Where they could not be stepped (a CFA off
+ * the copied stack: BEAM's runtime calls return through rbp to the Erlang process's own
+ * stack), a scan only: the rules said where the return address is, and a frame record at
+ * rbp would be a guess they contradict. When neither finds the caller, the step's own
+ * reason stands (a copy too short stays one). */
+static enum unwind_end fallback_step(struct walker *w, struct frame_regs *cur, bool exact,
+				     uint8_t *found, enum unwind_end stepped)
+{
+	enum unwind_end end = nocfi_step_by(w, cur, exact, found, stepped == UNWIND_END_COMPLETE);
+
+	return end != UNWIND_END_COMPLETE && stepped != UNWIND_END_COMPLETE ? stepped : end;
+}
+
 /* A step by the rules an analysis gave, whose return address must follow a call; else
- * the frame record or a scan, as for code the analysis found nothing in. *outermost: the
- * rules say no frame is above (a runtime's stack end). */
+ * fallback_step. *outermost: the rules say no frame is above (a runtime's stack end). */
+
 static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
 				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found,
 				     bool *outermost)
@@ -1098,29 +1177,32 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 		return end;
 	}
 	w->cache->stats.analysis_rejected++;
-	return nocfi_step(w, cur, exact, found);
+	return fallback_step(w, cur, exact, found, end);
 }
 
-/* After a plain step by an analysis's rules from callee to *ip: true when the return
- * address follows a call; else the frame record or a scan from callee, true when one
- * found the caller (into *ip.., *found), false with *end set when none did. Out of line:
- * the walk's loop only tests for it. */
+/* After a plain step by an analysis's rules from callee to *ip (*end: how it went): true
+ * when it was stepped and the return address follows a call; else the frame record or a
+ * scan from callee, true when one found the caller (into *ip.., *found), false with *end
+ * set when none did. Out of line: the walk's loop only tests for it. */
 static __attribute__((noinline)) bool
 analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struct frame_regs callee,
 		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
 		enum unwind_end *end)
 {
-	const struct cached_rules *known = caller_rules(w, id, rules, *ip - 1);
+	const struct cached_rules *known;
 	struct frame_regs caller;
 
-	/* the common case first, before the caller's registers are gathered */
-	if (!w->space->call_before || (known && known->ra_checked))
-		return true;
-	caller = (struct frame_regs){ *ip, *sp, *bp, BX_LOST, *bp_valid };
-	if (return_address_checked(w, id, rules, &caller))
-		return true;
+	if (*end == UNWIND_END_COMPLETE) {
+		/* the common case first, before the caller's registers are gathered */
+		known = caller_rules(w, id, rules, *ip - 1);
+		if (!w->space->call_before || (known && known->ra_checked))
+			return true;
+		caller = (struct frame_regs){ *ip, *sp, *bp, BX_LOST, *bp_valid };
+		if (return_address_checked(w, id, rules, &caller))
+			return true;
+	}
 	w->cache->stats.analysis_rejected++;
-	*end = nocfi_step(w, &callee, exact, found);
+	*end = fallback_step(w, &callee, exact, found, *end);
 	if (*end != UNWIND_END_COMPLETE)
 		return false;
 	*ip = callee.ip;
@@ -1200,9 +1282,9 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			const struct frame_regs callee = { ip, sp, bp, BX_LOST, bp_valid };
 
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
-			/* an analysis's step stands only if its return address follows a call */
+			/* an analysis's step stands only if it could be stepped and its return
+			 * address follows a call */
 			if (__builtin_expect(rules->found == UNWIND_FOUND_ANALYSIS, 0) &&
-			    end == UNWIND_END_COMPLETE &&
 			    !analysed_return(&w, id, rules, callee, exact, &ip, &sp, &bp, &bp_valid,
 					     &found, &end))
 				break;

@@ -108,6 +108,10 @@ typedef int (*unwind_call_before_fn)(void *ctx, uint64_t ra, uint64_t *target);
  * goes to one of those, not to the code itself. */
 typedef int (*unwind_function_start_fn)(void *ctx, uint64_t pc, uint64_t *start);
 
+/* pc is JIT code: in anonymous memory (or memory shared with no file behind it), not in
+ * a binary. */
+typedef bool (*unwind_is_jit_code_fn)(void *ctx, uint64_t pc);
+
 /* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
 typedef bool (*unwind_is_entry_code_fn)(void *ctx, uint64_t pc, bool caller);
 
@@ -123,8 +127,9 @@ typedef bool (*unwind_is_stack_end_fn)(void *ctx, uint64_t ra);
  * tell about its code, by the first of these that works: the rules analyze() finds in
  * its instructions; a frame-pointer step (a frame record above sp whose return address
  * follows a call, call_before()); and unless no_scan, a scan of the stack for a return
- * address that follows a call into the function (function_start()) or through a pointer,
- * from which the walk reaches the stack's start (is_entry_code()). Each may be NULL. */
+ * address that follows a call into the function (function_start()), through a pointer, or
+ * anywhere when the function is JIT code (is_jit_code()), from which the walk reaches the
+ * stack's start (is_entry_code()). Each may be NULL. */
 struct unwind_space {
 	unwind_find_map_fn find_map;
 	void *ctx;
@@ -133,6 +138,7 @@ struct unwind_space {
 	unwind_analyze_fn analyze;
 	unwind_call_before_fn call_before;
 	unwind_function_start_fn function_start;
+	unwind_is_jit_code_fn is_jit_code;
 	unwind_is_entry_code_fn is_entry_code;
 	unwind_is_stack_end_fn is_stack_end;
 	bool no_scan;
@@ -154,6 +160,9 @@ struct unwind_cache_stats {
 	 * called another function since: caller_called_elsewhere). */
 	uint64_t nocfi_frames[UNWIND_FOUND_COUNT];
 	uint64_t scan_rejected_code, scan_rejected_walk, scan_rejected_stale;
+	/* scans that passed over a candidate whose walk reached the start for a later one whose
+	 * walk agreed with every call on it (trial_agrees) */
+	uint64_t scan_passed_over;
 	/* steps by an analysis's rules whose return address followed no call: rejected, and
 	 * taken because a walk from the return address reached the stack's start */
 	uint64_t analysis_rejected, analysis_ra_by_walk;
