@@ -74,8 +74,8 @@ enum fp_end {
 #define SAMPLE_DELTA_BASE_MISSING (1u << 8) /* the copy was a delta against one userspace no
 					     * longer held: its stack is lost (stack_len 0) */
 #define SAMPLE_COPY_BASE_WINDOW (1u << 9) /* the stack runs deeper than the ceiling: the copy
-					   * from sp is followed by HPROF_BASE_WINDOW bytes below
-					   * the thread's learned base */
+					   * from sp is followed by up to HPROF_BASE_WINDOW bytes
+					   * below the thread's learned base, ending at it */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -303,8 +303,9 @@ static inline __u64 hprof_sample__holes_within(__u64 holes, __u64 base, __u64 le
 }
 
 /* Cuts a well-formed record of *size bytes to the copy --stack-size limit would have
- * given: at most limit bytes of stack, then of the interrupted stack. The window at the
- * FP chain's end moves down with what follows it. */
+ * given: at most limit bytes of stack, then of the second copy: the interrupted stack's
+ * lowest bytes, the window below the base's highest (the frames next to the base). The
+ * window at the FP chain's end moves down with what follows it. */
 static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size, __u32 limit)
 {
 	__u8 *stack = (__u8 *)hprof_sample__stack(s);
@@ -312,10 +313,18 @@ static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size,
 	__u32 room = limit - stack_len;
 	__u32 interrupted_len = s->interrupted_len < room ? s->interrupted_len : room;
 	__u64 cut = (__u64)s->stack_len + s->interrupted_len - stack_len - interrupted_len;
+	__u32 skip = 0; /* bytes cut from the second copy's start */
 
 	if (cut == 0)
 		return;
-	__builtin_memmove(stack + stack_len, hprof_sample__interrupted(s), interrupted_len);
+	if ((s->flags & SAMPLE_COPY_BASE_WINDOW) && interrupted_len < s->interrupted_len) {
+		skip = (s->interrupted_len - interrupted_len + 7) & ~7u;
+		interrupted_len = skip < s->interrupted_len ? s->interrupted_len - skip : 0;
+		cut = (__u64)s->stack_len + s->interrupted_len - stack_len - interrupted_len;
+		s->interrupted_holes = 0; /* the window is read whole, without holes */
+		s->interrupted_sp += skip;
+	}
+	__builtin_memmove(stack + stack_len, hprof_sample__interrupted(s) + skip, interrupted_len);
 	__builtin_memmove(stack + stack_len + interrupted_len, hprof_sample__tail(s), s->tail_len);
 	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, stack_len);
 	s->interrupted_holes =

@@ -244,8 +244,9 @@ static __always_inline __u64 stack_end_above(__u64 sp, const struct hprof_thread
 }
 
 /* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
- * ceiling (a signal handler on another stack, a coroutine, does not), else as much as the
- * ceiling allows; never past the end of the stack. */
+ * ceiling (a signal handler on another stack, a coroutine, does not), rounded up to whole
+ * words (the stack runs on past the base: its start routine's caller's frame, argv); else
+ * as much as the ceiling allows, never past the end of the stack. */
 static __always_inline __u64 copy_length(struct hprof_sample *s, __u64 sp,
 					 const struct hprof_thread_stack *known, __u64 stack_end,
 					 __u64 ceiling)
@@ -410,6 +411,8 @@ static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, 
 	}
 	s->interrupted_len = size;
 	s->interrupted_sp = base - size;
+	s->flags |= SAMPLE_COPY_BASE_WINDOW;
+	count(KC_COPY_BASE_WINDOW);
 }
 
 /* A stack deeper than the ceiling: the ceiling less HPROF_BASE_WINDOW from sp, then the
@@ -420,8 +423,6 @@ static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *
 {
 	__u64 want = (ceiling - HPROF_BASE_WINDOW) & ~7ull, len;
 
-	s->flags |= SAMPLE_COPY_BASE_WINDOW;
-	count(KC_COPY_BASE_WINDOW);
 	len = copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes);
 	count_copy(s, want, len, &s->stack_holes);
 	/* The verifier must see the bound on the register that offsets the second copy. */

@@ -135,6 +135,22 @@ static void test_limit(void)
 		      size == sizeof(r.s) + 46 && r.data[30] == 3 &&
 		      hprof_sample__well_formed(&r.s, size),
 	      "limit: the stack is cut, the interrupted stack goes, holes past the cut go");
+	/* a window below the base: its upper bytes stay, the frames next to the base */
+	fill(&r, &size);
+	r.s.flags |= SAMPLE_COPY_BASE_WINDOW;
+	r.s.interrupted_len = 48;
+	r.s.interrupted_holes = 0;
+	for (uint32_t i = 100; i < 148; i++)
+		r.data[i] = (uint8_t)(10 + (i - 100) / 8); /* word w of the window: 10 + w */
+	for (uint32_t i = 148; i < 164; i++)
+		r.data[i] = 3;
+	size = sizeof(r.s) + 164;
+	hprof_sample__limit_copy(&r.s, &size, 120);
+	check(r.s.stack_len == 100 && r.s.interrupted_len == 16 && r.s.interrupted_sp == 0x5020 &&
+		      size == sizeof(r.s) + 132 && r.data[100] == 14 && r.data[115] == 15 &&
+		      r.data[116] == 3 && hprof_sample__tail(&r.s) == r.data + 116 &&
+		      hprof_sample__well_formed(&r.s, size),
+	      "limit: a window below the base keeps its upper words, whole");
 	fill(&r, &size);
 	hprof_sample__limit_copy(&r.s, &size, 1000);
 	check(r.s.stack_len == 100 && r.s.interrupted_len == 50 && size == sizeof(r.s) + 166,

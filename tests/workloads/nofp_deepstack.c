@@ -5,9 +5,9 @@
  *   worker -> shallow -> odd_sp_spin
  *   worker -> deep_a -> deep_b -> deep_c -> odd_sp_spin
  * odd_sp_spin is assembly whose CFI says it reserved 4 bytes. The thread runs shallow
- * alone for its first half second, so that hprof learns where its stack ends before the
+ * alone for its first CPU second, so that hprof learns where its stack ends before the
  * deep calls start.
- * Usage: nofp_deepstack [SECONDS] (default 3). */
+ * Usage: nofp_deepstack [SECONDS] (default 3), SECONDS of CPU time. */
 #include <pthread.h>
 #include <stdio.h>
 
@@ -34,6 +34,9 @@ __asm__(".text\n"
 
 #define SPINS 400000ul
 #define PAGE 4096
+/* CPU seconds of the shallow calls alone, first: time enough, however loaded the machine,
+ * for hprof to walk a few of the thread's stacks and tell the kernel where it ends. */
+#define SHALLOW_SECONDS 1.0
 
 static volatile unsigned long sink;
 
@@ -80,11 +83,11 @@ __attribute__((noinline)) void deep_a(void)
 
 __attribute__((noinline)) void *worker(void *arg)
 {
-	double seconds = *(double *)arg, start = workload_now(), now;
+	double seconds = *(double *)arg, start = workload_cpu_now(), now;
 
-	while ((now = workload_now()) - start < seconds) {
+	while ((now = workload_cpu_now()) - start < seconds) {
 		shallow();
-		if (now - start >= 0.5)
+		if (now - start >= SHALLOW_SECONDS)
 			deep_a();
 	}
 	return NULL;

@@ -495,7 +495,8 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 			 enum stack_method method, unsigned reason)
 {
-	bool used = sample->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP), tell = false;
+	bool used = sample->flags & (SAMPLE_COPY_LEARNED | SAMPLE_COPY_FP | SAMPLE_COPY_BASE_WINDOW),
+	     tell = false;
 	struct thread_info *ti;
 
 	/* Learned on replays too: their samples that copied only the leaf need it. */

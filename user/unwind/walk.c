@@ -990,9 +990,10 @@ static bool trial_agrees(struct walker *w, uint32_t n)
 /* Whether the walk from a candidate return address, found at sp - 8, reaches the stack's
  * start (an entry: a return address the CFI leaves undefined, or entry code), and, for a
  * candidate the scan is not sure of, whether its frame's caller called its function. One
- * that reaches the start sets *agrees (when given): trial_agrees. */
+ * that reaches the start sets *agrees (trial_agrees) and *nr_frames, when given. */
 static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
-			     const struct frame_regs *regs, bool sure, bool *agrees)
+			     const struct frame_regs *regs, bool sure, bool *agrees,
+			     uint32_t *nr_frames)
 {
 	const struct unwind_regs from = { .ip = ra, .sp = sp, .bp = regs->bp,
 					  .bp_valid = regs->bp_valid };
@@ -1014,7 +1015,41 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 		return TRIAL_STOPS;
 	if (agrees)
 		*agrees = trial_agrees(w, result.nr_frames);
+	if (nr_frames)
+		*nr_frames = result.nr_frames;
 	return TRIAL_REACHES_START;
+}
+
+/* Return addresses of a scan's first candidate whose walk reached the start but did not
+ * agree throughout (trial_agrees), kept while later candidates are tried. */
+#define SCAN_HELD_FRAMES 64
+
+struct held_candidate {
+	uint64_t ip, sp;
+	uint32_t nr;
+	uint64_t chain[SCAN_HELD_FRAMES]; /* its walk's return addresses past its own */
+};
+
+static void hold_candidate(struct walker *w, struct held_candidate *held, uint64_t ip,
+			   uint64_t sp, uint32_t nr_frames)
+{
+	held->ip = ip;
+	held->sp = sp;
+	held->nr = 0;
+	for (uint32_t i = 1; i < nr_frames && held->nr < SCAN_HELD_FRAMES; i++)
+		held->chain[held->nr++] = w->cache->trial[i].pc;
+}
+
+/* The later candidate ra is a return address of the held one's own walk: only a shorter
+ * tail of the same chain (the return address into start_thread, which every thread's walk
+ * ends with), never a better one. */
+static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
+{
+	for (uint32_t i = 0; i < held->nr; i++) {
+		if (held->chain[i] == ra)
+			return true;
+	}
+	return false;
 }
 
 /* The last resort: the first word above the frame's sp that follows a call known to go
@@ -1022,12 +1057,16 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
  * from which the walk reaches the stack's start. A stale return address after an indirect
  * call (a clock read through the vDSO's pointer, earlier) can lead to the start too: the
  * sure kind goes first, and one of the other kind whose caller has called another function
- * since is passed over (caller_called_elsewhere). rbp is taken as the frame left it. */
+ * since is passed over (caller_called_elsewhere). Within a kind, a candidate whose walk has
+ * a frame called by a direct call elsewhere (trial_agrees: a stale chain joining the live
+ * one, or a tail call) gives way to a later one whose walk agrees throughout, unless that
+ * one is on its own walk; a sure candidate never gives way to an unsure one. rbp is taken
+ * as the frame left it. */
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
 	const struct unwind_map *map;
-	uint64_t first_ip = 0, first_sp = 0;
+	struct held_candidate held = { 0 };
 	uint32_t trials = 0;
 
 	for (int pass = SCAN_CALL_INTO; pass >= SCAN_CALL_MAYBE; pass--) {
@@ -1036,6 +1075,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			enum code_call call;
 			enum scan_call how;
 			enum trial trial;
+			uint32_t nr_frames;
 			bool agrees;
 
 			if (!scan_read(w->view, addr, &word))
@@ -1053,7 +1093,8 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 				continue;
 			}
 			trials++;
-			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO, &agrees);
+			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO, &agrees,
+					   &nr_frames);
 			if (trial != TRIAL_REACHES_START) {
 				if (trial == TRIAL_STALE)
 					w->cache->stats.scan_rejected_stale++;
@@ -1061,24 +1102,25 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 					w->cache->stats.scan_rejected_walk++;
 				continue;
 			}
-			if (!agrees) {
-				/* taken if no later candidate's walk agrees throughout */
-				if (!first_ip) {
-					first_ip = word;
-					first_sp = addr + 8;
-				}
+			if (!agrees && !held.ip) {
+				/* taken if no later candidate of its kind agrees throughout */
+				hold_candidate(w, &held, word, addr + 8, nr_frames);
 				continue;
 			}
-			if (first_ip)
+			if (held.ip && (!agrees || on_held_chain(&held, word)))
+				continue;
+			if (held.ip)
 				w->cache->stats.scan_passed_over++;
 			regs->ip = word;
 			regs->sp = addr + 8;
 			return true;
 		}
+		if (held.ip)
+			break;
 	}
-	if (first_ip) {
-		regs->ip = first_ip;
-		regs->sp = first_sp;
+	if (held.ip) {
+		regs->ip = held.ip;
+		regs->sp = held.sp;
 		return true;
 	}
 	return scan_for_stack_end(w, regs);
@@ -1129,7 +1171,8 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 		    w->ra_trials == 0)
 			return false;
 		w->ra_trials--;
-		if (trial_walk(w, caller->ip, caller->sp, caller, true, NULL) != TRIAL_REACHES_START)
+		if (trial_walk(w, caller->ip, caller->sp, caller, true, NULL, NULL) !=
+		    TRIAL_REACHES_START)
 			return false;
 		w->cache->stats.analysis_ra_by_walk++;
 		/* the trial walk may have filled the slot with another pc's rules */
@@ -1140,17 +1183,43 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 	return true;
 }
 
-/* Where an analysis's rules gave no caller that follows a call: the frame record or a scan,
- * as for code the analysis found nothing in. Where they could not be stepped (a CFA off
- * the copied stack: BEAM's runtime calls return through rbp to the Erlang process's own
- * stack), a scan only: the rules said where the return address is, and a frame record at
- * rbp would be a guess they contradict. When neither finds the caller, the step's own
- * reason stands (a copy too short stays one). */
-static enum unwind_end fallback_step(struct walker *w, struct frame_regs *cur, bool exact,
-				     uint8_t *found, enum unwind_end stepped)
-{
-	enum unwind_end end = nocfi_step_by(w, cur, exact, found, stepped == UNWIND_END_COMPLETE);
+/* A frame no larger than this: a default thread stack. */
+#define MAX_FRAME_BYTES (8ull << 20)
 
+/* The CFA the rules give lies off the stack being walked: at or below sp, where no
+ * caller's frame is (a stack only grows down), or further above it than any one frame
+ * reaches. rbp held another stack's address: BEAM's runtime calls return through it to
+ * the Erlang process's own stack, in its heap. A CFA just above the copy, or in a hole, is
+ * this stack's, deeper than what was copied: a scan there would read only the frame's own
+ * stale words. */
+static bool cfa_off_stack(const struct cached_rules *rules, const struct frame_regs *regs)
+{
+	uint64_t cfa;
+
+	if (rules->cfa == UNWIND_CFA_BP_OFFSET && regs->bp_valid)
+		cfa = regs->bp + (uint64_t)rules->cfa_offset;
+	else if (rules->cfa == UNWIND_CFA_SP_OFFSET)
+		cfa = regs->sp + (uint64_t)rules->cfa_offset;
+	else
+		return false;
+	return cfa <= regs->sp || cfa - regs->sp > MAX_FRAME_BYTES;
+}
+
+/* Where an analysis's rules gave no caller that follows a call: the frame record or a scan,
+ * as for code the analysis found nothing in. Where they could not be stepped because their
+ * CFA is off the stack (cfa_off_stack), a scan only: the rules said where the return
+ * address is, and a frame record at rbp would be a guess they contradict. Otherwise, and
+ * when neither finds the caller, the step's own reason stands (a copy too short stays
+ * one). */
+static enum unwind_end fallback_step(struct walker *w, const struct cached_rules *rules,
+				     struct frame_regs *cur, bool exact, uint8_t *found,
+				     enum unwind_end stepped)
+{
+	enum unwind_end end;
+
+	if (stepped != UNWIND_END_COMPLETE && !cfa_off_stack(rules, cur))
+		return stepped;
+	end = nocfi_step_by(w, cur, exact, found, stepped == UNWIND_END_COMPLETE);
 	return end != UNWIND_END_COMPLETE && stepped != UNWIND_END_COMPLETE ? stepped : end;
 }
 
@@ -1177,7 +1246,7 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 		return end;
 	}
 	w->cache->stats.analysis_rejected++;
-	return fallback_step(w, cur, exact, found, end);
+	return fallback_step(w, rules, cur, exact, found, end);
 }
 
 /* After a plain step by an analysis's rules from callee to *ip (*end: how it went): true
@@ -1202,7 +1271,7 @@ analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struc
 			return true;
 	}
 	w->cache->stats.analysis_rejected++;
-	*end = fallback_step(w, &callee, exact, found, *end);
+	*end = fallback_step(w, rules, &callee, exact, found, *end);
 	if (*end != UNWIND_END_COMPLETE)
 		return false;
 	*ip = callee.ip;
