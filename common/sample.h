@@ -96,9 +96,10 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is 
  * (__libc_start_call_main, __libc_start_main, _start; start_thread, clone3). Beyond a
  * function deeper than main they depend on the call path, not on the thread. */
 #define HPROF_MAX_LEARNED_TAIL 3
-/* Copied from sp when the FP chain suffices: enough for a leaf without a frame pointer (a
- * libc string function) and its caller to be walked onto the chain. */
-#define HPROF_LEAF_COPY 256
+/* Copied from sp when the FP chain suffices: enough for a leaf without a frame pointer and
+ * its callers in libc to be walked onto the chain (snprintf's __vsnprintf_internal keeps
+ * 400 bytes, snprintf 216 more: 256 bytes left fp_demo's samples there "copy too short"). */
+#define HPROF_LEAF_COPY 1024
 #define HPROF_MAX_THREADS 65536
 /* The pid filter (BPF map pids) holds, for each profiled tgid, the start time of the
  * process a fork added (task_struct.start_time, which a later process given the same pid

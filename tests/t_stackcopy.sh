@@ -3,7 +3,7 @@
 # outermost frame's CFA, once a complete walk taught it), else to the end of the stack's
 # mapping (for the main thread, the start of argv's strings), within the --stack-size
 # ceiling (128 KiB), a stack deeper than that with the window below its learned base; only
-# the leaf's 256 bytes when a thread's FP chains proved right.
+# the leaf's 1 KiB when a thread's FP chains proved right.
 # Stacks must stay complete however deep they get within the ceiling, on whichever stack
 # the sample ran (a coroutine's, a signal handler's alternate stack, from which the copy
 # goes on to the interrupted stack), and past pages the kernel cannot read (never touched);

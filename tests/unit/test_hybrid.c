@@ -309,7 +309,12 @@ static void test_stitch(void)
 	hybrid__free(h);
 }
 
-/* c keeps its frame pointer; the copy (HPROF_LEAF_COPY bytes) ends in start_main, whose
+/* A leaf-only copy as the kernel makes one (HPROF_LEAF_COPY bytes), sized for the simulated
+ * stack, which is smaller than a real one: it ends in start_main's frame. */
+#define SIM_LEAF_COPY 256
+_Static_assert(SIM_LEAF_COPY <= HPROF_LEAF_COPY, "no larger than the kernel's");
+
+/* c keeps its frame pointer; the copy (SIM_LEAF_COPY bytes) ends in start_main, whose
  * frame is not on the chain: the chain as it is, finished by a walk from main's record
  * over the kernel's window. The walk reached the entry, so the thread's base and chain
  * end are learned; a later sample that copied only the leaf gets the learned frames. */
@@ -325,19 +330,19 @@ static void test_finish_and_learn(void)
 
 	sim_main_path_to_leaf(&s, b, &main_record);
 	ip = sim_back_to_c(&s, b);
-	sample_and_pick(h, b, &s, ip, HPROF_LEAF_COPY, true, 0, 3, &r);
+	sample_and_pick(h, b, &s, ip, SIM_LEAF_COPY, true, 0, 3, &r);
 	report(picked(&r, METHOD_DWARF_FP, want, 6) && hybrid__stats(h)->fp_tails == 1, &r,
 	       "finish: the chain from c to start_main, then _start walked from main's record");
 	check(told.calls == 1 && told.tid == 3 && told.base == SIM_START_SP &&
 		      told.fp_tail == main_record && told.fp_tail_ip == at(RA_START_MAIN),
 	      "finish: the thread's base, and its chains' end at main's record, are told");
 
-	sample_and_pick(h, b, &s, ip, HPROF_LEAF_COPY, false, SAMPLE_COPY_FP, 3, &r);
+	sample_and_pick(h, b, &s, ip, SIM_LEAF_COPY, false, SAMPLE_COPY_FP, 3, &r);
 	report(picked(&r, METHOD_DWARF_FP, want, 6) && hybrid__stats(h)->fp_tails_learned == 1 &&
 		       told.calls == 1,
 	       &r, "learned: a leaf-only copy of the thread ends with the learned _start frame");
 
-	sample_and_pick(h, b, &s, ip, HPROF_LEAF_COPY, false, SAMPLE_COPY_FP, 4, &r);
+	sample_and_pick(h, b, &s, ip, SIM_LEAF_COPY, false, SAMPLE_COPY_FP, 4, &r);
 	report(picked(&r, METHOD_TRUNCATED, want, 5) && r.reason == UNWIND_END_COPY_SHORT, &r,
 	       "learned: another thread has learned nothing: truncated at start_main");
 
