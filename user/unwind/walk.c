@@ -909,31 +909,45 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
  * elsewhere. */
 enum scan_call { SCAN_CALL_ELSEWHERE, SCAN_CALL_MAYBE, SCAN_CALL_INTO };
 
-/* What a candidate's call says about the frame's function (lookup: the pc, or the call
- * before a return address). */
-static enum scan_call scan_call(struct walker *w, uint64_t lookup, enum code_call call,
-				uint64_t target)
-{
+/* What a scan knows of the frame's function, the same for every candidate: where it
+ * starts (err 0), or that no map gives the start of its JIT code (-ENODATA), or nothing
+ * (-ENOENT); and whether it is JIT code. */
+struct scanned_function {
+	uint64_t lookup; /* the pc, or the call before a return address */
 	uint64_t start;
 	int err;
+	bool jit;
+};
 
+static struct scanned_function scanned_function(struct walker *w, uint64_t lookup)
+{
+	struct scanned_function f = { .lookup = lookup, .err = -ENOENT };
+
+	if (w->space->function_start)
+		f.err = w->space->function_start(w->space->ctx, lookup, &f.start);
+	f.jit = f.err == -ENODATA || (f.err == 0 && w->space->is_jit_code &&
+				      w->space->is_jit_code(w->space->ctx, lookup));
+	return f;
+}
+
+/* What a candidate's call says about the frame's function. */
+static enum scan_call scan_call(const struct scanned_function *f, enum code_call call,
+				uint64_t target)
+{
 	if (call == CODE_CALL_INDIRECT)
 		return SCAN_CALL_MAYBE;
-	err = w->space->function_start ? w->space->function_start(w->space->ctx, lookup, &start)
-				       : -ENOENT;
-	if (err == 0 && target == start)
+	if (f->err == 0 && target == f->start)
 		return SCAN_CALL_INTO;
 	/* JIT code, its start known or not: the runtime enters it through trampolines of its own
 	 * (BEAM's C++ process_main calls one in beam.smp), and runs pieces of it in frames other
 	 * JIT code made (BEAM's fragments in process_main's): a direct call elsewhere may be
 	 * this frame's caller's */
-	if (err == -ENODATA || (err == 0 && w->space->is_jit_code &&
-				w->space->is_jit_code(w->space->ctx, lookup)))
+	if (f->jit)
 		return SCAN_CALL_MAYBE;
-	if (err == 0)
+	if (f->err == 0)
 		return SCAN_CALL_ELSEWHERE;
-	return target <= lookup && lookup - target < SCAN_MAX_FUNCTION ? SCAN_CALL_MAYBE
-									: SCAN_CALL_ELSEWHERE;
+	return target <= f->lookup && f->lookup - target < SCAN_MAX_FUNCTION ? SCAN_CALL_MAYBE
+									      : SCAN_CALL_ELSEWHERE;
 }
 
 /* Where the function holding pc starts, by its symbol, else by its FDE: 0 or -ENOENT. */
@@ -1064,7 +1078,7 @@ static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
  * as the frame left it. */
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
-	const uint64_t lookup = exact ? regs->ip : regs->ip - 1;
+	const struct scanned_function f = scanned_function(w, exact ? regs->ip : regs->ip - 1);
 	const struct unwind_map *map;
 	struct held_candidate held = { 0 };
 	uint32_t trials = 0;
@@ -1082,7 +1096,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 				break;
 			call = follows_call(w, word, &target);
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
-						     : scan_call(w, lookup, call, target);
+						     : scan_call(&f, call, target);
 			if (how != (enum scan_call)pass) {
 				/* rejected ones counted once, on the first pass; a pointer into code
 				 * that follows no call counts, data words do not */
