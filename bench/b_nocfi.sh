@@ -5,8 +5,9 @@
 #    (bench/bench_nocfi.c). Goal: <= 2x.
 # 2. The analysis checked against the CFI of code that has it, at every return address of
 #    real libraries (bench/bench_analyze.c): agreement forward from the pc alone (a stripped
-#    function) and from a symbol's start; time per new code region analysed. Goals: no
-#    wrong rule from a symbol's start; <= 50 us mean per region.
+#    function) and from a symbol's start; time per new code region analysed, and per trace
+#    of a function for the depths it jumps on at (what a scan asks of a direct call's
+#    target). Goals: no wrong rule from a symbol's start; <= 50 us mean per region.
 # Timings on a shared 2-core machine: run it when nothing else does (no helpers, no tests).
 set -u
 cd "$(dirname "$0")/.."
@@ -19,17 +20,19 @@ done
 
 echo
 echo "== the analysis against the CFI, at every return address of each library"
-printf '%-22s %7s | %-24s | %-24s | %-26s\n' library sites "forward: agree/differ/none" \
-	"from start: agree/differ/none" "us per region: mean p99 max"
+printf '%-22s %7s | %-24s | %-24s | %-26s | %s\n' library sites "forward: agree/differ/none" \
+	"from start: agree/differ/none" "us per region: mean p99 max" \
+	"jump traces (scan): functions, with jumps, us mean p99 max"
 for lib in libc.so.6 libsqlite3.so.0 liblzma.so.5 libzstd.so.1 libcrypto.so.3 libstdc++.so.6; do
 	[ -e "$LIBDIR/$lib" ] || continue
 	out=$(build/bench/bench_analyze "$LIBDIR/$lib") || continue
 	awk -v lib="$lib" '
 		$3 == "forward" { sites = $5; fa = $7; fd = $9; ff = $11 }
 		$3 == "from-start" { sa = $7; sd = $9; sf = $11 }
-		$3 == "time" { mean = $7; p99 = $9; max = $11 }
-		END { printf "%-22s %7d | %7d %7d %7d  | %7d %7d %7d  | %8.1f %8.1f %8.1f\n",
-			lib, sites, fa, fd, ff, sa, sd, sf, mean, p99, max }' <<<"$out"
+		$3 == "time" && $4 == "analyses" { mean = $7; p99 = $9; max = $11 }
+		$3 == "time" && $4 == "jump_traces" { jn = $5; jw = $7; jmean = $9; jp99 = $11; jmax = $13 }
+		END { printf "%-22s %7d | %7d %7d %7d  | %7d %7d %7d  | %8.1f %8.1f %8.1f | %7d %6d %6.1f %6.1f %6.1f\n",
+			lib, sites, fa, fd, ff, sa, sd, sf, mean, p99, max, jn, jw, jmean, jp99, jmax }' <<<"$out"
 done
 
 # 3. Names of code with neither CFI nor symbols: the function starts binary/code_starts.c

@@ -9,7 +9,9 @@
  * on its own, as a new code region costs the walk.
  *
  * Prints per file: return addresses, agreement with the CFI by mode, analyses that found
- * nothing, and the mean, 99th percentile and largest time per analysis. Lines starting
+ * nothing, and the mean, 99th percentile and largest time per analysis; and the same times
+ * for a trace of each function for the depths at which it jumps on (what a scan asks of a
+ * direct call's target, x86_code__jump_depths), with how many have such a jump. Lines starting
  * "bench:" are for bench/b_nocfi.sh. */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +46,13 @@ struct tally {
 	uint64_t sites, agree[2], differ[2], failed[2];
 	double *us;
 	uint64_t timed;
+	/* x86_code__jump_depths from each function's start, over what a session reads */
+	double *jump_us;
+	uint64_t jumps_timed, with_jumps;
 };
+
+/* What a session's trace for jumps reads from a function's start (session.c). */
+#define JUMP_TRACE_BYTES 4096u
 
 static uint64_t now_ns(void)
 {
@@ -131,6 +139,22 @@ static void check_site(const struct text *t, const struct unwind_table *table, u
 	}
 }
 
+/* The depths at which the function at start jumps on, timed. */
+static void time_jumps(const struct text *t, uint64_t start, struct tally *tl)
+{
+	uint64_t len = t->vaddr + t->size - start;
+	struct code_window w = { t->bytes + (start - t->vaddr), start,
+				 len < JUMP_TRACE_BYTES ? len : JUMP_TRACE_BYTES };
+	int32_t depths[6];
+	uint64_t t0;
+
+	if (tl->jumps_timed >= MAX_SITES)
+		return;
+	t0 = now_ns();
+	tl->with_jumps += x86_code__jump_depths(&w, start, 0, depths, NULL, 6) > 0;
+	tl->jump_us[tl->jumps_timed++] = (double)(now_ns() - t0) / 1000.0;
+}
+
 /* Every return address in the function [start, start + size). */
 static void check_function(const struct text *t, const struct unwind_table *table,
 			   uint64_t start, uint64_t size, struct tally *tl)
@@ -143,6 +167,7 @@ static void check_function(const struct text *t, const struct unwind_table *tabl
 	if (start < t->vaddr || start - t->vaddr >= t->size || size > t->size - (start - t->vaddr) ||
 	    start - t->vaddr > BEFORE + t->size)
 		return;
+	time_jumps(t, start, tl);
 	while (pc < start + size) {
 		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, NULL, t->bytes + (pc - t->vaddr),
 								start + size - pc, &insn)))
@@ -194,6 +219,15 @@ static void report(const char *path, struct tally *tl)
 		printf("bench: %s time analyses %lu mean_us %.2f p99_us %.2f max_us %.2f\n", path,
 		       (unsigned long)tl->timed, sum / (double)tl->timed,
 		       tl->us[tl->timed * 99 / 100], tl->us[tl->timed - 1]);
+	sum = 0;
+	qsort(tl->jump_us, tl->jumps_timed, sizeof(*tl->jump_us), cmp_double);
+	for (uint64_t i = 0; i < tl->jumps_timed; i++)
+		sum += tl->jump_us[i];
+	if (tl->jumps_timed)
+		printf("bench: %s time jump_traces %lu with_jumps %lu mean_us %.2f p99_us %.2f max_us %.2f\n",
+		       path, (unsigned long)tl->jumps_timed, (unsigned long)tl->with_jumps,
+		       sum / (double)tl->jumps_timed, tl->jump_us[tl->jumps_timed * 99 / 100],
+		       tl->jump_us[tl->jumps_timed - 1]);
 }
 
 static int bench_file(const char *path)
@@ -219,7 +253,8 @@ static int bench_file(const char *path)
 	file = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	elf = file == MAP_FAILED ? NULL : elf_memory((char *)file, (size_t)st.st_size);
 	tl.us = calloc(2 * MAX_SITES, sizeof(*tl.us));
-	if (elf && tl.us && find_text(elf, file, (size_t)st.st_size, &t) == 0) {
+	tl.jump_us = calloc(MAX_SITES, sizeof(*tl.jump_us));
+	if (elf && tl.us && tl.jump_us && find_text(elf, file, (size_t)st.st_size, &t) == 0) {
 		check_symbols(elf, &t, table, &tl);
 		report(path, &tl);
 		ret = 0;
@@ -227,6 +262,7 @@ static int bench_file(const char *path)
 		fprintf(stderr, "bench_analyze: %s: no executable segment\n", path);
 	}
 	free(tl.us);
+	free(tl.jump_us);
 	if (elf)
 		elf_end(elf);
 	if (file != MAP_FAILED)

@@ -274,11 +274,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # keep no frame pointer, under JIT code that keeps one), rav1e (Rust, its kernels in nasm
 # assembly, frames of up to 43 KiB, leaves that run with sp off a word boundary) and erl
 # (Erlang/OTP 25's JIT, named by the perf map BEAM writes: Erlang code on each Erlang
-# process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame), each
-# ~2 s of CPU work; hprof
+# process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame) and
+# shellcheck (GHC's Haskell code, without CFI, run in the frame of the RTS's StgRun, which
+# jumps to it), each ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -340,6 +341,7 @@ print(n)') ;;
 	erl)
 		[ -s "$dir/erlang/work.beam" ] || { cat "$dir/erlang.err" >&2; return 1; }
 		CMD=(/usr/bin/erl -noshell +S 1:1 +JPperf map -pa "$dir/erlang" -s work main 2.5) ;;
+	shellcheck) CMD=(/usr/bin/shellcheck -s bash -S error "$dir/script.sh") ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;
@@ -356,8 +358,9 @@ print(n)') ;;
 # (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err),
 # mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err), work.exe
 # (tests/workloads/mono/Work.cs, for mono; else mono.err), work.bc
-# (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err) and erlang/work.beam
-# (tests/workloads/erlang/work.erl, for erl; else erlang.err).
+# (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err), erlang/work.beam
+# (tests/workloads/erlang/work.erl, for erl; else erlang.err) and script.sh (shell_script,
+# for shellcheck).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java" "$dir/erlang"
@@ -394,6 +397,7 @@ realprog_nocfi_prepare() {
 	fi
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
 	head -c 1000000 "$dir/text" >"$dir/text1m"
+	shell_script 100 >"$dir/script.sh"
 	y4m_video 640 360 64 >"$dir/video.y4m"
 	ppm_image 2048 2048 >"$dir/image.ppm"
 	rm -f "$dir/video.ivf"
@@ -405,6 +409,25 @@ realprog_nocfi_prepare() {
 	else
 		ivf_repeat "$dir/video1.ivf" "$dir/video.ivf" 10
 	fi
+}
+
+# shell_script N: a bash script of N functions (~16 lines each) with what shellcheck warns
+# of (unquoted expansions, backquotes, read without -r, but no error: it exits 0 with
+# -S error), the same every time;
+# 100 keep shellcheck 0.9 busy for ~2 s.
+shell_script() {
+	awk -v n="$1" 'BEGIN { srand(2); print "#!/bin/bash"; print "set -u"
+		for (i = 0; i < n; i++) {
+			printf "f%d() {\n\tlocal a=$1 b=\"$2\" out\n", i
+			printf "\tfor x in /tmp/d%d*; do\n\t\tif [ $x == \"$a\" ] && [[ -n $b ]]; then\n", i
+			printf "\t\t\tout=`cat $x | grep -c %s`\n\t\t\techo $out >> /tmp/log%d\n\t\tfi\n\tdone\n",
+				substr("abcdefgh", 1 + int(rand() * 8), 2), i
+			printf "\tcase \"$a\" in\n\t\t%d) f%d \"$b\" $a ;;\n\t\t*) read line; echo ${line} | sed s/a/b/g ;;\n\tesac\n",
+				i, int(rand() * (i + 1))
+			printf "\tlet count=$count+%d\n\treturn $((count %% 3))\n}\n", i
+		}
+		for (i = 0; i < n; i++)
+			printf "f%d %d \"$@\"\n", i, i }'
 }
 
 # y4m_video W H FRAMES: a raw 4:2:0 video in YUV4MPEG2 (what x264 and aomenc read), the same

@@ -3,7 +3,8 @@
 # (nofp_asm), JIT code with and without frame records, named by a perf map or a jitdump or
 # not at all (nofp_jitgen), JIT code registered through gdb's JIT interface
 # (nofp_gdbjit), a CPython-like trampoline copied into executable memory or in place
-# (nofp_trampoline), gcc's stack realignment through a DRAP sampled in its prologue
+# (nofp_trampoline), code a trampoline jumps to and runs in its own frame (nofp_jumpframe),
+# gcc's stack realignment through a DRAP sampled in its prologue
 # and epilogue (nofp_drap), and a leaf whose frame holds planted decoys for a stack scan
 # (nofp_decoys). Every workload has known call chains (expect_chains below); each sampled
 # stack of the workload is judged frame by frame against them:
@@ -286,6 +287,8 @@ for fn in call_direct_movsaves call_via_ptr_movsaves; do
 done
 check "nofp_realign: no FDE covers asm_realign_big (readelf -wF)" \
 	uncovered "$WL/nofp_realign" asm_realign_big
+check "nofp_jumpframe: no FDE covers jumped_spin, jumped_more (readelf -wF)" \
+	uncovered "$WL/nofp_jumpframe" jumped_spin jumped_more
 check "nofp_trampoline: no FDE covers py_trampoline (readelf -wF)" \
 	uncovered "$WL/nofp_trampoline" py_trampoline
 check "nofp_decoys: no FDE covers asm_decoy_leaf, decoy_stale, decoy_unused (readelf -wF)" \
@@ -367,6 +370,33 @@ if record realign_noscan --no-scan -- nofp_realign 2; then
 	judged=$(judge "$TMP/realign_noscan.folded" nofp_realign "$(chains_of realign_noscan)")
 	read -r _ right wrong truncated _ < <(grep '^counts ' <<<"$judged")
 	check "realign_noscan: truncated, never wrong, without scanning ($right right, $wrong wrong, $truncated truncated)" \
+		eval '[ "$wrong" -eq 0 ] && [ "$truncated" -gt "$right" ]'
+fi
+
+# Code run in the frame of a trampoline that jumped to it, as GHC's StgRun runs Haskell
+# code: the one return address over it is jump_enter's, after a direct call of jump_enter,
+# not of jumped_spin or jumped_more. A scan takes it because jump_enter jumps at exactly
+# that depth below the code as it jumps on (jumped_more's call is 8 bytes lower); the stack
+# then shows run_jump calling the code (a tail jump, shown as a tail call is). Decoys are
+# planted every other round: copies of that return address at other depths, and of main's
+# after its call through a pointer; in the other rounds that one, whose walk reaches the
+# start too, is the only candidate of its kind, and taking it loses run_jump.
+JUMP_CHAINS=('main;run_jump;jumped_spin' 'main;run_jump;jumped_more;jumped_c_work'
+	'main;run_jump;jump_enter' 'main;run_jump;plant_decoys')
+expect_chains jumpframe "${JUMP_CHAINS[@]}"
+if record jumpframe -- nofp_jumpframe 3; then
+	expect_leaves jumpframe nofp_jumpframe 20 jumped_spin jumped_c_work
+	report_judged jumpframe nofp_jumpframe
+	through=$(sed -n 's/.* \([0-9]*\) taken after a call of a function that jumped to the code.*/\1/p' \
+		"$TMP/jumpframe.err")
+	check "jumpframe: the summary counts frames found after a call of the trampoline (${through:-?})" \
+		test "${through:-0}" -ge "$MIN_SAMPLES"
+fi
+expect_chains jumpframe_noscan "${JUMP_CHAINS[@]}"
+if record jumpframe_noscan --no-scan -- nofp_jumpframe 2; then
+	judged=$(judge "$TMP/jumpframe_noscan.folded" nofp_jumpframe "$(chains_of jumpframe_noscan)")
+	read -r _ right wrong truncated _ < <(grep '^counts ' <<<"$judged")
+	check "jumpframe_noscan: truncated, never wrong, without scanning ($right right, $wrong wrong, $truncated truncated)" \
 		eval '[ "$wrong" -eq 0 ] && [ "$truncated" -gt "$right" ]'
 fi
 

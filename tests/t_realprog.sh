@@ -2,10 +2,26 @@
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
-# QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code): at least 99% of each program's samples must come back with a complete user
+# QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code, GHC's Haskell code): at least 99% of each program's samples must come back with a complete user
 # stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
+
+# same_frames_after FILE COMM FRAME N: "matched/total" over COMM's stacks in FILE that hold
+# FRAME: matched, those whose N frames after it are the ones most of them have.
+same_frames_after() {
+	awk -v comm="$2" -v frame="$3" -v n="$4" '
+		{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); k = split(stack, f, ";")
+		  if (f[1] != comm) next
+		  for (i = 2; i <= k && f[i] != frame; i++) ;
+		  if (i > k) next
+		  total += count
+		  key = "(fewer)"
+		  if (i + n <= k) { key = f[i + 1]; for (j = 2; j <= n; j++) key = key ";" f[i + j] }
+		  after[key] += count }
+		END { for (a in after) if (after[a] > best) best = after[a]
+		      printf "%d/%d\n", best, total }' "$1"
+}
 
 # not_grep PATTERN FILE: no line of FILE matches PATTERN.
 not_grep() { ! grep -q -- "$1" "$2"; }
@@ -111,5 +127,16 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		else
 			fail "erl without its perf map: hprof or erl failed: $(tail -1 "$TMP/erl_default.err")"
 		fi
+	fi
+	# GHC's Haskell code runs in the frame of the RTS's StgRun, which jumps to it: the one
+	# return address above it is StgRun's, into the scheduler, after a direct call of
+	# StgRun. Every stack of the program's one thread then goes from libc's call of main
+	# through main and hs_main (shellcheck is stripped: the pair is named by address, the
+	# same in every stack). The build before took main's own return address, which follows
+	# a call through a pointer, for the Haskell code's: __libc_start_call_main;[haskell].
+	if [ "$name" = shellcheck ]; then
+		through=$(same_frames_after "$TMP/$name.folded" shellcheck __libc_start_call_main 2)
+		check "shellcheck: stacks go from libc's call of main through the same two frames, main's and hs_main's ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 200 ]'
 	fi
 done

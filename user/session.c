@@ -488,6 +488,67 @@ static int call_before(void *ctx, uint64_t ra, uint64_t *target)
 	return call;
 }
 
+/* Code a trace for jumps reads after the address, and before it for a pc (GHC's code
+ * jumps back to the block before): trampolines and most of GHC's blocks are short. From a
+ * pc where that found no jump, as far as JUMP_TRACE_FAR after it (a long Haskell function
+ * runs straight on past 4 KiB). */
+#define JUMP_TRACE_BYTES 4096u
+#define JUMP_TRACE_FAR (64u << 10)
+
+/* x86_code__jump_depths (from_start) or _offsets of the code at addr, read from its
+ * binary or memory: [addr - back, addr + after). */
+static uint32_t trace_jumps_read(struct space_ctx *c, const struct code_at *code, uint64_t addr,
+				 bool from_start, uint64_t back, uint64_t after, uint8_t *buf,
+				 int32_t *found, uint64_t *jump_at)
+{
+	uint64_t from = addr - back, start = 0, end = 0;
+	ssize_t n = read_code(c, code, from, buf, back + after);
+	struct code_window window = { .bytes = buf,
+				      .addr = from < code->m->start ? code->m->start : from,
+				      .len = n > 0 ? (size_t)n : 0 };
+
+	if (!from_start)
+		return x86_code__jump_offsets(&window, addr, found, CODE_JUMPS);
+	/* a symbol that starts there bounds the trace; any other is another's */
+	if (function_bounds(c, addr, &start, &end) != 0 || start != addr)
+		end = 0;
+	return x86_code__jump_depths(&window, addr, end, found, jump_at, CODE_JUMPS);
+}
+
+static uint32_t jumps(void *ctx, uint64_t addr, bool from_start, int32_t *values, uint64_t *at,
+		      uint32_t max)
+{
+	static uint8_t buf[JUMP_TRACE_BYTES + JUMP_TRACE_FAR];
+	struct space_ctx *c = ctx;
+	int32_t found[CODE_JUMPS], found_at[CODE_JUMPS] = { 0 };
+	uint64_t jump_at[CODE_JUMPS];
+	uint32_t nr = 0;
+	struct code_at code;
+
+	if (!code_at(c, addr, &code) || addr < JUMP_TRACE_BYTES)
+		return 0;
+	if (!code_cache__jumps(c->s->code, code.mod->id, code.key, from_start, found, found_at, &nr)) {
+		const uint64_t back = from_start ? 0 : JUMP_TRACE_BYTES;
+
+		nr = trace_jumps_read(c, &code, addr, from_start, back, JUMP_TRACE_BYTES, buf, found,
+				      jump_at);
+		if (nr == 0 && !from_start)
+			nr = trace_jumps_read(c, &code, addr, false, back, JUMP_TRACE_FAR, buf, found,
+					      jump_at);
+		for (uint32_t i = 0; from_start && i < nr; i++)
+			found_at[i] = (int32_t)(jump_at[i] - addr);
+		code_cache__stats(c->s->code)->jumps_traced++;
+		code_cache__put_jumps(c->s->code, code.mod->id, code.key, from_start, found, found_at,
+				      nr);
+	}
+	nr = nr < max ? nr : max;
+	for (uint32_t i = 0; i < nr; i++) {
+		values[i] = found[i];
+		at[i] = addr + (uint64_t)(int64_t)found_at[i];
+	}
+	return nr;
+}
+
 static bool space_is_entry_code(void *ctx, uint64_t pc, bool caller)
 {
 	return is_entry_code(ctx, pc, caller);
@@ -510,7 +571,7 @@ static struct hybrid_space space_of(struct space_ctx *c)
 			  .is_function_entry = is_function_entry,
 			  .analyze = c->s->scan_only ? NULL : analyze,
 			  .call_before = call_before, .function_start = function_start,
-			  .is_jit_code = is_jit_code,
+			  .is_jit_code = is_jit_code, .jumps = jumps,
 			  .is_entry_code = space_is_entry_code,
 			  .is_stack_end = is_stack_end, .no_scan = c->s->no_scan,
 			  .scan_only = c->s->scan_only },
@@ -542,6 +603,7 @@ static void count_nocfi(struct session *s)
 	n->scan_rejected_walk = walk.scan_rejected_walk;
 	n->scan_rejected_stale = walk.scan_rejected_stale;
 	n->scan_passed_over = walk.scan_passed_over;
+	n->scan_through_jumps = walk.scan_through_jumps;
 }
 
 /* The sample's user stack, resolved to frames in out. */

@@ -33,7 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pc = w.addr + offset_in(data[0], data[1], len);
 	start = (data[4] & 2) ? w.addr + offset_in(data[2], 0, len) : 0;
 	end = (data[4] & 4) ? w.addr + offset_in(data[3], data[4] >> 3, len) : 0;
+	int32_t depths[4];
+	uint64_t at[4];
+
 	x86_code__analyze(&w, pc, start, end, &rules);
+	x86_code__jump_depths(&w, start ? start : pc, end, depths, at, 4);
 	x86_code__call_before(&w, pc, &target);
 	x86_code__call_before(&w, w.addr + len, &target);
 	return 0;

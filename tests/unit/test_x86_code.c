@@ -329,6 +329,63 @@ static void test_calls(void)
 	      "an address with too few bytes before it in the window");
 }
 
+/* x86_code__jump_depths on this assembly, linked at 0x1000 as above:
+ *   stg:     sub $0x30,%rsp; mov %rsp,%rax; sub $0x4000,%rsp; mov %rbx,(%rax);
+ *            mov %rsi,%r13; mov %rdi,%rax; jmp *%rax           (GHC's StgRun: depth 0x4038)
+ *   stg_ret: mov %rbx,%rax; add $0x4000,%rsp; mov (%rsp),%rbx; add $0x30,%rsp; ret
+ *   plt:     jmp *0x100(%rip)                                  (a PLT stub: depth 8)
+ *   branchy: push %rbx; test %rdi,%rdi; je 1f; sub $0x10,%rsp; jmp *%rdi
+ *        1:  pop %rbx; jmp *%rsi                               (depths 0x20 and 8)
+ *   noj:     push %rbx; pop %rbx; ret                          (none)
+ *   far:     sub $8,%rsp; add $8,%rsp; jmp 0x9000              (out of the code: depth 8)
+ * and x86_code__jump_offsets from branchy + 1 (after its push): -16 and +8; from far: 0. */
+static const uint8_t jumps[] = {
+	0x48, 0x83, 0xec, 0x30, 0x48, 0x89, 0xe0, 0x48, 0x81, 0xec, 0x00, 0x40,
+	0x00, 0x00, 0x48, 0x89, 0x18, 0x49, 0x89, 0xf5, 0x48, 0x89, 0xf8, 0xff,
+	0xe0, 0x48, 0x89, 0xd8, 0x48, 0x81, 0xc4, 0x00, 0x40, 0x00, 0x00, 0x48,
+	0x8b, 0x1c, 0x24, 0x48, 0x83, 0xc4, 0x30, 0xc3, 0xff, 0x25, 0x00, 0x01,
+	0x00, 0x00, 0x53, 0x48, 0x85, 0xff, 0x74, 0x06, 0x48, 0x83, 0xec, 0x10,
+	0xff, 0xe7, 0x5b, 0xff, 0xe6, 0x53, 0x5b, 0xc3, 0x48, 0x83, 0xec, 0x08,
+	0x48, 0x83, 0xc4, 0x08, 0xe9, 0xaf, 0x7f, 0x00, 0x00,
+};
+#define J_STG 0x1000
+#define J_PLT 0x102c
+#define J_BRANCHY 0x1032
+#define J_NOJ 0x1041
+#define J_FAR 0x1044
+
+static void test_jump_depths(void)
+{
+	const struct code_window w = { jumps, 0x1000, sizeof(jumps) };
+	int32_t d[4] = { 0 };
+	uint64_t at[4] = { 0 };
+	uint32_t n;
+
+	n = x86_code__jump_depths(&w, J_STG, 0, d, at, 4);
+	check(n == 1 && d[0] == 0x4038 && at[0] == J_STG + 0x17,
+	      "StgRun's jump: one, at depth 0x4038, its address (%u, %#x at %#lx)", n, d[0],
+	      (unsigned long)at[0]);
+	n = x86_code__jump_depths(&w, J_PLT, 0, d, NULL, 4);
+	check(n == 1 && d[0] == 8, "a PLT stub's jump: depth 8 (%u, %d)", n, d[0]);
+	n = x86_code__jump_depths(&w, J_BRANCHY, J_NOJ, d, NULL, 4);
+	check(n == 2 && ((d[0] == 0x20 && d[1] == 8) || (d[0] == 8 && d[1] == 0x20)),
+	      "both paths' jumps: depths 0x20 and 8 (%u: %d, %d)", n, d[0], d[1]);
+	n = x86_code__jump_depths(&w, J_BRANCHY, J_NOJ, d, NULL, 1);
+	check(n == 1, "no more depths than asked for (%u)", n);
+	n = x86_code__jump_depths(&w, J_NOJ, 0, d, NULL, 4);
+	check(n == 0, "a function that only returns: no depth (%u)", n);
+	n = x86_code__jump_depths(&w, 0x2000, 0, d, NULL, 4);
+	check(n == 0, "a start outside the code: no depth (%u)", n);
+	n = x86_code__jump_depths(&w, J_FAR, 0, d, NULL, 4);
+	check(n == 1 && d[0] == 8, "a jump out of the code read: depth 8 (%u, %d)", n, d[0]);
+	n = x86_code__jump_offsets(&w, J_BRANCHY + 1, d, 4);
+	check(n == 2 && ((d[0] == -16 && d[1] == 8) || (d[0] == 8 && d[1] == -16)),
+	      "from a pc: rsp at each path's jump, relative to rsp at pc (%u: %d, %d)", n, d[0],
+	      d[1]);
+	n = x86_code__jump_offsets(&w, J_FAR + 4, d, 4);
+	check(n == 1 && d[0] == 8, "from a pc after a sub: +8 at the jump out (%u, %d)", n, d[0]);
+}
+
 /* ---- tests/fixtures/nocfi.o against the rules worked out by hand (nocfi_expect.h) ---- */
 
 /* nocfi.o's .text: at file offset 0x40, 0x129 bytes (readelf -S), linked at 0. */
@@ -483,5 +540,6 @@ int main(void)
 	test_mov_saves();
 	test_lea_nop();
 	test_calls();
+	test_jump_depths();
 	return failures ? 1 : 0;
 }

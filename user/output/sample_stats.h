@@ -31,6 +31,8 @@ struct nocfi_stats {
 	uint64_t scan_passed_over;         /* scans that passed over a candidate reaching the
 					    * start for a later one whose every caller called
 					    * its frame's function */
+	uint64_t scan_through_jumps;       /* scan candidates after a call of a function that
+					    * jumped to the frame's code, at its depth */
 };
 
 struct sample_stats {

@@ -108,6 +108,8 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->scan_rejected_stale);
 	json__key(w, "scan_passed_over");
 	json__uint(w, n->scan_passed_over);
+	json__key(w, "scan_through_jumps");
+	json__uint(w, n->scan_through_jumps);
 	json__end_object(w);
 }
 
@@ -131,10 +133,11 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 			" taken so (a walk from it reached the start); frames found by frame records %" PRIu64
 			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
 			" by a walk, %" PRIu64 " as stale; %" PRIu64
-			" scans passed over one for a later candidate whose callers all called their callees)\n",
+			" scans passed over one for a later candidate whose callers all called their callees;"
+			" %" PRIu64 " taken after a call of a function that jumped to the code, in its frame)\n",
 		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->frame_pointer_frames,
 		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale,
-		n->scan_passed_over);
+		n->scan_passed_over, n->scan_through_jumps);
 }
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)

@@ -3,14 +3,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum entry_kind { ENTRY_EMPTY = 0, ENTRY_RULES, ENTRY_CALL };
+enum entry_kind { ENTRY_EMPTY = 0, ENTRY_RULES, ENTRY_CALL, ENTRY_JUMP_DEPTHS, ENTRY_JUMP_OFFSETS };
 
 struct entry {
 	uint64_t addr;
 	uint32_t module;
 	uint8_t kind;  /* enum entry_kind */
-	uint8_t value; /* enum code_fail or enum code_call */
-	struct code_rules rules;
+	uint8_t value; /* enum code_fail, enum code_call, or the number of jumps */
+	union {
+		struct code_rules rules;
+		struct {
+			int32_t jumps[CODE_JUMPS];
+			int32_t jump_at[CODE_JUMPS]; /* relative to addr */
+		};
+	};
 	int64_t target_delta;
 };
 
@@ -129,6 +135,37 @@ void code_cache__put_call(struct code_cache *cc, uint32_t module, uint64_t addr,
 	if (e)
 		*e = (struct entry){ .addr = addr, .module = module, .kind = ENTRY_CALL,
 			     .value = (uint8_t)call, .target_delta = target_delta };
+}
+
+static uint8_t jumps_kind(bool from_start)
+{
+	return from_start ? ENTRY_JUMP_DEPTHS : ENTRY_JUMP_OFFSETS;
+}
+
+bool code_cache__jumps(const struct code_cache *cc, uint32_t module, uint64_t addr,
+		       bool from_start, int32_t *values, int32_t *at, uint32_t *nr)
+{
+	const struct entry *e = find(cc, module, addr, jumps_kind(from_start));
+
+	if (!e)
+		return false;
+	*nr = e->value;
+	memcpy(values, e->jumps, e->value * sizeof(*values));
+	memcpy(at, e->jump_at, e->value * sizeof(*at));
+	return true;
+}
+
+void code_cache__put_jumps(struct code_cache *cc, uint32_t module, uint64_t addr,
+			   bool from_start, const int32_t *values, const int32_t *at, uint32_t nr)
+{
+	struct entry *e = slot_for(cc, module, addr, jumps_kind(from_start));
+
+	if (!e)
+		return;
+	*e = (struct entry){ .addr = addr, .module = module, .kind = jumps_kind(from_start) };
+	e->value = (uint8_t)(nr < CODE_JUMPS ? nr : CODE_JUMPS);
+	memcpy(e->jumps, values, e->value * sizeof(*values));
+	memcpy(e->jump_at, at, e->value * sizeof(*at));
 }
 
 struct code_cache_stats *code_cache__stats(struct code_cache *cc)

@@ -858,6 +858,8 @@ static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
 /* Words a scan reads above a frame's sp, and candidates it walks from at most. */
 #define SCAN_WORDS 4096
 #define SCAN_TRIALS 8
+/* Where rsp is at a piece of code's jumps, kept at most (unwind_jumps_fn). */
+#define SCAN_JUMPS 6
 
 /* A scan's read: false past the copy. A word in a hole (a page never touched: a large
  * frame's unused buffer, BEAM's register array in process_main's frame) reads as 0, which
@@ -950,6 +952,89 @@ static enum scan_call scan_call(const struct scanned_function *f, enum code_call
 									      : SCAN_CALL_ELSEWHERE;
 }
 
+/* Where rsp is, relative to the frame's sp, where the frame's code jumps on (through a
+ * register or memory): traced once per scan, when a candidate first needs it. */
+struct frame_jumps {
+	bool traced;
+	uint32_t nr;
+	int32_t offsets[SCAN_JUMPS];
+};
+
+/* A call's target that jumped to the frame's code: where rsp was as it jumped, and where
+ * the jump is. */
+struct jump_here {
+	uint64_t sp, pc;
+};
+
+/* A direct call to target whose function jumps to code it runs in its own frame, at the
+ * depth a candidate found at addr has over the frame's code as it jumps on (its sp plus an
+ * offset of frame_jumps): the frame's code is what the function jumped to, and the
+ * candidate is as sure as a call into it. GHC's schedule calls StgRun, which reserves
+ * 16 KiB and jumps to Haskell code; the Haskell code leaves rsp as it found it where it
+ * jumps on, and subtracts 8 around its calls of C. A PLT stub jumps at depth 8: a function
+ * reached through one, sampled before it pushes anything. Sets *jump. */
+static bool calls_jump_here(struct walker *w, const struct frame_regs *regs,
+			    struct frame_jumps *fj, enum code_call call, uint64_t target,
+			    uint64_t addr, struct jump_here *jump)
+{
+	int32_t depths[SCAN_JUMPS];
+	uint64_t at[SCAN_JUMPS], unused[SCAN_JUMPS];
+	uint32_t nr;
+
+	if (call != CODE_CALL_DIRECT || !w->space->jumps)
+		return false;
+	if (!fj->traced) {
+		/* the sampled pc's code, or a return address's: what runs on from there */
+		fj->traced = true;
+		fj->nr = w->space->jumps(w->space->ctx, regs->ip, false, fj->offsets, unused,
+					 SCAN_JUMPS);
+	}
+	if (fj->nr == 0)
+		return false;
+	nr = w->space->jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS);
+	for (uint32_t i = 0; i < nr; i++) {
+		for (uint32_t j = 0; j < fj->nr; j++) {
+			uint64_t sp = regs->sp + (uint64_t)(int64_t)fj->offsets[j];
+
+			if (addr + 8 - sp == (uint64_t)(int64_t)depths[i]) {
+				*jump = (struct jump_here){ .sp = sp, .pc = at[i] };
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The registers a candidate's frame had where a function jumped to the frame's code: the
+ * function's own rules at its jump (CFI, else its analysis), from rsp as it jumped, give
+ * back the rbp it saved (GHC's StgRun saves the scheduler's; Haskell code keeps its own
+ * stack pointer in rbp, and the RTS's C may need the scheduler's for a CFA = rbp + 16).
+ * Only where those rules find the candidate's return address at the candidate's place;
+ * else the frame's rbp is taken as it is. Not step(): GHC's CFI for StgRun's body gives
+ * the CFA as rsp itself, and the caller's rsp by an expression. */
+static struct frame_regs regs_at_jump(struct walker *w, const struct frame_regs *regs,
+				      const struct jump_here *jump, uint64_t word, uint64_t addr)
+{
+	struct frame_regs at = { .ip = jump->pc, .sp = jump->sp, .bp = regs->bp,
+				 .bp_valid = regs->bp_valid, .bx_at = BX_LOST }, caller = *regs;
+	struct cached_rules *rules = find_rules(w, w->space->id, jump->pc);
+	uint64_t cfa, ra;
+	bool in_register;
+
+	if (!rules || rules->cfa == UNWIND_CFA_END)
+		rules = analysis_rules(w, w->space->id, jump->pc, true, NULL);
+	if (!rules || rules->ra != UNWIND_RA_AT_CFA ||
+	    compute_cfa(w, rules, &at, false, &cfa) != UNWIND_END_COMPLETE ||
+	    cfa + (uint64_t)(int64_t)rules->ra_offset != addr ||
+	    return_address(w, rules, &at, cfa, false, &ra, &in_register) != UNWIND_END_COMPLETE ||
+	    ra != word || recover_bp(rules, &at, cfa, w->view, &caller) != UNWIND_END_COMPLETE)
+		return *regs;
+	caller.ip = regs->ip;
+	caller.sp = regs->sp;
+	caller.bx_at = regs->bx_at;
+	return caller;
+}
+
 /* Where the function holding pc starts, by its symbol, else by its FDE: 0 or -ENOENT. */
 static int known_function_start(struct walker *w, uint64_t pc, uint64_t *start)
 {
@@ -1039,16 +1124,19 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 #define SCAN_HELD_FRAMES 64
 
 struct held_candidate {
-	uint64_t ip, sp;
+	uint64_t ip, sp, bp;
+	bool bp_valid;
 	uint32_t nr;
 	uint64_t chain[SCAN_HELD_FRAMES]; /* its walk's return addresses past its own */
 };
 
 static void hold_candidate(struct walker *w, struct held_candidate *held, uint64_t ip,
-			   uint64_t sp, uint32_t nr_frames)
+			   uint64_t sp, const struct frame_regs *from, uint32_t nr_frames)
 {
 	held->ip = ip;
 	held->sp = sp;
+	held->bp = from->bp;
+	held->bp_valid = from->bp_valid;
 	held->nr = 0;
 	for (uint32_t i = 1; i < nr_frames && held->nr < SCAN_HELD_FRAMES; i++)
 		held->chain[held->nr++] = w->cache->trial[i].pc;
@@ -1067,7 +1155,7 @@ static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
 }
 
 /* The last resort: the first word above the frame's sp that follows a call known to go
- * into the frame's function, else the first that follows one that may (through a pointer),
+ * into the frame's function (or into one that jumped to it, calls_jump_here), else the first that follows one that may (through a pointer),
  * from which the walk reaches the stack's start. A stale return address after an indirect
  * call (a clock read through the vDSO's pointer, earlier) can lead to the start too: the
  * sure kind goes first, and one of the other kind whose caller has called another function
@@ -1081,6 +1169,7 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 	const struct scanned_function f = scanned_function(w, exact ? regs->ip : regs->ip - 1);
 	const struct unwind_map *map;
 	struct held_candidate held = { 0 };
+	struct frame_jumps jumps = { 0 };
 	uint32_t trials = 0;
 
 	for (int pass = SCAN_CALL_INTO; pass >= SCAN_CALL_MAYBE; pass--) {
@@ -1088,15 +1177,21 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			uint64_t addr = regs->sp + 8 * (uint64_t)i, word, target;
 			enum code_call call;
 			enum scan_call how;
+			struct frame_regs from;
+			struct jump_here jump;
 			enum trial trial;
 			uint32_t nr_frames;
-			bool agrees;
+			bool agrees, through_jump;
 
 			if (!scan_read(w->view, addr, &word))
 				break;
 			call = follows_call(w, word, &target);
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
 						     : scan_call(&f, call, target);
+			through_jump = how != SCAN_CALL_INTO &&
+				       calls_jump_here(w, regs, &jumps, call, target, addr, &jump);
+			if (through_jump)
+				how = SCAN_CALL_INTO;
 			if (how != (enum scan_call)pass) {
 				/* rejected ones counted once, on the first pass; a pointer into code
 				 * that follows no call counts, data words do not */
@@ -1107,7 +1202,8 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 				continue;
 			}
 			trials++;
-			trial = trial_walk(w, word, addr + 8, regs, pass == SCAN_CALL_INTO, &agrees,
+			from = through_jump ? regs_at_jump(w, regs, &jump, word, addr) : *regs;
+			trial = trial_walk(w, word, addr + 8, &from, pass == SCAN_CALL_INTO, &agrees,
 					   &nr_frames);
 			if (trial != TRIAL_REACHES_START) {
 				if (trial == TRIAL_STALE)
@@ -1118,13 +1214,16 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 			}
 			if (!agrees && !held.ip) {
 				/* taken if no later candidate of its kind agrees throughout */
-				hold_candidate(w, &held, word, addr + 8, nr_frames);
+				hold_candidate(w, &held, word, addr + 8, &from, nr_frames);
 				continue;
 			}
 			if (held.ip && (!agrees || on_held_chain(&held, word)))
 				continue;
 			if (held.ip)
 				w->cache->stats.scan_passed_over++;
+			w->cache->stats.scan_through_jumps += through_jump;
+			regs->bp = from.bp;
+			regs->bp_valid = from.bp_valid;
 			regs->ip = word;
 			regs->sp = addr + 8;
 			return true;
@@ -1135,6 +1234,8 @@ static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 	if (held.ip) {
 		regs->ip = held.ip;
 		regs->sp = held.sp;
+		regs->bp = held.bp;
+		regs->bp_valid = held.bp_valid;
 		return true;
 	}
 	return scan_for_stack_end(w, regs);

@@ -115,6 +115,14 @@ typedef bool (*unwind_is_jit_code_fn)(void *ctx, uint64_t pc);
 /* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
 typedef bool (*unwind_is_entry_code_fn)(void *ctx, uint64_t pc, bool caller);
 
+/* Where rsp is where code jumps to code that then runs in its frame (through a register or
+ * memory): with from_start, the depths CFA - rsp of the function starting at addr
+ * (x86_code__jump_depths: a trampoline such as GHC's StgRun); else rsp - (rsp at addr) on
+ * the paths from addr, a pc (x86_code__jump_offsets). Fills values and the jumps'
+ * addresses in at, at most max; returns how many. */
+typedef uint32_t (*unwind_jumps_fn)(void *ctx, uint64_t addr, bool from_start, int32_t *values,
+				    uint64_t *at, uint32_t max);
+
 /* ra is a return address where a runtime's stacks end though no call precedes it: BEAM's
  * exit, where every Erlang process's stack ends. */
 typedef bool (*unwind_is_stack_end_fn)(void *ctx, uint64_t ra);
@@ -127,9 +135,10 @@ typedef bool (*unwind_is_stack_end_fn)(void *ctx, uint64_t ra);
  * tell about its code, by the first of these that works: the rules analyze() finds in
  * its instructions; a frame-pointer step (a frame record above sp whose return address
  * follows a call, call_before()); and unless no_scan, a scan of the stack for a return
- * address that follows a call into the function (function_start()), through a pointer, or
- * anywhere when the function is JIT code (is_jit_code()), from which the walk reaches the
- * stack's start (is_entry_code()). Each may be NULL. */
+ * address that follows a call into the function (function_start()), through a pointer,
+ * into a function that jumped to the frame's code from exactly that far above its sp
+ * (jumps()), or anywhere when the function is JIT code (is_jit_code()), from which
+ * the walk reaches the stack's start (is_entry_code()). Each may be NULL. */
 struct unwind_space {
 	unwind_find_map_fn find_map;
 	void *ctx;
@@ -139,6 +148,7 @@ struct unwind_space {
 	unwind_call_before_fn call_before;
 	unwind_function_start_fn function_start;
 	unwind_is_jit_code_fn is_jit_code;
+	unwind_jumps_fn jumps;
 	unwind_is_entry_code_fn is_entry_code;
 	unwind_is_stack_end_fn is_stack_end;
 	bool no_scan;
@@ -163,6 +173,9 @@ struct unwind_cache_stats {
 	/* scans that passed over a candidate whose walk reached the start for a later one whose
 	 * walk agreed with every call on it (trial_agrees) */
 	uint64_t scan_passed_over;
+	/* scan candidates taken though their call went to another function: one that jumps
+	 * to code run in its frame, at this frame's depth (jumps) */
+	uint64_t scan_through_jumps;
 	/* steps by an analysis's rules whose return address followed no call: rejected, and
 	 * taken because a walk from the return address reached the stack's start */
 	uint64_t analysis_rejected, analysis_ra_by_walk;

@@ -100,6 +100,11 @@ struct tracer {
 	struct state pending[CODE_MAX_BRANCHES];
 	bool decoded_any;
 	bool past_window; /* a path ran past the end of the code */
+	/* x86_code__jump_depths and _offsets: the values found so far, and the jumps' own
+	 * addresses (jump_depths NULL in an analysis for rules; jump_at may be NULL) */
+	int32_t *jump_depths;
+	uint64_t *jump_at;
+	uint32_t nr_jump_depths, max_jump_depths;
 };
 
 static bool val_is(struct val v, uint8_t base, int64_t off)
@@ -737,6 +742,46 @@ static bool pops_saved_register(const ZydisDecodedInstruction *insn, const Zydis
 	}
 }
 
+/* Offsets beyond these are not a frame: the analysis went astray. */
+#define CODE_MAX_FRAME (1 << 24)
+
+static bool offset_sane(int64_t off)
+{
+	return off > 0 && off < CODE_MAX_FRAME;
+}
+
+/* x86_code__jump_depths and _offsets: at a jump that leaves the code the trace can follow
+ * (through a register or memory, out of the code read, or out of the function's known
+ * bounds: GHC's code jumps on to the next function's), where rsp is:
+ * the frame's depth CFA - rsp (tracing from the start), or rsp - SP0 (tracing from a pc);
+ * once each. */
+static void note_jump(struct tracer *t, const struct state *s, const ZydisDecodedInstruction *insn,
+		      enum flow flow, uint64_t target)
+{
+	bool leaves = (flow == FLOW_END && insn->meta.category == ZYDIS_CATEGORY_UNCOND_BR) ||
+		      (flow == FLOW_JUMP && (!in_window(t->code, target) ||
+					     (t->end && !in_function(t, target))));
+	int32_t value;
+
+	if (!leaves)
+		return;
+	if (s->sp.base == BASE_CFA && offset_sane(-s->sp.off))
+		value = (int32_t)-s->sp.off;
+	else if (s->sp.base == BASE_SP0 && s->sp.off > -CODE_MAX_FRAME && s->sp.off < CODE_MAX_FRAME)
+		value = (int32_t)s->sp.off;
+	else
+		return;
+	for (uint32_t i = 0; i < t->nr_jump_depths; i++) {
+		if (t->jump_depths[i] == value)
+			return;
+	}
+	if (t->nr_jump_depths == t->max_jump_depths)
+		return;
+	if (t->jump_at)
+		t->jump_at[t->nr_jump_depths] = s->pc;
+	t->jump_depths[t->nr_jump_depths++] = value;
+}
+
 /* Follows paths from s until one reaches goal (tracing from the start) or, with goal 0,
  * a return instruction (or a jump that leaves the function: a tail call); conditional
  * branches are followed both ways, each address at most once: the fall-through first (a
@@ -783,6 +828,8 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			if (!decode(t, s.pc, &insn, ops))
 				break;
 			flow = flow_of(&insn, ops, s.pc, &target);
+			if (t->jump_depths)
+				note_jump(t, &s, &insn, flow, target);
 			/* Tracing forward, a jump out of the function is a tail call: the return
 			 * address is at rsp, as at a return. Without the function's bounds, so
 			 * is a jump out of the code read just after an epilogue's pop of a
@@ -793,7 +840,8 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			    (!in_function(t, target) ||
 			     (!t->end && popped_saved && !in_window(t->code, target))))
 				flow = FLOW_RETURN;
-			if (flow == FLOW_RETURN && !goal) {
+			/* a trace for jumps follows every path: no return ends it */
+			if (flow == FLOW_RETURN && !goal && !t->jump_depths) {
 				if (!val_addressable(s.sp)) {
 					lost = true;
 				} else {
@@ -855,14 +903,6 @@ static void saved_rule(const struct reg *r, struct val unchanged, struct val cfa
 		return;
 	}
 	*kind = is_bp ? UNWIND_RBP_UNDEFINED : UNWIND_RBX_UNDEFINED;
-}
-
-/* Offsets beyond these are not a frame: the analysis went astray. */
-#define CODE_MAX_FRAME (1 << 24)
-
-static bool offset_sane(int64_t off)
-{
-	return off > 0 && off < CODE_MAX_FRAME;
 }
 
 /* rsp lost to a realignment, but kept in r10 or r12-r15: CFA = that register + off (the
@@ -992,6 +1032,9 @@ static void tracer_init(struct tracer *t, const struct code_window *code, uint64
 	t->nr_pending = 0;
 	t->decoded_any = false;
 	t->past_window = false;
+	t->jump_depths = NULL;
+	t->jump_at = NULL;
+	t->nr_jump_depths = t->max_jump_depths = 0;
 	memset(visited, 0, (code->len + 7) / 8);
 	ZydisDecoderInit(&t->decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 }
@@ -1021,6 +1064,48 @@ enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, ui
 	fail = analyze_from(&t, pc, 0, out);
 	out->past_window = fail == CODE_NO_EXIT && t.past_window;
 	return fail;
+}
+
+/* Every path from s.pc, for where rsp is at the jumps it cannot follow (note_jump). */
+static uint32_t trace_jumps(const struct code_window *code, struct state s, uint64_t start,
+			    uint64_t end, int32_t *values, uint64_t *at, uint32_t max)
+{
+	static __thread uint8_t visited[CODE_MAX_WINDOW / 8];
+	struct code_window window = *code;
+	struct state unused;
+	struct tracer t;
+
+	if (window.len > CODE_MAX_WINDOW)
+		window.len = CODE_MAX_WINDOW;
+	if (!in_window(&window, s.pc))
+		return 0;
+	tracer_init(&t, &window, start, end, visited);
+	t.jump_depths = values;
+	t.jump_at = at;
+	t.max_jump_depths = max;
+	s.bp.val = (struct val){ BASE_CALLER, 0 };
+	s.bx.val = (struct val){ BASE_CALLER, 0 };
+	for (unsigned i = 0; i < NR_GPRS; i++)
+		s.gpr[i] = WORD_UNKNOWN;
+	s.forgotten = INT32_MIN;
+	trace(&t, s, 0, &unused);
+	return t.nr_jump_depths;
+}
+
+uint32_t x86_code__jump_depths(const struct code_window *code, uint64_t start, uint64_t end,
+			       int32_t *depths, uint64_t *at, uint32_t max)
+{
+	const struct state s = { .pc = start, .from_start = true, .sp = { BASE_CFA, -8 } };
+
+	return trace_jumps(code, s, start, end, depths, at, max);
+}
+
+uint32_t x86_code__jump_offsets(const struct code_window *code, uint64_t pc, int32_t *offsets,
+				uint32_t max)
+{
+	const struct state s = { .pc = pc, .sp = { BASE_SP0, 0 } };
+
+	return trace_jumps(code, s, 0, 0, offsets, NULL, max);
 }
 
 enum code_call x86_code__call_before(const struct code_window *code, uint64_t ra,

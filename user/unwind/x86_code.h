@@ -72,6 +72,22 @@ const char *code_fail__name(enum code_fail fail);
 enum code_fail x86_code__analyze(const struct code_window *code, uint64_t pc, uint64_t start,
 				 uint64_t end, struct code_rules *out);
 
+/* Tracing every path from the function's start (start; end as for x86_code__analyze):
+ * the depths of its frame, CFA - rsp, where it jumps to code the trace cannot follow
+ * (through a register or memory, out of the code read, or out of its known bounds),
+ * distinct, at most max of them in depths, and the jumps' addresses in at (unless NULL).
+ * That code runs in the function's frame: GHC's StgRun reserves 16 KiB and jumps to
+ * Haskell code, which calls nothing on this stack. Returns how many. */
+uint32_t x86_code__jump_depths(const struct code_window *code, uint64_t start, uint64_t end,
+			       int32_t *depths, uint64_t *at, uint32_t max);
+
+/* The same, tracing every path from pc on: where rsp is at those jumps, relative to rsp at
+ * pc. Code that a trampoline jumped to may move rsp before it calls (GHC's Haskell code
+ * subtracts 8 to align a C call, and adds it back before it jumps on): rsp at pc plus
+ * such an offset is rsp as the trampoline left it. */
+uint32_t x86_code__jump_offsets(const struct code_window *code, uint64_t pc, int32_t *offsets,
+				uint32_t max);
+
 /* What the bytes before a return address hold. */
 enum code_call {
 	CODE_CALL_NONE = 0,
