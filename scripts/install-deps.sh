@@ -29,7 +29,7 @@ packages=(
 	php-cli                    # PHP's opcache JIT: traces in shared anonymous memory
 	mono-runtime mono-mcs      # Mono's JIT: methods that keep no frame pointer
 	erlang-base                # Erlang's JIT (BEAM): its own stacks, process_main's frame
-	shellcheck                 # GHC's Haskell code, run in the frame of the RTS's StgRun
+	shellcheck pandoc          # GHC's Haskell code, run in the frame of the RTS's StgRun
 	# Intel's MKL (Debian's non-free section, enabled below): its GEMM kernels, hand-written
 	# and without CFI, as PyTorch's pip wheel runs them; a kernel library per CPU generation
 	libmkl-core libmkl-gf-lp64 libmkl-gnu-thread libmkl-mc3 libmkl-avx libmkl-avx2 libmkl-avx512

@@ -274,12 +274,13 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # keep no frame pointer, under JIT code that keeps one), rav1e (Rust, its kernels in nasm
 # assembly, frames of up to 43 KiB, leaves that run with sp off a word boundary) and erl
 # (Erlang/OTP 25's JIT, named by the perf map BEAM writes: Erlang code on each Erlang
-# process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame) and
-# shellcheck (GHC's Haskell code, without CFI, run in the frame of the RTS's StgRun, which
-# jumps to it), each ~2 s of CPU work; hprof
+# process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame),
+# shellcheck and pandoc (GHC's Haskell code, without CFI, run in the frame of the RTS's
+# StgRun, which jumps to it; pandoc's scheduler keeps a frame pointer), each ~2 s of CPU
+# work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -342,6 +343,7 @@ print(n)') ;;
 		[ -s "$dir/erlang/work.beam" ] || { cat "$dir/erlang.err" >&2; return 1; }
 		CMD=(/usr/bin/erl -noshell +S 1:1 +JPperf map -pa "$dir/erlang" -s work main 2.5) ;;
 	shellcheck) CMD=(/usr/bin/shellcheck -s bash -S error "$dir/script.sh") ;;
+	pandoc)   CMD=(/usr/bin/pandoc -f markdown -t html -o /dev/null "$dir/text.md") ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;
@@ -359,8 +361,8 @@ print(n)') ;;
 # mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err), work.exe
 # (tests/workloads/mono/Work.cs, for mono; else mono.err), work.bc
 # (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err), erlang/work.beam
-# (tests/workloads/erlang/work.erl, for erl; else erlang.err) and script.sh (shell_script,
-# for shellcheck).
+# (tests/workloads/erlang/work.erl, for erl; else erlang.err), script.sh (shell_script,
+# for shellcheck) and text.md (markdown_text, for pandoc).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java" "$dir/erlang"
@@ -398,6 +400,7 @@ realprog_nocfi_prepare() {
 	[ -s "$dir/text" ] || text_lines 1000000 >"$dir/text"
 	head -c 1000000 "$dir/text" >"$dir/text1m"
 	shell_script 100 >"$dir/script.sh"
+	markdown_text 500 >"$dir/text.md"
 	y4m_video 640 360 64 >"$dir/video.y4m"
 	ppm_image 2048 2048 >"$dir/image.ppm"
 	rm -f "$dir/video.ivf"
@@ -428,6 +431,24 @@ shell_script() {
 		}
 		for (i = 0; i < n; i++)
 			printf "f%d %d \"$@\"\n", i, i }'
+}
+
+# markdown_text N: N sections of Markdown (headings, paragraphs with emphasis and code,
+# lists, links, a table), the same every time; 500 keep pandoc 2.17 busy for ~2 s.
+markdown_text() {
+	awk -v n="$1" 'BEGIN { srand(3); split("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor", w, " ")
+		for (s = 0; s < n; s++) {
+			printf "%s %s %s\n\n", substr("###", 1, 1 + s % 3), w[1 + int(rand() * 12)], w[1 + int(rand() * 12)]
+			for (p = 0; p < 3; p++) {
+				for (i = 0; i < 60; i++) {
+					x = w[1 + int(rand() * 12)]; r = rand()
+					printf "%s%s", i ? " " : "", r < 0.1 ? "*" x "*" : r < 0.15 ? "`" x "`" : x
+				}
+				printf "\n\n"
+			}
+			printf "- item one\n- item [link](http://x/%d)\n  1. sub\n\n", s
+			printf "| a | b |\n|---|---|\n| %d | %s |\n\n", s, w[1 + int(rand() * 12)]
+		} }'
 }
 
 # y4m_video W H FRAMES: a raw 4:2:0 video in YUV4MPEG2 (what x264 and aomenc read), the same
