@@ -162,6 +162,9 @@ struct cached_rules {
 	/* pc + 1 is a return address: it follows a call, or (in code without CFI) a walk from
 	 * it reached the stack's start once (an analysis's step checked it) */
 	bool ra_checked;
+	/* an analysis's rules from a jump out of the function, taken for a tail call
+	 * (struct code_rules): their return address must fit that (tail_call_fits) */
+	bool via_jump;
 	int32_t rbx_offset;        /* within a row's byte's reach (unwind_row_rbx_fits) */
 	/* added to the word a CFA rule UNWIND_CFA_EXPR_DEREF_SP or _BP reads: only the
 	 * instruction analysis gives one (struct code_rules), rows never */
@@ -234,7 +237,7 @@ static uint64_t space_mix(uint64_t space)
 static bool is_plain(const struct cached_rules *r)
 {
 	return (r->cfa == UNWIND_CFA_SP_OFFSET || r->cfa == UNWIND_CFA_BP_OFFSET) &&
-	       r->ra == UNWIND_RA_AT_CFA && r->ra_offset < 0 &&
+	       r->ra == UNWIND_RA_AT_CFA && r->ra_offset < 0 && !r->via_jump &&
 	       (r->rbp == UNWIND_RBP_UNCHANGED || r->rbp == UNWIND_RBP_AT_CFA) &&
 	       (r->rbx == UNWIND_RBX_UNCHANGED || r->rbx == UNWIND_RBX_AT_CFA);
 }
@@ -807,6 +810,7 @@ static struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,
 		.ra_checked = ra_checked, /* pc + 1 was checked before the code was analysed */
+		.via_jump = code.via_jump,
 	};
 	/* plain or not, each return address it gives is checked (analysed_return) */
 	slot->plain = is_plain(slot);
@@ -1338,6 +1342,34 @@ static enum unwind_end fallback_step(struct walker *w, const struct cached_rules
 	return end != UNWIND_END_COMPLETE && stepped != UNWIND_END_COMPLETE ? stepped : end;
 }
 
+/* The return address of rules from a tail-call exit (via_jump) is the frame's: it follows
+ * a call through a pointer, or a direct call of the frame's function, or of one that jumps
+ * on at the depth a tail call leaves (8: a PLT stub, a function that tail-calls this one).
+ * Code that another function jumped to and runs in that one's frame (GHC's Haskell code
+ * under StgRun) jumps on too; the word at its rsp is the other's scratch, and a return
+ * address an earlier call left there follows a call of something else. */
+static bool tail_call_fits(struct walker *w, const struct frame_regs *frame, bool exact,
+			   uint64_t ra)
+{
+	uint64_t target, start, at[SCAN_JUMPS];
+	int32_t depths[SCAN_JUMPS];
+	enum code_call call = follows_call(w, ra, &target);
+	uint32_t nr;
+
+	if (call != CODE_CALL_DIRECT)
+		return true; /* through a pointer; no call at all is return_address_checked's */
+	if (known_function_start(w, exact ? frame->ip : frame->ip - 1, &start) == 0 &&
+	    start == target)
+		return true;
+	nr = w->space->jumps ? w->space->jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS)
+			     : 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (depths[i] == 8)
+			return true;
+	}
+	return false;
+}
+
 /* A step by the rules an analysis gave, whose return address must follow a call; else
  * fallback_step. *outermost: the rules say no frame is above (a runtime's stack end). */
 
@@ -1356,7 +1388,8 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 	if (*outermost)
 		return end;
 	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
-	    (!w->space->call_before || return_address_checked(w, id, rules, &caller))) {
+	    (!w->space->call_before || (return_address_checked(w, id, rules, &caller) &&
+					(!rules->via_jump || tail_call_fits(w, cur, exact, caller.ip))))) {
 		*cur = caller;
 		return end;
 	}

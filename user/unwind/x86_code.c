@@ -85,6 +85,8 @@ struct state {
 	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp; nowhere
 	 * the analysis can name (ra_lost) */
 	bool ra_moved, ra_lost;
+	/* the exit is a jump out of the function, taken for a tail call, not a return */
+	bool tail_jump;
 	int32_t ra_at;
 };
 
@@ -836,10 +838,13 @@ static enum code_fail trace(struct tracer *t, struct state s, uint64_t goal, str
 			 * saved register (HotSpot's compiled methods leave their exception
 			 * paths by add, pop %rbp and a jump to a shared stub); elsewhere such a
 			 * jump may stay in a function larger than what was read. */
+			s.tail_jump = false;
 			if (flow == FLOW_JUMP && !goal &&
 			    (!in_function(t, target) ||
-			     (!t->end && popped_saved && !in_window(t->code, target))))
+			     (!t->end && popped_saved && !in_window(t->code, target)))) {
 				flow = FLOW_RETURN;
+				s.tail_jump = true;
+			}
 			/* a trace for jumps follows every path: no return ends it */
 			if (flow == FLOW_RETURN && !goal && !t->jump_depths) {
 				if (!val_addressable(s.sp)) {
@@ -959,6 +964,7 @@ static enum code_fail deref_cfa(const struct state *s, struct val cfa, struct co
 	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
 	out->from_start = false;
+	out->via_jump = s->tail_jump;
 	return CODE_OK;
 }
 
@@ -990,6 +996,7 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
 	out->from_start = false;
+	out->via_jump = s->tail_jump;
 	return CODE_OK;
 }
 

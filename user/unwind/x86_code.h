@@ -35,6 +35,10 @@ struct code_rules {
 	/* with CODE_NO_EXIT: a path ran past the end of the code read, so more code after it
 	 * may hold the return (a JIT kernel of 100 KiB has one, at its end) */
 	bool past_window;
+	/* tracing forward, the exit was a jump out of the function, taken for a tail call: the
+	 * return address at rsp there is the frame's only if the code was called, not jumped
+	 * to and run in another function's frame (GHC's Haskell code jumps on so) */
+	bool via_jump;
 };
 
 /* Why an analysis found nothing. */
