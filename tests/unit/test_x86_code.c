@@ -338,6 +338,7 @@ static void test_calls(void)
  *        1:  pop %rbx; jmp *%rsi                               (depths 0x20 and 8)
  *   noj:     push %rbx; pop %rbx; ret                          (none)
  *   far:     sub $8,%rsp; add $8,%rsp; jmp 0x9000              (out of the code: depth 8)
+ *   far2:    push %rbx; pop %rbx; jmp 0x9000       (an epilogue's pop, then a jump out)
  * and x86_code__jump_offsets from branchy + 1 (after its push): -16 and +8; from far: 0. */
 static const uint8_t jumps[] = {
 	0x48, 0x83, 0xec, 0x30, 0x48, 0x89, 0xe0, 0x48, 0x81, 0xec, 0x00, 0x40,
@@ -346,13 +347,15 @@ static const uint8_t jumps[] = {
 	0x8b, 0x1c, 0x24, 0x48, 0x83, 0xc4, 0x30, 0xc3, 0xff, 0x25, 0x00, 0x01,
 	0x00, 0x00, 0x53, 0x48, 0x85, 0xff, 0x74, 0x06, 0x48, 0x83, 0xec, 0x10,
 	0xff, 0xe7, 0x5b, 0xff, 0xe6, 0x53, 0x5b, 0xc3, 0x48, 0x83, 0xec, 0x08,
-	0x48, 0x83, 0xc4, 0x08, 0xe9, 0xaf, 0x7f, 0x00, 0x00,
+	0x48, 0x83, 0xc4, 0x08, 0xe9, 0xaf, 0x7f, 0x00, 0x00, 0x53, 0x5b, 0xe9,
+	0xa8, 0x7f, 0x00, 0x00,
 };
 #define J_STG 0x1000
 #define J_PLT 0x102c
 #define J_BRANCHY 0x1032
 #define J_NOJ 0x1041
 #define J_FAR 0x1044
+#define J_FAR2 0x1051
 
 static void test_jump_depths(void)
 {
@@ -384,6 +387,16 @@ static void test_jump_depths(void)
 	      d[1]);
 	n = x86_code__jump_offsets(&w, J_FAR + 4, d, 4);
 	check(n == 1 && d[0] == 8, "from a pc after a sub: +8 at the jump out (%u, %d)", n, d[0]);
+	{
+		struct code_rules r;
+		enum code_fail fail = x86_code__analyze(&w, J_FAR2 + 1, 0, 0, &r);
+
+		check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 16 &&
+			      r.via_jump,
+		      "a pop, then a jump out of the code: a tail call, CFA = rsp + 16, via_jump");
+		fail = x86_code__analyze(&w, J_NOJ + 1, 0, 0, &r);
+		check(fail == CODE_OK && !r.via_jump, "rules from a return: not via_jump");
+	}
 }
 
 /* ---- tests/fixtures/nocfi.o against the rules worked out by hand (nocfi_expect.h) ---- */
