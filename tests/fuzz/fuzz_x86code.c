@@ -1,8 +1,9 @@
-/* The instruction analysis of code without CFI: the code is the profiled process's (a
- * file hprof did not build, or JIT memory), so any bytes. The first 6 bytes pick the pc,
- * the function's start and end (offsets into the rest, or none), and a return address
- * whose call is checked; the rest is the code, at an address near the top of the address
- * space half the time, so that wrapping arithmetic is exercised. */
+/* The instruction analysis of code without CFI, and the traces for jumps a scan asks for:
+ * the code is the profiled process's (a file hprof did not build, or JIT memory), so any
+ * bytes. The first 6 bytes pick the pc, the function's start and end (offsets into the
+ * rest, or none), and a return address whose call is checked; the rest is the code, at an
+ * address near the top of the address space half the time, so that wrapping arithmetic is
+ * exercised. */
 #include <stdint.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	x86_code__analyze(&w, pc, start, end, &rules);
 	x86_code__jump_depths(&w, start ? start : pc, end, depths, at, 4);
+	x86_code__jump_offsets(&w, pc, depths, 4);
 	x86_code__call_before(&w, pc, &target);
 	x86_code__call_before(&w, w.addr + len, &target);
 	return 0;

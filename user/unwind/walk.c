@@ -862,8 +862,9 @@ static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
 /* Words a scan reads above a frame's sp, and candidates it walks from at most. */
 #define SCAN_WORDS 4096
 #define SCAN_TRIALS 8
-/* Where rsp is at a piece of code's jumps, kept at most (unwind_jumps_fn). */
-#define SCAN_JUMPS 6
+/* Where rsp is at a piece of code's jumps, asked for at most (unwind_jumps_fn): the space
+ * keeps 3 (CODE_JUMPS). */
+#define SCAN_JUMPS 3
 
 /* A scan's read: false past the copy. A word in a hole (a page never touched: a large
  * frame's unused buffer, BEAM's register array in process_main's frame) reads as 0, which
@@ -1159,15 +1160,17 @@ static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
 }
 
 /* The last resort: the first word above the frame's sp that follows a call known to go
- * into the frame's function (or into one that jumped to it, calls_jump_here), else the first that follows one that may (through a pointer),
- * from which the walk reaches the stack's start. A stale return address after an indirect
- * call (a clock read through the vDSO's pointer, earlier) can lead to the start too: the
- * sure kind goes first, and one of the other kind whose caller has called another function
- * since is passed over (caller_called_elsewhere). Within a kind, a candidate whose walk has
- * a frame called by a direct call elsewhere (trial_agrees: a stale chain joining the live
- * one, or a tail call) gives way to a later one whose walk agrees throughout, unless that
- * one is on its own walk; a sure candidate never gives way to an unsure one. rbp is taken
- * as the frame left it. */
+ * into the frame's function (or into one that jumped to it, calls_jump_here), else the
+ * first that follows one that may (through a pointer), from which the walk reaches the
+ * stack's start. A stale return address after an indirect call (a clock read through the
+ * vDSO's pointer, earlier) can lead to the start too: the sure kind goes first, and one of
+ * the other kind whose caller has called another function since is passed over
+ * (caller_called_elsewhere). Within a kind, a candidate whose walk has a frame called by a
+ * direct call elsewhere (trial_agrees: a stale chain joining the live one, or a tail call)
+ * gives way to a later one whose walk agrees throughout, unless that one is on its own
+ * walk; a sure candidate never gives way to an unsure one. rbp is taken as the frame left
+ * it, or, after a call of a function that jumped to the frame's code, as that function
+ * saved it (regs_at_jump). */
 static bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 {
 	const struct scanned_function f = scanned_function(w, exact ? regs->ip : regs->ip - 1);
