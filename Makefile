@@ -58,7 +58,8 @@ WL_NOFP_C  := $(wildcard tests/workloads/nofp_*.c)
 WL_NOFP_CC := $(wildcard tests/workloads/nofp_*.cc)
 WL_LLD_C   := $(wildcard tests/workloads/lld_*.c)
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C) $(WL_LLD_C)) \
-              $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC))
+              $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC)) \
+              $(BUILD)/workloads/go_frames $(BUILD)/workloads/go_frames_debug
 WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
 # Libraries the workloads dlopen: maps_lib.c built twice under different names.
 WL_LIBS    := $(BUILD)/workloads/libmaps_a.so $(BUILD)/workloads/libmaps_b.so
@@ -172,6 +173,18 @@ $(WL_NOCFI_ASM): $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/%.S t
 # nofp_regs's DT_INIT is a function of its own (tests/t_regs.sh samples its first instruction).
 $(BUILD)/workloads/nofp_regs: WL_LDFLAGS := -Wl,-init=entry_probe
 
+# Go: go_frames as Debian ships Go programs, stripped of .symtab and DWARF (.debug_frame
+# with it), so that only Go's own .gopclntab describes its code; go_frames_debug unstripped.
+# The build cache stays in the build folder (no $$HOME needed).
+GO_BUILD := GOCACHE=$(abspath $(BUILD))/gocache GO111MODULE=off GOFLAGS= CGO_ENABLED=0 go build
+$(BUILD)/workloads/go_frames: tests/workloads/go/frames.go | $(DEPS_STAMP)
+	$(call msg,GO-WL,$@)
+	$(Q)mkdir -p $(@D) && $(GO_BUILD) -ldflags='-s -w' -o $@ $<
+
+$(BUILD)/workloads/go_frames_debug: tests/workloads/go/frames.go | $(DEPS_STAMP)
+	$(call msg,GO-WL,$@)
+	$(Q)mkdir -p $(@D) && $(GO_BUILD) -o $@ $<
+
 $(BUILD)/workloads/lld_%: tests/workloads/lld_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -O2 -fomit-frame-pointer -fuse-ld=lld $(WL_CFLAGS) $< -o $@
@@ -207,7 +220,7 @@ cfi-sweep: $(HPROF) $(WORKLOADS)
 #   includes nothing from user/, the sample record is decoded only in common/sample.h
 #   (tests/check_layers.py).
 DEPS_CHECKED := $(sort $(dir $(wildcard user/*/*.c)))
-DEPS_PUBLIC  := user/cfi/unwind_table.h
+DEPS_PUBLIC  := user/cfi/unwind_table.h user/cfi/go_pclntab.h
 
 .PHONY: check-deps
 check-deps: $(LIB_OBJS)

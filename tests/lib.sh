@@ -202,17 +202,23 @@ build_lld_rust() {
 # (where ld.so's _start returns from _dl_start), clone3, clone, an unnamed frame calling
 # __libc_start_main or _dl_start (a stripped program's or ld.so's _start), or, for an
 # Erlang process's own stack, BEAM's exit as its perf map names it
-# ($erts_beamasm:normal_exit/0..., where every Erlang process's stack ends). Samples with no
+# ($erts_beamasm:normal_exit/0..., where every Erlang process's stack ends), or where Go's
+# own traceback ends a stack (GO_STACK_ENDS: a goroutine's runtime.goexit, a thread's
+# runtime.mstart or rt0_go, a signal's sigtramp, and the g0 stack that systemstack, mcall,
+# morestack or a call of C switched to; ".abi0" in a .symtab's names). Samples with no
 # user frame at all (kernel work in execve or exit, when the task has no user stack) are
 # no user stacks: they count in neither figure and are reported as a "COUNT kernel-only"
 # line.
+GO_STACK_ENDS='^runtime\.(goexit|mstart|rt0_go|sigtramp|systemstack|mcall|morestack|asmcgocall|callCgo[A-Za-z]*)(\.abi0)?$'
 stack_completeness() {
-	awk '{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); split(stack, f, ";")
+	awk -v go_ends="$GO_STACK_ENDS" '
+	     function go_end(frame) { sub(/\+0x[0-9a-f]+$/, "", frame); return frame ~ go_ends }
+	     { count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); split(stack, f, ";")
 	       sub(/\+0x[0-9a-f]+$/, "", f[3])
 	       if (f[2] ~ /_\[k\]$/ || f[2] == "") { kernel_only += count; next }
 	       total += count
 	       if (f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
-		   f[2] ~ /^\$erts_beamasm:normal_exit\/0/ ||
+		   f[2] ~ /^\$erts_beamasm:normal_exit\/0/ || go_end(f[2]) ||
 		   (f[2] !~ /^\[/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
 		       complete += count
 	       else if (f[2] ~ /^\[truncated/)
@@ -276,11 +282,13 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # (Erlang/OTP 25's JIT, named by the perf map BEAM writes: Erlang code on each Erlang
 # process's own stack, C on the scheduler's, under process_main's 16.5-KiB frame),
 # shellcheck and pandoc (GHC's Haskell code, without CFI, run in the frame of the RTS's
-# StgRun, which jumps to it; pandoc's scheduler keeps a frame pointer), each ~2 s of CPU
+# StgRun, which jumps to it; pandoc's scheduler keeps a frame pointer), esbuild (Go, as
+# Debian ships it: stripped of .symtab and .debug_frame, only Go's .gopclntab describes its
+# code; goroutines on many stacks, the collector on the threads' g0 stacks), each ~2 s of CPU
 # work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -344,6 +352,7 @@ print(n)') ;;
 		CMD=(/usr/bin/erl -noshell +S 1:1 +JPperf map -pa "$dir/erlang" -s work main 2.5) ;;
 	shellcheck) CMD=(/usr/bin/shellcheck -s bash -S error "$dir/script.sh") ;;
 	pandoc)   CMD=(/usr/bin/pandoc -f markdown -t html -o /dev/null "$dir/text.md") ;;
+	esbuild)  CMD=(/usr/bin/esbuild "$dir/app.js" --minify --outfile=/dev/null --log-level=warning) ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;
@@ -362,7 +371,7 @@ print(n)') ;;
 # (tests/workloads/mono/Work.cs, for mono; else mono.err), work.bc
 # (tests/workloads/llvm/work.c as bitcode, for lli; else llvm.err), erlang/work.beam
 # (tests/workloads/erlang/work.erl, for erl; else erlang.err), script.sh (shell_script,
-# for shellcheck) and text.md (markdown_text, for pandoc).
+# for shellcheck), text.md (markdown_text, for pandoc) and app.js (js_module, for esbuild).
 realprog_nocfi_prepare() {
 	local dir=$1
 	mkdir -p "$dir/java" "$dir/erlang"
@@ -401,6 +410,7 @@ realprog_nocfi_prepare() {
 	head -c 1000000 "$dir/text" >"$dir/text1m"
 	shell_script 100 >"$dir/script.sh"
 	markdown_text 500 >"$dir/text.md"
+	js_module 40000 >"$dir/app.js"
 	y4m_video 640 360 64 >"$dir/video.y4m"
 	ppm_image 2048 2048 >"$dir/image.ppm"
 	rm -f "$dir/video.ivf"
@@ -412,6 +422,18 @@ realprog_nocfi_prepare() {
 	else
 		ivf_repeat "$dir/video1.ivf" "$dir/video.ivf" 10
 	fi
+}
+
+# js_module N: a JavaScript module of N exported functions (~6 lines, ~300 bytes each), the
+# same every time; 40000 (12 MB) keep esbuild 0.17 minifying for ~2 s.
+js_module() {
+	awk -v n="$1" 'BEGIN { srand(3)
+		for (f = 0; f < n; f++) {
+			printf "export function fn%d(a, b) {\n  let total = 0;\n", f
+			printf "  for (let i = 0; i < a.length; i++) { total += a[i] * %d + (b ? b[i %% b.length] : %d); }\n", int(rand() * 100), f % 7
+			printf "  const obj = { key%d: total, name: \"fn%d\", items: [1, 2, 3].map(x => x * total) };\n", f, f
+			printf "  return JSON.stringify(obj) + String(total > %d ? \"big\" : \"small\");\n}\n", int(rand() * 1000)
+		} }'
 }
 
 # shell_script N: a bash script of N functions (~16 lines each) with what shellcheck warns

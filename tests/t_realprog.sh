@@ -3,8 +3,9 @@
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
 # QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code, GHC's Haskell code in shellcheck and
-# pandoc): at least 99% of each program's samples must come back with a complete user
-# stack, one reaching the program's or thread's entry (stack_completeness in lib.sh).
+# pandoc, Go code described by .gopclntab alone in esbuild): at least 99% of each program's
+# samples must come back with a complete user stack, one reaching the program's or thread's
+# entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
@@ -141,5 +142,16 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		through=$(same_frames_after "$TMP/$name.folded" "$name" __libc_start_call_main 2)
 		check "$name: stacks go from libc's call of main through the same two frames, main's and hs_main's ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 200 ]'
+	fi
+	# Debian's Go programs keep only Go's own .gopclntab: every frame in the program is
+	# named by it (none by address), and no frame lies above the stacks' ends Go's traceback
+	# knows, the g0 stack's included (the word above systemstack's frame there is stale).
+	if [ "$name" = esbuild ]; then
+		check "esbuild: every frame in the program named by .gopclntab" \
+			not_grep ";esbuild+0x" "$TMP/$name.folded"
+		beyond=$(awk -v ends="$GO_STACK_ENDS" '{ n = split($0, f, ";")
+			for (i = 3; i < n; i++) if (f[i] ~ ends && f[i + 1] !~ /_\[k\]/) c += $NF }
+			END { print c + 0 }' "$TMP/$name.folded")
+		check "esbuild: no frame above where Go's traceback ends a stack ($beyond)" [ "$beyond" = 0 ]
 	fi
 done

@@ -282,15 +282,27 @@ static bool is_mapped(void *ctx, uint64_t pc)
 	return m != NULL;
 }
 
-/* The address an Erlang process's first frame returns to: BEAM runs each Erlang process on
- * a stack of its own, which ends there. */
+/* ra returns into a Go function that moved rsp to the stack the frame below runs on
+ * (unwind_table__switches_stack): systemstack's or mcall's call of a function on the
+ * thread's g0 stack. */
+static bool returns_into_stack_switch(struct space_ctx *c, uint64_t ra)
+{
+	struct unwind_map map;
+
+	return find_map(c, ra, &map) == 0 && unwind_table__switches_stack(map.table, ra - 1 - map.bias);
+}
+
+/* Where a runtime's stacks end: the address an Erlang process's first frame returns to
+ * (BEAM runs each Erlang process on a stack of its own, which ends there), and a return
+ * into Go code that switched stacks. */
 static bool is_stack_end(void *ctx, uint64_t ra)
 {
 	struct space_ctx *c = ctx;
 
 	/* 0: no BEAM exit known, and no stack ends at address 0 */
 	return ra != 0 &&
-	       ra == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c);
+	       (ra == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c) ||
+		returns_into_stack_switch(c, ra));
 }
 
 /* Where a stack starts: the ELF entry's code, or a runtime's stack end. */

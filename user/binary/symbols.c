@@ -7,6 +7,7 @@
  * suffix ("memcpy@@GLIBC_2.14") and kallsyms' names are copied, into the side names. A
  * name read from a file is trusted only while the file is unchanged (checked_name). */
 #include "binary/symbols.h"
+#include "cfi/go_pclntab.h"
 #include "util/text.h"
 #include "util/file_view.h"
 #include "util/grow.h"
@@ -852,6 +853,41 @@ static int read_debugdata(struct elf_symbols *es, Elf *elf)
 	return err;
 }
 
+/* Go's functions by its own table (.gopclntab), which Go binaries keep when stripped of
+ * .symtab: each function's name read in place from the table's names. Returns 0 (with or
+ * without symbols) or -errno. */
+static int read_gopclntab(struct elf_symbols *es, const struct elf_bytes *src)
+{
+	struct name_table *table;
+	struct go_pclntab go;
+
+	if (!src->view || go_pclntab__from_elf(src->data, src->size, &go) != 0 ||
+	    es->nr_tables == NAME_TABLES_MAX || go.names_size >= NAME_SIDE ||
+	    go.names_size > NAME_SIDE - (es->nr_tables ? es->tables[es->nr_tables - 1].start +
+						     es->tables[es->nr_tables - 1].size : 0))
+		return 0;
+	table = &es->tables[es->nr_tables];
+	table->start = es->nr_tables ? table[-1].start + table[-1].size : 0;
+	table->bytes = (const char *)go.bytes + go.names;
+	table->size = (uint32_t)go.names_size;
+	table->view = src->view;
+	es->nr_tables++;
+	for (uint32_t i = 0; i < go.nfunc; i++) {
+		struct go_func f;
+		const char *name;
+		size_t len;
+		int err;
+
+		if (!go_pclntab__func(&go, i, &f) || !(name = go_pclntab__name(&go, &f)) ||
+		    (len = strlen(name)) == 0)
+			continue;
+		err = add_pending(es, f.entry, f.end - f.entry, STB_GLOBAL, false, name, len, table);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Adds the symbols of one source. Returns 0 (with or without symbols) or -errno. */
 static int read_source(struct elf_symbols *es, const struct elf_bytes *src, Elf *elf,
 		       const char *path, enum elf_symbols_source source)
@@ -871,6 +907,12 @@ static int read_source(struct elf_symbols *es, const struct elf_bytes *src, Elf 
 		if (err || !es->nr_pending)
 			return err;
 		return read_symbols_of_type(es, src, elf, SHT_DYNSYM);
+	case ELF_SYMBOLS_GOPCLNTAB:
+		/* a cgo program's C functions are in .dynsym only where it exports them */
+		err = read_gopclntab(es, src);
+		if (err || !es->nr_pending)
+			return err;
+		return read_symbols_of_type(es, src, elf, SHT_DYNSYM);
 	case ELF_SYMBOLS_DYNSYM:
 		return read_symbols_of_type(es, src, elf, SHT_DYNSYM);
 	case ELF_SYMBOLS_NONE:
@@ -886,7 +928,7 @@ static int read_symbols(struct elf_symbols *es, const struct elf_bytes *src, Elf
 {
 	static const enum elf_symbols_source order[] = {
 		ELF_SYMBOLS_SYMTAB, ELF_SYMBOLS_BUILD_ID, ELF_SYMBOLS_DEBUGLINK,
-		ELF_SYMBOLS_DEBUGDATA, ELF_SYMBOLS_DYNSYM,
+		ELF_SYMBOLS_DEBUGDATA, ELF_SYMBOLS_GOPCLNTAB, ELF_SYMBOLS_DYNSYM,
 	};
 	int err;
 
@@ -1309,6 +1351,7 @@ const char *elf_symbols_source__name(enum elf_symbols_source source)
 		[ELF_SYMBOLS_BUILD_ID] = "build-id debug file",
 		[ELF_SYMBOLS_DEBUGLINK] = ".gnu_debuglink file",
 		[ELF_SYMBOLS_DEBUGDATA] = ".gnu_debugdata+.dynsym",
+		[ELF_SYMBOLS_GOPCLNTAB] = ".gopclntab+.dynsym",
 		[ELF_SYMBOLS_DYNSYM] = ".dynsym",
 	};
 

@@ -23,6 +23,7 @@ enum elf_symbols_source {
 	ELF_SYMBOLS_DEBUGLINK, /* .gnu_debuglink's file, its CRC-32 checked: next to the file,
 				* in .debug/ next to it, or in DEBUG_DIR/<the file's directory>/ */
 	ELF_SYMBOLS_DEBUGDATA, /* MiniDebugInfo (.gnu_debugdata) merged with .dynsym */
+	ELF_SYMBOLS_GOPCLNTAB, /* Go's function table (cfi/go_pclntab.h) merged with .dynsym */
 	ELF_SYMBOLS_DYNSYM,
 };
 

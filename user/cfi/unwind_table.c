@@ -27,6 +27,7 @@
 #include "cfi/fde.h"
 #include "cfi/fde_index.h"
 #include "cfi/reader.h"
+#include "cfi/go_pclntab.h"
 #include "cfi/rows.h"
 #include "util/file_view.h"
 
@@ -36,11 +37,13 @@
 
 struct lazy_table;
 
-/* One FDE's rows, compiled on first use. */
+/* One FDE's rows, or one Go function's, compiled on first use. */
 struct fn_key {
 	const struct lazy_table *owner;
-	uint64_t entry; /* index entry */
+	uint64_t entry; /* index entry, or GO_FN_KEY | the function's index in .gopclntab */
 };
+
+#define GO_FN_KEY (1ull << 63)
 
 struct compiled_fn {
 	struct fn_key key;
@@ -74,6 +77,10 @@ struct lazy_table {
 	struct compiled_fn *fns;   /* this table's functions in the cache */
 	struct compiled_fn *last;  /* the function the last lookup landed in */
 	bool changed;              /* the file changed under the table: no more lookups */
+	/* Go's function table, where the file has one: rows for Go code no FDE covers (a
+	 * binary stripped of .debug_frame), and Go's word on where its stacks end */
+	bool has_go;
+	struct go_pclntab go;
 };
 
 struct unwind_table {
@@ -313,6 +320,14 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64
 		return NULL;
 	row = &t->rows[lo - 1];
 	return row->cfa_kind == UNWIND_CFA_END ? NULL : row;
+}
+
+bool unwind_table__switches_stack(const struct unwind_table *t, uint64_t pc)
+{
+	struct go_func f;
+
+	return t && t->lazy && t->lazy->has_go && !t->lazy->changed &&
+	       go_pclntab__func_at(&t->lazy->go, pc, &f) && (f.flag & GO_FUNC_SPWRITE);
 }
 
 int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint64_t *start)
@@ -557,9 +572,57 @@ static int compile_fn(struct lazy_table *lz, size_t i, struct compiled_fn *fn, s
 	return err;
 }
 
-/* Index entry i's function, compiled on first use. NULL when out of memory or when the
- * file changed under the table. */
-static struct compiled_fn *lazy_fn(struct lazy_table *lz, size_t i)
+/* A Go function's rows from its pcsp table: at each pc the CFA is rsp plus what the
+ * function has pushed or reserved there, plus the return address. Go keeps a frame
+ * pointer: a function that has a frame saved rbp just below its return address. The
+ * functions Go's runtime marks as where its stacks start (goexit, mstart, rt0_go) have
+ * no caller. */
+struct go_rows {
+	struct cfi_rows *rows;
+	bool top;
+	uint64_t end; /* of the last stretch */
+};
+
+static int add_go_delta(void *arg, uint64_t lo, uint64_t hi, int32_t delta)
+{
+	struct go_rows *g = arg;
+	struct cfi_state state = {
+		.cfa = { .reg = UNWIND_DWARF_RSP, .offset = (int64_t)delta + 8 },
+		.ra = { .how = g->top ? CFI_REG_UNDEFINED : CFI_REG_OFFSET, .arg = -8 },
+	};
+
+	g->end = hi;
+	if (delta >= 8)
+		state.rbp = (struct cfi_reg_rule){ .how = CFI_REG_OFFSET, .arg = -16 };
+	return cfi_rows__add_state(g->rows, lo, &state);
+}
+
+static int compile_go_fn(struct lazy_table *lz, uint32_t i, struct compiled_fn *fn)
+{
+	struct unwind_stats scratch = { 0 };
+	struct cfi_rows rows = { .stats = &scratch };
+	struct go_rows g = { &rows, false, 0 };
+	struct go_func f;
+	int err;
+
+	if (!go_pclntab__func(&lz->go, i, &f))
+		return -EINVAL;
+	fn->lo = f.entry;
+	fn->end = f.end;
+	g.top = f.flag & GO_FUNC_TOPFRAME;
+	err = go_pclntab__sp_deltas(&lz->go, &f, add_go_delta, &g);
+	if (!err && g.end > f.entry)
+		err = cfi_rows__end_function(&rows, g.end);
+	if (!err)
+		cfi_rows__take(&rows, &fn->rows, &fn->nr_rows, &fn->wide, &fn->nr_wide);
+	cfi_rows__release(&rows);
+	file_view__touched(lz->view);
+	return err;
+}
+
+/* Index entry i's function (or a Go function's, GO_FN_KEY), compiled on first use. NULL
+ * when out of memory or when the file changed under the table. */
+static struct compiled_fn *lazy_fn(struct lazy_table *lz, uint64_t i)
 {
 	struct unwind_row_cache *c = lz->cache;
 	struct fn_key key = { lz, i };
@@ -586,7 +649,8 @@ static struct compiled_fn *lazy_fn(struct lazy_table *lz, size_t i)
 	if (!fn)
 		return NULL;
 	fn->key = key;
-	if (compile_fn(lz, i, fn, &e) == -ENOMEM) {
+	if ((i & GO_FN_KEY ? compile_go_fn(lz, (uint32_t)i, fn) : compile_fn(lz, (size_t)i, fn, &e)) ==
+	    -ENOMEM) {
 		free(fn->rows);
 		free(fn->wide);
 		free(fn);
@@ -657,27 +721,58 @@ static const struct unwind_row *fn_row(const struct compiled_fn *fn, uint64_t pc
 	return row->cfa_kind == UNWIND_CFA_END ? NULL : row;
 }
 
+/* The function an FDE gives pc, or NULL. */
+static struct compiled_fn *fde_fn(struct lazy_table *lz, uint64_t pc)
+{
+	bool found;
+	size_t k;
+
+	if (!cfi_fde_index__floor(lz->index, pc, &k))
+		return NULL;
+	return holder_at_or_below(lz, k, &found);
+}
+
+/* The function holding pc: its FDE's; a Go function's by .gopclntab where no FDE covers
+ * pc; none for a Go function that switches stacks (unwind_table__switches_stack), whose
+ * FDE (from Go's same tables) says nothing of the stack it moved to. */
+static const struct unwind_row *lookup_fn(struct lazy_table *lz, uint64_t pc,
+					  struct compiled_fn **out)
+{
+	const struct unwind_row *row = NULL;
+	struct compiled_fn *fn;
+	struct go_func gf;
+	bool go = lz->has_go && go_pclntab__func_at(&lz->go, pc, &gf);
+
+	if (go && (gf.flag & GO_FUNC_SPWRITE))
+		return NULL;
+	if (!go || !(gf.flag & GO_FUNC_TOPFRAME)) {
+		fn = fde_fn(lz, pc);
+		row = fn ? fn_row(fn, pc) : NULL;
+	}
+	if (!row && go) {
+		fn = lazy_fn(lz, GO_FN_KEY | gf.index);
+		row = fn ? fn_row(fn, pc) : NULL;
+	}
+	if (row)
+		*out = fn;
+	return row;
+}
+
 static const struct unwind_row *lazy_find(struct lazy_table *lz, uint64_t pc,
 					  struct compiled_fn **fn_out)
 {
 	struct compiled_fn *fn = lz->last;
 	const struct unwind_row *row;
-	bool found;
-	size_t k;
 
 	if (lz->changed)
 		return NULL;
 	/* most lookups land in the function the last one did */
 	if (!fn || fn->skipped || pc < fn->lo || pc >= fn->end) {
-		if (!cfi_fde_index__floor(lz->index, pc, &k))
-			return NULL;
-		fn = holder_at_or_below(lz, k, &found);
-		if (!found)
-			return NULL;
+		row = lookup_fn(lz, pc, &fn);
 	} else {
 		lz->cache->stats.hits++;
+		row = fn_row(fn, pc);
 	}
-	row = fn_row(fn, pc);
 	if (row) {
 		lz->last = fn;
 		if (fn_out)
@@ -754,8 +849,16 @@ int unwind_table__open(const char *path, struct unwind_row_cache *cache,
 	err = file_view__open(path, UNWIND_FILE_MAX_BYTES, &lz->view, errbuf, errlen);
 	if (err)
 		goto cleanup;
+	lz->has_go = go_pclntab__from_elf(file_view__data(lz->view), file_view__size(lz->view),
+					  &lz->go) == 0;
 	err = cfi_elf__locate(file_view__data(lz->view), file_view__size(lz->view),
 			      UNWIND_SRC_ALL, &lz->elf, &e);
+	if (err == -ENOENT && lz->has_go) {
+		/* a Go binary stripped of .debug_frame, without C code: Go's tables only */
+		err = 0;
+		if (errlen)
+			errbuf[0] = '\0';
+	}
 	if (err)
 		goto cleanup;
 	err = cfi_fde_index__build(&lz->elf, &lz->index, &e);

@@ -69,7 +69,10 @@ void unwind_row_cache__stats(const struct unwind_row_cache *cache,
  * unwind_table__from_file's table would. A file that changes under the table (rewritten,
  * truncated) is noticed when a function is compiled; lookups then find nothing. Row
  * pointers unwind_table__find returns stay valid until the next lookup in any table on the
- * same cache. unwind_table__rows gives no rows. Errors as unwind_table__from_file. */
+ * same cache. unwind_table__rows gives no rows. Errors as unwind_table__from_file.
+ *
+ * A Go binary's .gopclntab (cfi/go_pclntab.h) adds rows for the Go functions no FDE covers,
+ * from their pcsp tables: a file with it and no CFI section opens too. */
 int unwind_table__open(const char *path, struct unwind_row_cache *cache,
 		       struct unwind_table **out, char *err, size_t errlen);
 
@@ -79,6 +82,12 @@ void unwind_table__free(struct unwind_table *table);
 /* The row whose rules cover pc (an ELF virtual address), or NULL when no FDE covers it,
  * including a pc in the gap after an end-of-function marker. */
 const struct unwind_row *unwind_table__find(const struct unwind_table *table, uint64_t pc);
+
+/* pc lies in code that moves rsp onto another stack and calls on from there: a Go
+ * function its runtime flags so (systemstack, mcall, morestack, asmcgocall). It has no
+ * rows; a frame that returns into it is the outermost of its stack, as Go's own traceback
+ * ends there. Only lazily opened tables know (they read .gopclntab). */
+bool unwind_table__switches_stack(const struct unwind_table *table, uint64_t pc);
 
 /* The start of the FDE covering pc (the function holding it, for code without symbols).
  * Returns 0, or -ENOENT when no FDE covers pc. Of overlapping FDEs the later one holds
