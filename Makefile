@@ -59,7 +59,8 @@ WL_NOFP_CC := $(wildcard tests/workloads/nofp_*.cc)
 WL_LLD_C   := $(wildcard tests/workloads/lld_*.c)
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C) $(WL_LLD_C)) \
               $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC)) \
-              $(BUILD)/workloads/go_frames $(BUILD)/workloads/go_frames_debug
+              $(BUILD)/workloads/go_frames $(BUILD)/workloads/go_frames_debug \
+              $(BUILD)/workloads/go_frames_pie
 WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
 # Libraries the workloads dlopen: maps_lib.c built twice under different names.
 WL_LIBS    := $(BUILD)/workloads/libmaps_a.so $(BUILD)/workloads/libmaps_b.so
@@ -174,7 +175,8 @@ $(WL_NOCFI_ASM): $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/%.S t
 $(BUILD)/workloads/nofp_regs: WL_LDFLAGS := -Wl,-init=entry_probe
 
 # Go: go_frames as Debian ships Go programs, stripped of .symtab and DWARF (.debug_frame
-# with it), so that only Go's own .gopclntab describes its code; go_frames_debug unstripped.
+# with it), so that only Go's own .gopclntab describes its code; go_frames_debug unstripped;
+# go_frames_pie stripped and position-independent (its table is .data.rel.ro.gopclntab).
 # The build cache stays in the build folder (no $$HOME needed).
 GO_BUILD := GOCACHE=$(abspath $(BUILD))/gocache GO111MODULE=off GOFLAGS= CGO_ENABLED=0 go build
 $(BUILD)/workloads/go_frames: tests/workloads/go/frames.go | $(DEPS_STAMP)
@@ -184,6 +186,10 @@ $(BUILD)/workloads/go_frames: tests/workloads/go/frames.go | $(DEPS_STAMP)
 $(BUILD)/workloads/go_frames_debug: tests/workloads/go/frames.go | $(DEPS_STAMP)
 	$(call msg,GO-WL,$@)
 	$(Q)mkdir -p $(@D) && $(GO_BUILD) -o $@ $<
+
+$(BUILD)/workloads/go_frames_pie: tests/workloads/go/frames.go | $(DEPS_STAMP)
+	$(call msg,GO-WL,$@)
+	$(Q)mkdir -p $(@D) && $(GO_BUILD) -buildmode=pie -ldflags='-s -w' -o $@ $<
 
 $(BUILD)/workloads/lld_%: tests/workloads/lld_%.c tests/workloads/workload.h | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)

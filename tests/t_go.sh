@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Go programs, on real processes under the real BPF program: go_frames (tests/workloads/go/
 # frames.go) as Debian ships Go programs, stripped of .symtab and DWARF so that only Go's
-# own .gopclntab describes its code, and go_frames_debug as go build leaves it. Their
+# own .gopclntab describes its code, go_frames_debug as go build leaves it, and
+# go_frames_pie stripped and position-independent (.data.rel.ro.gopclntab). Their
 # goroutines run worker -> level1 -> level2 -> level3 -> spin and allocate, so that the
 # garbage collector runs on the threads' g0 stacks. Each run must have:
 #   - >= 99% of its user stacks complete by hprof's own count;
@@ -47,7 +48,7 @@ complete_count() {
 		s/^hprof: all \([0-9]*\) user stacks complete.*/\1\/\1/p' "$1"
 }
 
-for name in go_frames go_frames_debug; do
+for name in go_frames go_frames_debug go_frames_pie; do
 	bin="$WL/$name"
 	if ! "$HPROF" -F 999 --folded "$TMP/$name.folded" -- "$bin" 150 >/dev/null 2>"$TMP/$name.err"; then
 		fail "$name: hprof or the program failed: $(tail -1 "$TMP/$name.err")"

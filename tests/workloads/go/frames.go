@@ -1,11 +1,12 @@
 // A Go program whose stacks are known: main starts goroutines that run
 // worker -> level1 -> level2 -> level3 -> spin, and allocate between rounds so
 // that the runtime's garbage collector runs (on the g0 stacks systemstack and
-// mcall switch to). The Makefile builds it twice: go_frames stripped of .symtab
+// mcall switch to). The Makefile builds it three times: go_frames stripped of .symtab
 // and DWARF (so Go's own .gopclntab is all that describes its code, as in
-// Debian's Go packages), and go_frames_debug as go build leaves it.
+// Debian's Go packages), go_frames_debug as go build leaves it, and
+// go_frames_pie stripped and position-independent.
 //
-// Usage: go_frames ROUNDS [READY_FILE]
+// Usage: go_frames ROUNDS
 package main
 
 import (
@@ -55,13 +56,14 @@ func worker(id, rounds int, out chan<- int) {
 }
 
 func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: go_frames ROUNDS")
+		os.Exit(2)
+	}
 	rounds, err := strconv.Atoi(os.Args[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "go_frames: ROUNDS must be a number")
 		os.Exit(2)
-	}
-	if len(os.Args) > 2 {
-		os.WriteFile(os.Args[2], []byte("ready\n"), 0o644)
 	}
 	out := make(chan int)
 	var wg sync.WaitGroup
