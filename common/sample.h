@@ -76,6 +76,10 @@ enum fp_end {
 #define SAMPLE_COPY_BASE_WINDOW (1u << 9) /* the stack runs deeper than the ceiling: the copy
 					   * from sp is followed by up to HPROF_BASE_WINDOW bytes
 					   * below the thread's learned base, ending at it */
+#define SAMPLE_FP_TAIL_OFF_STACK (1u << 10) /* the FP chain's outermost record lies outside the
+					    * mapping of the stack sp is on (a runtime that runs
+					    * code on a stack of its own, entered from the
+					    * thread's: SBCL): no window was copied there */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {

@@ -604,6 +604,8 @@ static __always_inline void copy_fp_tail(struct hprof_sample *s, __u64 off, __u6
 	copy_end = s->user_sp + s->stack_len;
 	/* A copy up to the thread's base holds everything a walk reads; a record outside the
 	 * stack is no frame (rbp held data); a copy that holds the window needs no other. */
+	if (tail < s->user_sp || (stack_end && tail >= stack_end))
+		s->flags |= SAMPLE_FP_TAIL_OFF_STACK;
 	if ((s->flags & SAMPLE_COPY_LEARNED) || tail < s->user_sp ||
 	    (stack_end && tail >= stack_end) || (tail < copy_end && copy_end - tail >= len))
 		return;

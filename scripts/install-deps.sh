@@ -31,6 +31,7 @@ packages=(
 	erlang-base                # Erlang's JIT (BEAM): its own stacks, process_main's frame
 	shellcheck pandoc          # GHC's Haskell code, run in the frame of the RTS's StgRun
 	esbuild                    # a Go program as Debian ships them: only .gopclntab describes its code
+	sbcl                       # Lisp compiled into a mapping of SBCL's core file (no ELF)
 	# Intel's MKL (Debian's non-free section, enabled below): its GEMM kernels, hand-written
 	# and without CFI, as PyTorch's pip wheel runs them; a kernel library per CPU generation
 	libmkl-core libmkl-gf-lp64 libmkl-gnu-thread libmkl-mc3 libmkl-avx libmkl-avx2 libmkl-avx512

@@ -199,7 +199,9 @@ build_lld_rust() {
 # "COUNT WHY" line per way the others were incomplete. A user stack is complete when it is
 # not under a [truncated: ...] root and its outermost frame (the first after the comm) is
 # the entry of the program, of the dynamic loader or of a thread: _start, _dl_start_user
-# (where ld.so's _start returns from _dl_start), clone3, clone, an unnamed frame calling
+# (where ld.so's _start returns from _dl_start), clone3, clone, libc's start routine where a
+# frame-pointer chain from another stack ends (__libc_start_call_main, __libc_start_main,
+# start_thread: SBCL's Lisp stack leads there), an unnamed frame calling
 # __libc_start_main or _dl_start (a stripped program's or ld.so's _start), or, for an
 # Erlang process's own stack, BEAM's exit as its perf map names it
 # ($erts_beamasm:normal_exit/0..., where every Erlang process's stack ends), or where Go's
@@ -218,6 +220,7 @@ stack_completeness() {
 	       if (f[2] ~ /_\[k\]$/ || f[2] == "") { kernel_only += count; next }
 	       total += count
 	       if (f[2] ~ /^(_start|_dl_start_user|__clone3|clone3|__clone|clone)$/ ||
+		   f[2] ~ /^(__libc_start_call_main|__libc_start_main|start_thread)$/ ||
 		   f[2] ~ /^\$erts_beamasm:normal_exit\/0/ || go_end(f[2]) ||
 		   (f[2] !~ /^\[/ && (f[3] ~ /^__libc_start_main/ || f[3] == "_dl_start")))
 		       complete += count
@@ -284,11 +287,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # shellcheck and pandoc (GHC's Haskell code, without CFI, run in the frame of the RTS's
 # StgRun, which jumps to it; pandoc's scheduler keeps a frame pointer), esbuild (Go, as
 # Debian ships it: stripped of .symtab and .debug_frame, only Go's .gopclntab describes its
-# code; goroutines on many stacks, the collector on the threads' g0 stacks), each ~2 s of CPU
-# work; hprof
+# code; goroutines on many stacks, the collector on the threads' g0 stacks), sbcl (Lisp
+# compiled into SBCL's dynamic space, a mapping of its core file, no ELF: JIT code, on a
+# stack of its own entered from C), each ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -353,6 +357,7 @@ print(n)') ;;
 	shellcheck) CMD=(/usr/bin/shellcheck -s bash -S error "$dir/script.sh") ;;
 	pandoc)   CMD=(/usr/bin/pandoc -f markdown -t html -o /dev/null "$dir/text.md") ;;
 	esbuild)  CMD=(/usr/bin/esbuild "$dir/app.js" --minify --outfile=/dev/null --log-level=warning) ;;
+	sbcl)     CMD=(/usr/bin/sbcl --script tests/workloads/lisp/work.lisp 60) ;;
 	php)      CMD=(/usr/bin/php -n -d zend_extension=opcache -d opcache.enable_cli=1 \
 			-d opcache.jit_buffer_size=64M -d opcache.jit=tracing tests/workloads/php/work.php 2.5) ;;
 *) echo "unknown program $1" >&2; return 1 ;;

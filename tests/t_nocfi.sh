@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Code without CFI, on real processes under the real BPF program: hand-written assembly
 # (nofp_asm), JIT code with and without frame records, named by a perf map or a jitdump or
-# not at all (nofp_jitgen), JIT code registered through gdb's JIT interface
+# not at all, in anonymous memory, shared memory or a file of no ELF format (nofp_jitgen),
+# JIT code registered through gdb's JIT interface
 # (nofp_gdbjit), a CPython-like trampoline copied into executable memory or in place
 # (nofp_trampoline), code a trampoline jumps to and runs in its own frame (nofp_jumpframe),
 # gcc's stack realignment through a DRAP sampled in its prologue
@@ -520,6 +521,15 @@ jit_chains jit_memfd_map jitgen_a jitgen_b
 if record jit_memfd_map --no-scan -- nofp_jitgen 1 --memfd --perf-map; then
 	expect_leaves jit_memfd_map nofp_jitgen 5 jitgen_a jitgen_b
 	report_judged jit_memfd_map nofp_jitgen
+fi
+
+# Code compiled into a private, writable and executable mapping of a file that is no ELF
+# (SBCL's core): JIT code too, read from the process, named after its file. The build
+# before took it for a file without CFI whose code it could not read.
+jit_chains jit_image '[jitgen.img]' '[jitgen.img]'
+if record jit_image -- nofp_jitgen 1.5 --image "$TMP/jitgen.img"; then
+	expect_leaves jit_image nofp_jitgen 90 '\[jitgen\.img\]'
+	report_judged jit_image nofp_jitgen
 fi
 
 # JIT code on a stack of its own, as BEAM runs each Erlang process: nothing on it leads to

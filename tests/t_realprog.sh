@@ -3,9 +3,9 @@
 # the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
 # QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code, GHC's Haskell code in shellcheck and
-# pandoc, Go code described by .gopclntab alone in esbuild): at least 99% of each program's
-# samples must come back with a complete user stack, one reaching the program's or thread's
-# entry (stack_completeness in lib.sh).
+# pandoc, Go code described by .gopclntab alone in esbuild, Lisp in SBCL's core): at least
+# 99% of each program's samples must come back with a complete user stack, one reaching the
+# program's or thread's entry (stack_completeness in lib.sh).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
@@ -159,5 +159,15 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 			for (i = 3; i < n; i++) if (f[i] ~ ends && f[i + 1] !~ /_\[k\]/) c += $NF }
 			END { print c + 0 }' "$TMP/$name.folded")
 		check "esbuild: no frame above where Go's traceback ends a stack ($beyond)" [ "$beyond" = 0 ]
+	fi
+	# SBCL's compiled Lisp runs from its core file's mapping, named [sbcl.core] as JIT code
+	# is, on the Lisp stack SBCL entered from C: every stack through it goes on into
+	# call_into_lisp_ and from there, by the frame records, to libc's start (the build
+	# before stopped at the Lisp leaf: code it did not read, in a file without CFI).
+	if [ "$name" = sbcl ]; then
+		through=$(awk '/\[sbcl\.core\]/ { t += $NF; if (/;call_into_lisp_;\[sbcl\.core\]/) c += $NF }
+			END { printf "%d/%d\n", c, t }' "$TMP/$name.folded")
+		check "sbcl: stacks through the Lisp code go on into call_into_lisp ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 200 ]'
 	fi
 done

@@ -301,6 +301,12 @@ static void test_stitch(void)
 		       strcmp(hybrid__truncated_root(r.reason), "[truncated: copy too short]") == 0,
 	       &r, "stitch without the window, another thread: truncated after c, copy too short");
 
+	/* the kernel found the chain's end off the sampled stack (SBCL's Lisp stack leads
+	 * back to the C stack): a chain that ends in the start routine is complete there */
+	sample_and_pick(h, b, &s, at(PC_LEAF_LOOP), 0x58, false, SAMPLE_FP_TAIL_OFF_STACK, 3, &r);
+	report(picked(&r, METHOD_DWARF_FP, want, 6), &r,
+	       "stitch, the chain's end off the sampled stack: leaf, c, then the chain to start_main");
+
 	/* 0x10 bytes: not even leaf's return address. leaf did not set the rbp the chain
 	 * starts from, so joining there would lose c */
 	sample_and_pick(h, b, &s, at(PC_LEAF_LOOP), 0x10, true, 0, 2, &r);

@@ -1,6 +1,7 @@
 /* No frame pointers in the C part; two functions of x86-64 machine code generated into an
  * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
- * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared] [--perf-map] [--jitdump],
+ * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared | --image PATH] [--perf-map]
+ * [--jitdump],
  * SECONDS of CPU time. True
  * call chains:
  *
@@ -21,6 +22,10 @@
  *               JITs do: code in a file (/memfd:jitgen), but no ELF one
  *   --shared    writes it into shared anonymous memory, as PHP's opcache JIT does: its
  *               mapping is named "/dev/zero (deleted)"
+ *   --image PATH
+ *               writes it into a private, writable and executable mapping of the file PATH
+ *               (zeros but for the code: no ELF), as SBCL maps its core and compiles
+ *               into it
  *   --perf-map  writes /tmp/perf-PID.map naming both functions, and prints "map PATH"
  *   --jitdump   writes /tmp/jit-PID.dump in perf's jitdump format (a JIT_CODE_LOAD record
  *               for each function) and maps its first page executable once, the marker
@@ -50,6 +55,7 @@ typedef void (*generated_fn)(unsigned long n);
 
 struct options {
 	bool fp, long_tail, memfd, shared, perf_map, jitdump;
+	const char *image;
 };
 
 /* Machine code being written into a buffer. */
@@ -191,6 +197,15 @@ static unsigned char *code_mapping(const struct options *o, size_t size, unsigne
 	int fd;
 
 	*run = NULL;
+	if (o->image) {
+		fd = open(o->image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+			return NULL;
+		base = mmap(NULL, size, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+		*run = base;
+		return base == MAP_FAILED ? NULL : base;
+	}
 	if (!o->memfd) {
 		base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			    (o->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
@@ -222,7 +237,7 @@ static int generate(const struct options *o, struct function fns[2])
 	/* the call from a to b is relative: the same bytes in either mapping */
 	emit_b(&b, o->fp, o->long_tail ? &b_tail : NULL);
 	emit_a(&a, o->fp, b.base, o->long_tail ? &a_tail : NULL);
-	if (!o->memfd && mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
+	if (!o->memfd && !o->image && mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
 		return -1;
 	/* a long function spans its epilogue */
 	fns[0] = (struct function){ "jitgen_a", (uintptr_t)run,
@@ -361,6 +376,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->perf_map = true;
 		else if (strcmp(argv[i], "--jitdump") == 0)
 			o->jitdump = true;
+		else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc)
+			o->image = argv[++i];
 		else
 			return -1;
 	}
@@ -375,7 +392,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 
 	if (parse_options(argc, argv, &o) < 0) {
-		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared] [--perf-map] [--jitdump]\n");
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared | --image PATH] [--perf-map] [--jitdump]\n");
 		return 2;
 	}
 	fn = setup(&o);

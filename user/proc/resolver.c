@@ -1,5 +1,8 @@
 #include "proc/resolver.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "binary/symbols.h"
@@ -21,6 +24,14 @@ static bool is_shared_memory(const char *path)
 	return false;
 }
 
+/* An executable mapping of a file that is no ELF file (not one that could not be read). */
+static bool is_foreign_image(const struct mapping *m)
+{
+	const struct module *mod = m->module;
+
+	return mod && mod->load_err == -ENOEXEC && strrchr(m->path, '/');
+}
+
 struct module *resolver__module(const struct resolver *r, struct process *proc,
 				struct mapping *m)
 {
@@ -40,10 +51,19 @@ struct module *resolver__module(const struct resolver *r, struct process *proc,
 		}
 		/* A JIT that keeps its code in shared memory (BEAM's and .NET's map a memfd
 		 * twice, writable and executable; PHP's opcache shares it between processes)
-		 * runs code from a "file" that is no ELF: JIT code, as if anonymous. */
-		if ((!m->module || m->bias_err) && is_shared_memory(m->path)) {
-			struct module *jit = module_registry__anon_code(r->modules, proc->pid,
-									m->path, !r->replay);
+		 * runs code from a "file" that is no ELF: JIT code, as if anonymous. So does a
+		 * runtime that maps an image of its own format as code (SBCL's core, where its
+		 * compiler also puts the code it makes): its code is read from the process,
+		 * not the file, and its frames are named after the file, "[sbcl.core]". */
+		if ((!m->module || m->bias_err) &&
+		    (is_shared_memory(m->path) || is_foreign_image(m))) {
+			char name[PATH_MAX + 2];
+			struct module *jit;
+
+			snprintf(name, sizeof(name), "[%s]", strrchr(m->path, '/') + 1);
+			jit = module_registry__anon_code(r->modules, proc->pid,
+							 is_shared_memory(m->path) ? m->path : name,
+							 !r->replay);
 
 			if (jit) { /* else, out of memory: the file as it is */
 				m->module = jit;

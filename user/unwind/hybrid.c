@@ -357,11 +357,18 @@ static bool fp_chain_reaches_entry(const struct job *j, struct unwind_frame *out
 				   uint32_t *added)
 {
 	const struct hprof_sample *sample = j->sample;
+	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
 
 	if (finish_fp_chain(j, out, added))
 		return true;
-	return starts_stack(j->space, hprof_sample__user_ip(sample, sample->nr_user - 1),
-			    sample->nr_user > 1);
+	if (starts_stack(j->space, outermost, sample->nr_user > 1))
+		return true;
+	/* The chain left the stack the sample ran on for the thread's own (SBCL runs Lisp on
+	 * a stack of its own, entered from C), and the kernel copies no window of another
+	 * stack: a chain that ends in libc's start routine there is as far as it can be
+	 * followed, as with frame pointers only. */
+	return sample->nr_user > 1 && (sample->flags & SAMPLE_FP_TAIL_OFF_STACK) &&
+	       j->space->in_start_routine(j->space->walk.ctx, outermost);
 }
 
 /* Every frame of the FP chain is the walk's, and the walk went on past the chain's end:
