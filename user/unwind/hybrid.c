@@ -250,19 +250,14 @@ static bool fp_may_continue(enum unwind_end end)
 }
 
 /* The chain's frames from index from on; *all_mapped says whether every one is in an
- * executable mapping. With DWARF, the chain ends early, *at_end set, at a return address
- * where a runtime's stack ends (the space's is_stack_end, as the DWARF walk ends there):
- * Go's systemstack and mcall move rsp to the thread's g0 stack but leave rbp, so the frame
- * records lead on into the goroutine's stack, past a frame they skip. */
+ * executable mapping. */
 static uint32_t add_fp_frames(const struct job *j, uint32_t from, struct unwind_frame *out,
-			      bool *all_mapped, bool *at_end)
+			      bool *all_mapped)
 {
 	const struct hprof_sample *sample = j->sample;
-	const struct unwind_space *walk = &j->space->walk;
 	uint32_t n = 0;
 
 	*all_mapped = true;
-	*at_end = false;
 	for (uint32_t i = from; i < sample->nr_user; i++) {
 		uint64_t pc = hprof_sample__user_ip(sample, i);
 
@@ -270,17 +265,32 @@ static uint32_t add_fp_frames(const struct job *j, uint32_t from, struct unwind_
 			.pc = pc, .exact = i == 0,
 			.found = i == 0 ? UNWIND_FOUND_CONTEXT : UNWIND_FOUND_FP_CHAIN,
 		};
-		if (!j->space->is_mapped(walk->ctx, pc))
+		if (!j->space->is_mapped(j->space->walk.ctx, pc))
 			*all_mapped = false;
-		/* with DWARF only: the check reads the binaries' tables, which an FP-only run
-		 * never opens */
-		if (i > 0 && i + 1 < sample->nr_user && j->h->dwarf && walk->is_stack_end &&
-		    walk->is_stack_end(walk->ctx, pc)) {
-			*at_end = true;
-			break;
-		}
 	}
 	return n;
+}
+
+/* A chain taken for the stack ends at a return address where a runtime's stack ends (the
+ * space's is_stack_end), as the DWARF walk does: Go's systemstack and mcall move rsp to the
+ * thread's g0 stack but leave rbp, so the frame records lead on into the goroutine's
+ * stack, past a frame they skip. frames[0] is the chain's frame from; *n becomes the count
+ * up to the end. True when it was cut. With DWARF only: the check reads the binaries'
+ * tables, which an FP-only run never opens. Run on the chains taken, not on every one. */
+static bool cut_at_stack_end(const struct job *j, const struct unwind_frame *frames,
+			     uint32_t from, uint32_t *n)
+{
+	const struct unwind_space *walk = &j->space->walk;
+
+	if (!j->h->dwarf || !walk->is_stack_end)
+		return false;
+	for (uint32_t k = from == 0 ? 1 : 0; k + 1 < *n; k++) {
+		if (walk->is_stack_end(walk->ctx, frames[k].pc)) {
+			*n = k + 1;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The frames beyond a right FP chain's end, for the thread's later samples. */
@@ -421,7 +431,7 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	const struct unwind_frame *last;
 	struct unwind_result result;
 	uint32_t n, join, fp, tail;
-	bool all_mapped, at_end;
+	bool all_mapped;
 
 	hybrid__walk(h, j->space, &regs, &j->stack, h->walked, UNWIND_MAX_FRAMES, &result);
 	memcpy(out, h->walked, result.nr_frames * sizeof(*out));
@@ -448,8 +458,8 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 			    frame_uses_frame_pointer(j->space, last->pc, last->exact));
 	if (join == 0)
 		return n;
-	fp = add_fp_frames(j, join, out + n, &all_mapped, &at_end);
-	if (fp > 0 && all_mapped && at_end) {
+	fp = add_fp_frames(j, join, out + n, &all_mapped);
+	if (all_mapped && cut_at_stack_end(j, out + n, join, &fp)) {
 		*method = METHOD_DWARF_FP;
 		return n + fp;
 	}
@@ -468,15 +478,16 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 {
 	const struct hprof_sample *sample = j->sample;
 	struct hybrid *h = j->h;
-	bool all_mapped, fp_complete, leaf_fp, at_end;
+	bool all_mapped, fp_complete, leaf_fp;
 	uint32_t n, walked, tail;
 
-	n = add_fp_frames(j, 0, out, &all_mapped, &at_end);
-	fp_complete = at_end ? all_mapped : fp_chain_is_complete(j, all_mapped);
+	n = add_fp_frames(j, 0, out, &all_mapped);
+	fp_complete = fp_chain_is_complete(j, all_mapped);
 	if (fp_complete)
 		h->stats.fp_complete++;
 	leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, sample->user_ip, true);
 	if (fp_complete && leaf_fp) {
+		cut_at_stack_end(j, out, 0, &n);
 		*method = METHOD_FP;
 		return n;
 	}
@@ -497,12 +508,13 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 	/* The walk could not start or join the chain: the chain alone, if the leaf agrees. */
 	if (leaf_fp && all_mapped && finish_fp_chain(j, out + n, &tail)) {
 		*method = METHOD_DWARF_FP;
-		return n + tail;
+		return cut_at_stack_end(j, out, 0, &n) ? n : n + tail;
 	}
 	/* A complete-looking chain beats a walk that ran out of copy, even when the leaf keeps
 	 * no frame pointer (a libc leaf called from code with frame pointers, copied leaf
 	 * only): it then lacks the leaf's caller, but every frame it has is right. */
 	if (fp_complete) {
+		cut_at_stack_end(j, out, 0, &n);
 		*method = METHOD_FP;
 		return n;
 	}
