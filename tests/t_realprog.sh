@@ -149,12 +149,18 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	# frame lies above the stacks' ends Go's traceback knows, the g0 stack's included (the
 	# word above systemstack's frame there is stale).
 	if [ "$name" = esbuild ]; then
-		unnamed=$(awk '{ n = split($0, f, ";")
-			for (i = 3; i < n; i++) if (f[i] ~ /^esbuild\+0x/ && f[i - 1] ~ /^[A-Za-z][^ +]*\.[^ +]*$/ &&
-						    f[i + 1] ~ /^[A-Za-z][^ +]*\.[^ +]*( [0-9]+)?$/) c += $NF }
-			END { print c + 0 }' "$TMP/$name.folded")
-		check "esbuild: every Go function named by .gopclntab ($unnamed frames by address among them)" \
-			[ "$unnamed" = 0 ]
+		# "by address/all" over the frames between two Go frames (none there when no Go
+		# frame is named at all: at least 1000 must be)
+		between=$(awk '{ n = split($0, f, ";")
+			for (i = 3; i < n; i++) {
+				if (f[i - 1] !~ /^[A-Za-z][^ +]*\.[^ +]*$/ ||
+				    f[i + 1] !~ /^[A-Za-z][^ +]*\.[^ +]*( [0-9]+)?$/)
+					continue
+				t += $NF
+				if (f[i] ~ /^esbuild\+0x/) c += $NF } }
+			END { printf "%d/%d\n", c, t }' "$TMP/$name.folded")
+		check "esbuild: every Go function named by .gopclntab ($between of the frames between two Go frames named by address)" \
+			eval '[ "${between%/*}" = 0 ] && [ "${between#*/}" -ge 1000 ]'
 		beyond=$(awk -v ends="$GO_STACK_ENDS" '{ n = split($0, f, ";")
 			for (i = 3; i < n; i++) if (f[i] ~ ends && f[i + 1] !~ /_\[k\]/) c += $NF }
 			END { print c + 0 }' "$TMP/$name.folded")
