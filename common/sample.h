@@ -4,6 +4,7 @@
 #define HPROF_SAMPLE_H
 
 #include "types.h"
+#include "python.h"
 
 #define HPROF_COMM_LEN 16
 
@@ -113,7 +114,8 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is 
 /* Followed by data[]: __u64 user_ips[nr_user]; __u64 kernel_ips[nr_kernel];
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8
  * interrupted[interrupted_len] (a second copy: user memory from interrupted_sp upwards); __u8
- * tail[tail_len] (user memory from fp_tail_frame upwards). user_ips[0] is user_ip. Read it
+ * tail[tail_len] (user memory from fp_tail_frame upwards); struct hprof_py_frame
+ * python[nr_python] (innermost first, unaligned). user_ips[0] is user_ip. Read it
  * through the hprof_sample__* accessors below, never by computing offsets.
  *
  * A map of holes marks the pages of a copy that could not be read (never touched, or
@@ -140,7 +142,7 @@ struct hprof_sample {
 	__u16 nr_kernel;
 	__u32 stack_len;
 	__u8 fp_end; /* enum fp_end */
-	__u8 pad;
+	__u8 nr_python; /* Python frames (struct hprof_py_frame) after the tail */
 	__u16 tail_len;
 	__u32 interrupted_len; /* see interrupted_sp */
 	__u64 stack_holes; /* the stack copy's unreadable pages */
@@ -159,9 +161,10 @@ struct hprof_sample {
 };
 _Static_assert(sizeof(struct hprof_sample) == 168, "hprof_sample layout is shared with BPF");
 
+#define HPROF_PY_MAX_BYTES (HPROF_PY_MAX_FRAMES * sizeof(struct hprof_py_frame))
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
-	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW)
+	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES)
 _Static_assert(HPROF_FP_TAIL_WINDOW < 65536, "tail_len is 16 bits");
 
 /* Delta copies. A copy to the thread's learned base is cut into HPROF_DELTA_CHUNK-byte
@@ -210,7 +213,7 @@ _Static_assert(sizeof(struct hprof_stack_delta) == 24, "hprof_stack_delta is sha
 	(sizeof(struct hprof_stack_delta) + HPROF_DELTA_MAP_WORDS * 8 + 2 * HPROF_MAX_STACK_COPY)
 #define HPROF_SAMPLE_MAX_WIRE_SIZE                                                         \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
-	 HPROF_MAX_STACK_WIRE + HPROF_FP_TAIL_WINDOW)
+	 HPROF_MAX_STACK_WIRE + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES)
 
 /* Chunks tracked in a copy of full_len bytes. */
 static inline __u32 hprof_delta__nr_chunks(__u64 full_len)
@@ -257,10 +260,11 @@ static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 
 	    s->nr_user > HPROF_MAX_FP_DEPTH || s->nr_kernel > HPROF_MAX_KERNEL_DEPTH ||
 	    s->stack_len > HPROF_MAX_STACK_COPY ||
 	    s->interrupted_len > HPROF_MAX_STACK_COPY - s->stack_len ||
-	    s->tail_len > HPROF_FP_TAIL_WINDOW)
+	    s->tail_len > HPROF_FP_TAIL_WINDOW || s->nr_python > HPROF_PY_MAX_FRAMES)
 		return 0;
 	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
-			       s->interrupted_len + s->tail_len;
+			       s->interrupted_len + s->tail_len +
+			       s->nr_python * (__u64)sizeof(struct hprof_py_frame);
 }
 
 /* Frame addresses may be unaligned in the ring buffer: copy them out. */
@@ -290,6 +294,20 @@ static inline const __u8 *hprof_sample__interrupted(const struct hprof_sample *s
 static inline const __u8 *hprof_sample__tail(const struct hprof_sample *s)
 {
 	return hprof_sample__interrupted(s) + s->interrupted_len;
+}
+
+/* Python frame i (innermost first) of a well-formed record. */
+static inline struct hprof_py_frame hprof_sample__python(const struct hprof_sample *s, __u32 i)
+{
+	struct hprof_py_frame f;
+
+	__builtin_memcpy(&f, hprof_sample__tail(s) + s->tail_len + (__u64)i * sizeof(f), sizeof(f));
+	return f;
+}
+
+static inline enum hprof_py_status hprof_sample__python_status(const struct hprof_sample *s)
+{
+	return (enum hprof_py_status)((s->flags >> HPROF_PY_STATUS_SHIFT) & HPROF_PY_STATUS_MASK);
 }
 
 /* All the user memory the record carries, from hprof_sample__stack on: the stack, the
@@ -330,7 +348,8 @@ static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size,
 		s->interrupted_sp += skip;
 	}
 	__builtin_memmove(stack + stack_len, hprof_sample__interrupted(s) + skip, interrupted_len);
-	__builtin_memmove(stack + stack_len + interrupted_len, hprof_sample__tail(s), s->tail_len);
+	__builtin_memmove(stack + stack_len + interrupted_len, hprof_sample__tail(s),
+			  s->tail_len + s->nr_python * (__u64)sizeof(struct hprof_py_frame));
 	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, stack_len);
 	s->interrupted_holes =
 		hprof_sample__holes_within(s->interrupted_holes, s->interrupted_sp, interrupted_len);
@@ -362,10 +381,11 @@ static inline int hprof_sample__wire_well_formed(const struct hprof_sample *s, _
 	if (size < sizeof(*s) || !(s->flags & SAMPLE_STACK_DELTA) ||
 	    s->nr_user > HPROF_MAX_FP_DEPTH || s->nr_kernel > HPROF_MAX_KERNEL_DEPTH ||
 	    s->stack_len > HPROF_MAX_STACK_WIRE || s->interrupted_len != 0 ||
-	    s->tail_len > HPROF_FP_TAIL_WINDOW)
+	    s->tail_len > HPROF_FP_TAIL_WINDOW || s->nr_python > HPROF_PY_MAX_FRAMES)
 		return 0;
 	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
-			       s->interrupted_len + s->tail_len;
+			       s->interrupted_len + s->tail_len +
+			       s->nr_python * (__u64)sizeof(struct hprof_py_frame);
 }
 
 /* The parts of a delta's stack region (see struct hprof_stack_delta). */

@@ -189,19 +189,22 @@ static bool rebuild_stack(struct stack_delta *d, const struct hprof_delta_parts 
 	return true;
 }
 
-/* The record handed on: rec's header and frames, flags and stack replaced, its tail. */
+/* The record handed on: rec's header and frames, flags and stack replaced, its tail and
+ * Python frames. */
 static size_t build_record(struct stack_delta *d, const struct hprof_sample *rec,
 			   uint32_t flags, uint32_t stack_len)
 {
 	struct hprof_sample *out = (struct hprof_sample *)d->out;
 	uint64_t head = hprof_sample__head_len(rec);
+	uint64_t after = rec->tail_len + rec->nr_python * (uint64_t)sizeof(struct hprof_py_frame);
 
 	memcpy(out, rec, head);
 	out->flags = flags;
 	out->stack_len = stack_len;
 	memcpy(hprof_sample__stack_to_fill(out), d->stack, stack_len);
-	memcpy(hprof_sample__stack_to_fill(out) + stack_len, hprof_sample__tail(rec), rec->tail_len);
-	return head + stack_len + rec->tail_len;
+	/* the tail and the Python frames after it */
+	memcpy(hprof_sample__stack_to_fill(out) + stack_len, hprof_sample__tail(rec), after);
+	return head + stack_len + after;
 }
 
 static void verify(struct stack_delta *d, const struct hprof_delta_parts *p)
