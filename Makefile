@@ -120,8 +120,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 # (remotely, as perf does) over the samples of a capture.
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
-              $(BUILD)/tools/deltaproj
+              $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout
 all: $(TOOLS)
+
+# tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh).
+$(BUILD)/tools/pylayout: $(BUILD)/obj/tests/tools/pylayout.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # tests/tools/symbolize.c names addresses of a file as a profile would (tests/t_symbols.sh).
 $(BUILD)/tools/symbolize: $(BUILD)/obj/tests/tools/symbolize.o $(LIB_OBJS)
