@@ -4,6 +4,7 @@ an include of another module's header is an edge. Prints one 'ok'/'not ok' line 
 - no include circle between modules;
 - no circle between the stage folders under user/ (a sample's path goes down the tree);
 - flamegraph/ includes nothing from user/;
+- user/python/ (CPython layouts and code objects) includes only itself, user/util/ and common/;
 - the sample record's data is decoded only in common/sample.h (no '->data' outside it).
 """
 import collections
@@ -94,6 +95,10 @@ check(cycle is None, "no circle between the stage folders of user/", " -> ".join
 leaks = [f"{os.path.relpath(p, ROOT)} includes {t}" for p in sources("flamegraph")
          for t in includes(p) if t in mods]
 check(not leaks, "flamegraph/ includes nothing from user/", "; ".join(leaks))
+
+py_leaks = [f"{os.path.relpath(p, ROOT)} includes {t}" for p in sources("user/python")
+            for t in includes(p) if t in mods and folder(t) not in ("python", "util")]
+check(not py_leaks, "user/python/ includes only user/util/ and common/", "; ".join(py_leaks))
 
 decoders = []
 for top in ("user", "tests/tools", "bench"):
