@@ -89,6 +89,7 @@ enum hprof_py_status {
 	HPROF_PY_TRUNCATED = 2,   /* HPROF_PY_MAX_FRAMES read, the chain goes on */
 	HPROF_PY_NO_THREAD = 3,   /* no thread state of the interpreter is this thread's */
 	HPROF_PY_READ_FAILED = 4, /* the runtime, a thread state or a frame could not be read */
+	HPROF_PY_CYCLE = 5,       /* the chain came back to a frame it had passed: none kept */
 	HPROF_PY_STATUS_COUNT,
 };
 #define HPROF_PY_STATUS_SHIFT 11

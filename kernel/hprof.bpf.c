@@ -8,6 +8,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "sample.h"
+#include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -19,6 +20,7 @@ const volatile __u64 ringbuf_wakeup_bytes = 4 << 20; /* waiting data that wakes 
 const volatile bool delta_copies = false; /* copies to a learned base sent as deltas */
 const volatile bool delta_verify = false; /* deltas carry the whole copy too (a check) */
 const volatile __u64 delta_secret = 0;    /* seeds the chunk hashes: random per run */
+const volatile bool python_frames = false; /* read CPython processes' frames (python_procs) */
 
 /* Room for the largest record plus slack, so that the verifier's bound on (offset of a
  * write) + (its length), each bounded on its own, stays inside the buffer: one chunk of the
@@ -1075,8 +1077,16 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if ((s->flags & SAMPLE_USER_REGS) && !(s->flags & SAMPLE_COPY_FP))
 		copy_fp_tail(s, off, stack_end);
 
+	off += s->tail_len;
+	barrier_var(off);
+	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_WIRE +
+			  HPROF_FP_TAIL_WINDOW)
+		return 0;
+	if (python_frames && (s->flags & SAMPLE_USER_REGS))
+		read_python_frames(s, s->data + off);
+
 	wakeup = reader_wakeup(s);
-	size = sizeof(*s) + (__u64)off + s->tail_len;
+	size = sizeof(*s) + (__u64)off + s->nr_python * (__u64)sizeof(struct hprof_py_frame);
 	if (size > HPROF_SAMPLE_MAX_WIRE_SIZE)
 		return 0;
 	if (bpf_ringbuf_output(&samples, s, size, wakeup))

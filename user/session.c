@@ -10,12 +10,14 @@
 #include "binary/symbols.h"
 #include "proc/processes.h"
 #include "proc/resolver.h"
+#include "python/process.h"
+#include "python/stack.h"
 #include "unwind/code_cache.h"
 #include "util/file_view.h"
 #include "util/process_memory.h"
 
-/* Kernel frames, then the user stack. */
-#define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES)
+/* Kernel frames, then the user stack with its Python frames. */
+#define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES + HPROF_PY_MAX_FRAMES)
 /* Binaries no process used for MODULE_IDLE_SWEEPS sweeps this far apart (in the samples'
  * time, so that a replay drops what its recording did) give their memory back. */
 #define MODULE_SWEEP_NS (10 * 1000 * 1000 * 1000ull)
@@ -37,6 +39,8 @@ struct session {
 	bool scan_only;                  /* HPROF_DEBUG=scan: scans only, to measure them */
 	session_sample_fn sink;          /* NULL: samples count in profile */
 	void *sink_ctx;
+	struct python_procs *python;     /* NULL: Python frames are not placed (--python=off) */
+	struct python_stack python_stack;
 };
 
 /* HPROF_DEBUG=scan: code without CFI only by scanning (no analysis, no frame records). */
@@ -75,6 +79,10 @@ int session__new(bool dwarf, struct session **out)
 	/* Without kallsyms kernel frames are still shown, as addresses. */
 	ksyms__load("/proc/kallsyms", &s->ksyms);
 	err = profile__new(s->modules, s->ksyms, &s->profile);
+	if (!err)
+		err = python_stack__init(&s->python_stack, module_registry__python_names(s->modules));
+	if (!err)
+		err = python_procs__new(&s->python);
 	if (err)
 		goto cleanup;
 	*out = s;
@@ -102,6 +110,26 @@ static struct process *find_process(struct session *s, const struct hprof_sample
 void session__set_stack_base_hook(struct session *s, hybrid_thread_fn fn, void *ctx)
 {
 	hybrid__set_thread_hook(s->hybrid, fn, ctx);
+}
+
+void session__set_python_hook(struct session *s, python_proc_hook_fn fn, void *ctx)
+{
+	if (s->python)
+		python_procs__set_hook(s->python, fn, ctx);
+}
+
+void session__set_python(struct session *s, enum session_python mode)
+{
+	if (mode == SESSION_PYTHON_OFF) {
+		python_procs__free(s->python);
+		s->python = NULL;
+	}
+	s->python_stack.keep_interpreter = mode == SESSION_PYTHON_NATIVE;
+}
+
+const struct python_stats *session__python_stats(const struct session *s)
+{
+	return &s->python_stack.stats;
 }
 
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx)
@@ -133,6 +161,9 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	/* the process's JIT code goes with its address space, named for good first: a JIT
 	 * may write its perf map or jitdump only as it ends (HotSpot's DumpPerfMapAtExit) */
 	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC) {
+		if (s->python)
+			python_procs__gone(s->python, e->pid);
+		python_stack__process_gone(&s->python_stack, e->pid);
 		module_registry__reload_jit(s->modules, e->pid);
 		profile__settle_names(s->profile, e->pid);
 		module_registry__process_gone(s->modules, e->pid);
@@ -670,6 +701,26 @@ static int count_sample(struct session *s, struct process *proc, const struct hp
 	return s->sink(s->sink_ctx, comm, root, &labels, frames, n);
 }
 
+/* A CPython process's Python frames in place of its evaluator's (python/stack.h); user
+ * frames follow the kernel's. */
+static int python_frames(struct session *s, struct process *proc,
+			 const struct hprof_sample *sample, struct frame *frames, uint32_t *n)
+{
+	const struct python_proc *pp = python_procs__get(s->python, proc, &s->resolver);
+	uint32_t nr_user = *n - sample->nr_kernel;
+	int err;
+
+	if (!pp)
+		return -ENOMEM;
+	if (pp->state == PYTHON_PROC_ABSENT)
+		return 0;
+	err = python_stack__merge(&s->python_stack, pp, proc->pid, sample,
+				  frames + sample->nr_kernel, &nr_user,
+				  MAX_STACK_FRAMES - sample->nr_kernel);
+	*n = sample->nr_kernel + nr_user;
+	return err;
+}
+
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
@@ -705,6 +756,8 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	if (!proc->seeded)
 		s->stats.no_maps++;
 	n += user_stack(s, proc, sample, frames + n, &method, &reason);
+	if (s->python && python_frames(s, proc, sample, frames, &n) == -ENOMEM)
+		return -ENOMEM;
 	s->stats.methods[method]++;
 	if (method != METHOD_TRUNCATED)
 		return count_sample(s, proc, sample, comm, NULL, frames, n);
@@ -801,6 +854,7 @@ struct run_summary session__summary(struct session *s, double duration_s, unsign
 		.no_dwarf = no_dwarf,
 		.kernel_counters = kernel_counters,
 		.sideband_lost = sideband_lost,
+		.python = s->python ? &s->python_stack.stats : NULL,
 	};
 }
 
@@ -821,6 +875,8 @@ void session__free(struct session *s)
 	if (!s)
 		return;
 	process_table__free(s->processes);
+	python_procs__free(s->python);
+	python_stack__fini(&s->python_stack);
 	profile__free(s->profile);
 	ksyms__free(s->ksyms);
 	module_registry__free(s->modules);

@@ -13,6 +13,8 @@
 #include "output/profile.h"
 #include "output/sample_stats.h"
 #include "output/summary.h"
+#include "python/process.h"
+#include "python/stack.h"
 #include "sample.h"
 #include "unwind/code_cache.h"
 #include "unwind/hybrid.h"
@@ -27,6 +29,15 @@ int session__new(bool dwarf, struct session **out);
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
 /* Called with what walks teach about each thread (see unwind/hybrid.h). */
 void session__set_stack_base_hook(struct session *s, hybrid_thread_fn fn, void *ctx);
+/* Called with what the kernel needs to read each CPython process's frames. */
+void session__set_python_hook(struct session *s, python_proc_hook_fn fn, void *ctx);
+enum session_python {
+	SESSION_PYTHON_ON,     /* Python frames in place of the evaluator's (the default) */
+	SESSION_PYTHON_NATIVE, /* ... keeping the interpreter's frames between them */
+	SESSION_PYTHON_OFF,    /* native frames only */
+};
+void session__set_python(struct session *s, enum session_python mode);
+const struct python_stats *session__python_stats(const struct session *s);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);

@@ -70,6 +70,7 @@ struct module_registry {
 	struct gdb_jit_stats gone_gdb_jit;    /* ... and their gdb JIT registrations' */
 	struct jitdump_stats gone_jitdumps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
+	struct python_names *python_names;
 	uint32_t nr;
 	size_t cap;
 	uint32_t sweeps;
@@ -80,8 +81,10 @@ int module_registry__new(struct module_registry **out)
 {
 	*out = calloc(1, sizeof(**out));
 	if (*out && (!((*out)->files = mapped_files__new()) ||
+		     !((*out)->python_names = python_names__new()) ||
 		     unwind_row_cache__new(MODULE_ROW_CACHE_BYTES, &(*out)->row_cache) != 0)) {
 		mapped_files__free((*out)->files);
+		python_names__free((*out)->python_names);
 		free(*out);
 		*out = NULL;
 	}
@@ -342,6 +345,11 @@ void module_registry__process_gone(struct module_registry *reg, uint32_t pid)
 	HASH_DEL(reg->processes, pc);
 	free(pc->modules);
 	free(pc);
+}
+
+struct python_names *module_registry__python_names(const struct module_registry *reg)
+{
+	return reg->python_names;
 }
 
 int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64_t *vaddr)
@@ -691,6 +699,7 @@ void module_registry__free(struct module_registry *reg)
 	HASH_CLEAR(hh, reg->by_anon);
 	HASH_CLEAR(hh, reg->by_file);
 	mapped_files__free(reg->files);
+	python_names__free(reg->python_names);
 	HASH_ITER(hh, reg->processes, pc, ptmp) {
 		HASH_DEL(reg->processes, pc);
 		perf_map__free(pc->map);

@@ -16,6 +16,7 @@
 #include "binary/gdb_jit.h"
 #include "binary/runtime_symbols.h"
 #include "binary/perfmap.h"
+#include "binary/python_names.h"
 #include "binary/mapping.h"
 #include "cfi/unwind_table.h"
 #include "binary/symbols.h"
@@ -25,7 +26,8 @@ enum {
 	MODULE_KERNEL = 0,   /* frame address is a kernel address */
 	MODULE_UNMAPPED = 1, /* no executable mapping held the address; address is absolute */
 	MODULE_ANON = 2,     /* anonymous code of no known process (out of memory); absolute */
-	MODULE_FIRST_FILE = 3,
+	MODULE_PYTHON = 3,   /* a Python frame: the address is its id in python_names */
+	MODULE_FIRST_FILE = 4,
 };
 
 struct code_starts;
@@ -136,6 +138,8 @@ void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gd
 void module_registry__jitdump_stats(const struct module_registry *reg,
 				    struct jitdump_stats *stats);
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id);
+/* The names of Python frames (MODULE_PYTHON), kept for the registry's life. */
+struct python_names *module_registry__python_names(const struct module_registry *reg);
 /* Translates a process address inside mapping m of module mod to the module's ELF
  * virtual address. Returns 0 or -ENOENT (unreadable ELF or no segment holds it). */
 int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uint64_t addr,

@@ -124,6 +124,9 @@ char *frame_name__format_provisional(struct module_registry *modules, const stru
 		return asprintf(&name, "[unmapped]+0x%" PRIx64, f->addr) < 0 ? NULL : name;
 	case MODULE_ANON:
 		return strdup("[jit]");
+	case MODULE_PYTHON:
+		name = python_names__format(module_registry__python_names(modules), f->addr);
+		return name ? name : strdup("[python]");
 	}
 	mod = module_registry__by_id(modules, f->module);
 	if (mod && mod->anon_code)

@@ -11,7 +11,17 @@
 static const char *const names[RUNTIME_SYMBOL_COUNT] = {
 	[RUNTIME_GDB_JIT_DESCRIPTOR] = "__jit_debug_descriptor",
 	[RUNTIME_BEAM_NORMAL_EXIT] = "beam_normal_exit",
+	[RUNTIME_PY_RUNTIME] = "_PyRuntime",
+	[RUNTIME_PY_VERSION] = "Py_Version",
+	[RUNTIME_PY_CODE_TYPE] = "PyCode_Type",
+	[RUNTIME_PY_EVAL] = "_PyEval_EvalFrameDefault",
+	[RUNTIME_PY_EVAL_END] = "",
 };
+
+static unsigned char symbol_type(unsigned which)
+{
+	return which == RUNTIME_PY_EVAL ? STT_FUNC : STT_OBJECT;
+}
 
 const char *runtime_symbols__name(enum runtime_symbol which)
 {
@@ -37,12 +47,19 @@ static void find_in_symtab(Elf *elf, Elf64_Word type, uint64_t vaddrs[RUNTIME_SY
 			const char *s;
 
 			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_value == 0 || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+			    sym.st_value == 0 ||
+			    (GELF_ST_TYPE(sym.st_info) != STT_OBJECT &&
+			     GELF_ST_TYPE(sym.st_info) != STT_FUNC))
 				continue;
 			s = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			for (unsigned k = 0; s && k < RUNTIME_SYMBOL_COUNT; k++) {
-				if (!vaddrs[k] && strcmp(s, names[k]) == 0)
-					vaddrs[k] = sym.st_value;
+			for (unsigned k = 0; s && *s && k < RUNTIME_SYMBOL_COUNT; k++) {
+				if (vaddrs[k] || GELF_ST_TYPE(sym.st_info) != symbol_type(k) ||
+				    strcmp(s, names[k]) != 0)
+					continue;
+				vaddrs[k] = sym.st_value;
+				if (k == RUNTIME_PY_EVAL && sym.st_size &&
+				    sym.st_value + sym.st_size > sym.st_value)
+					vaddrs[RUNTIME_PY_EVAL_END] = sym.st_value + sym.st_size;
 			}
 		}
 		return;

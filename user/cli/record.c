@@ -36,6 +36,7 @@ struct record_opts {
 	bool no_dwarf;
 	bool no_stack_delta; /* --no-stack-delta: every copy sent whole */
 	bool no_scan;        /* --no-scan: code without CFI by exact methods only */
+	enum session_python python; /* --python */
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
 	const char *raw_path; /* --raw: capture file for hprof report */
@@ -84,6 +85,10 @@ static void usage(FILE *out)
 		"  --no-scan             never scan the stack for a return address through\n"
 		"                        code without CFI (instruction analysis and frame\n"
 		"                        records only)\n"
+		"  --python MODE         CPython's frames in its stacks: on (the default:\n"
+		"                        each evaluator frame replaced by the Python frames\n"
+		"                        it ran), native (keeping the interpreter's frames\n"
+		"                        between them), off (native frames only)\n"
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
@@ -113,7 +118,8 @@ static long long max_sample_rate(void)
 }
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
-       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN, OPT_TOP };
+       OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN, OPT_TOP,
+       OPT_PYTHON };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -182,6 +188,16 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
+	case OPT_PYTHON:
+		if (strcmp(arg, "on") == 0)
+			o->python = SESSION_PYTHON_ON;
+		else if (strcmp(arg, "native") == 0)
+			o->python = SESSION_PYTHON_NATIVE;
+		else if (strcmp(arg, "off") == 0)
+			o->python = SESSION_PYTHON_OFF;
+		else
+			return usage_error("--python takes on, native or off, got '%s'", arg);
+		return 0;
 	case 'v': /* the last of -v and -q wins */
 		o->verbose = true;
 		o->quiet = false;
@@ -219,6 +235,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "no-stack-delta", no_argument, NULL, OPT_NO_STACK_DELTA },
 		{ "no-scan", no_argument, NULL, OPT_NO_SCAN },
+		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
@@ -468,8 +485,10 @@ int cmd_record(int argc, char **argv)
 	err = validate(&o);
 	if (!err)
 		err = session__new(!o.no_dwarf, &session);
-	if (!err)
+	if (!err) {
 		session__set_no_scan(session, o.no_scan);
+		session__set_python(session, o.python);
+	}
 	/* pprof shows addresses; every other output names functions */
 	if (!err && !o.out.pprof_path)
 		err = profile__key_by_name(session__profile(session));
@@ -503,6 +522,7 @@ int cmd_record(int argc, char **argv)
 					     .stack_deltas = !o.no_stack_delta,
 					     .delta_verify = debug_delta_verify(),
 					     .max_pids = debug_pid_filter_size(),
+					     .python_frames = o.python != SESSION_PYTHON_OFF,
 				     },
 				     .time_ms = o.time_ms,
 				     .pids = o.pids,

@@ -140,6 +140,47 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 		n->scan_passed_over, n->scan_through_jumps);
 }
 
+/* How many samples of CPython processes got Python frames, and the commonest reasons the
+ * others did not; nothing when no process ran a CPython. */
+static void print_python(const struct python_stats *py, FILE *out)
+{
+	const char *sep = "";
+
+	if (!py || py->samples == 0)
+		return;
+	fprintf(out, "hprof: Python frames in %" PRIu64 " of %" PRIu64
+			" samples of CPython processes (%.1f%%)",
+		py->with_frames, py->samples, percent(py->with_frames, py->samples));
+	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++) {
+		if (!py->reasons[i] || i == PYTHON_TRUNCATED)
+			continue;
+		fprintf(out, "%s %s %" PRIu64, *sep ? "," : "; the others:",
+			python_reason__name(i), py->reasons[i]);
+		sep = ",";
+	}
+	if (py->reasons[PYTHON_TRUNCATED])
+		fprintf(out, "; %" PRIu64 " cut at %d Python frames", py->reasons[PYTHON_TRUNCATED],
+			HPROF_PY_MAX_FRAMES);
+	fprintf(out, "\n");
+}
+
+static void json_python(struct json_writer *w, const struct python_stats *py)
+{
+	if (!py)
+		return;
+	json__key(w, "python");
+	json__begin_object(w);
+	json_count(w, "samples", py->samples);
+	json_count(w, "with_frames", py->with_frames);
+	json_count(w, "frames", py->frames);
+	json__key(w, "reasons");
+	json__begin_object(w);
+	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)
+		json_count(w, python_reason__name(i), py->reasons[i]);
+	json__end_object(w);
+	json__end_object(w);
+}
+
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
 {
 	const struct sample_stats *st = r->stats;
@@ -387,6 +428,7 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	json__begin_object(&w);
 	write_counts(&w, r, kc);
 	write_transport(&w, r, kc);
+	json_python(&w, r->python);
 	err = write_top(&w, "top_self", set, true);
 	if (!err)
 		err = write_top(&w, "top_inclusive", set, false);
@@ -589,6 +631,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 	if (r->deltas)
 		print_deltas(r->deltas, out);
+	print_python(r->python, out);
 }
 
 static const char *plural(uint64_t n)
@@ -708,6 +751,7 @@ void summary__print_brief(const struct run_summary *r, FILE *out)
 			st->processes == 1 ? "" : "es");
 	fprintf(out, "%s\n", r->no_dwarf ? ", frame pointers only" : "");
 	print_brief_complete(st, out);
+	print_python(r->python, out);
 	print_brief_lost(r, kc, out);
 }
 

@@ -8,11 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+
 #include "sample.h"
 #include "binary/modules.h"
 #include "output/profile.h"
 #include "output/sample_stats.h"
 #include "proc/processes.h"
+#include "python/stack.h"
 
 /* Functions listed by self and by inclusive share. */
 #define SUMMARY_TOP_FUNCTIONS 20
@@ -33,6 +35,7 @@ struct run_summary {
 	 * session's count, a report's records), and its deltas (NULL: none). */
 	uint64_t received_bytes;
 	const struct stack_delta_stats *deltas;
+	const struct python_stats *python; /* NULL: Python frames were off */
 };
 
 static inline double summary__bytes_per_sample(const struct run_summary *r)

@@ -158,6 +158,7 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	s->skel->rodata->filter_pids = o->filter_pids;
 	s->skel->rodata->follow_forks = o->follow_forks;
 	s->skel->rodata->stack_copy_size = o->stack_size;
+	s->skel->rodata->python_frames = o->python_frames;
 	err = set_delta_copies(s, o);
 	if (err)
 		return err;
@@ -308,6 +309,16 @@ void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, u
 				     sizeof(value), BPF_ANY);
 	else
 		bpf_map__delete_elem(s->skel->maps.thread_stacks, &tid, sizeof(tid), 0);
+}
+
+void sampler__set_python_proc(struct sampler *s, uint32_t pid,
+			      const struct hprof_python_proc *proc)
+{
+	if (proc)
+		bpf_map__update_elem(s->skel->maps.python_procs, &pid, sizeof(pid), proc,
+				     sizeof(*proc), BPF_ANY);
+	else
+		bpf_map__delete_elem(s->skel->maps.python_procs, &pid, sizeof(pid), 0);
 }
 
 /* Zeroes the thread's slot: whichever thread holds it now sends its next copy whole. */

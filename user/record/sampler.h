@@ -25,6 +25,7 @@ struct sampler_opts {
 	 * base the kernel does not know yet (an always-on agent at a low rate, which reads
 	 * every half second: under process churn, most samples are of such threads). */
 	bool lazy_wakeups;
+	bool python_frames; /* read the frames of the CPython processes sampler__set_python_proc names */
 };
 
 /* Called with each ring buffer record (a struct hprof_sample of size bytes, not yet
@@ -68,6 +69,10 @@ uint64_t sampler__pid_filter_count(const struct sampler *s);
 /* What walks taught about a thread (see struct hprof_thread_stack); all zero forgets it. */
 void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, uint64_t fp_tail,
 			       uint64_t fp_tail_ip);
+/* Tells the kernel where pid's CPython keeps its frames (common/python.h); NULL: it has
+ * none (it exited or exec'd). */
+void sampler__set_python_proc(struct sampler *s, uint32_t pid,
+			      const struct hprof_python_proc *proc);
 /* Forgets the chunk hashes kept for a thread's deltas: its next copy is sent whole. */
 void sampler__forget_stack_delta(struct sampler *s, uint32_t tid);
 /* The kernel's counters summed over CPUs, into counters[KC_NR]. */
