@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/code.h"
+#include "binary/ksyms.h"
 #include "binary/modules.h"
 #include "binary/symbols.h"
 #include "proc/processes.h"

@@ -7,8 +7,8 @@
  * check. */
 #include "fixture.h"
 
+#include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 #include "output/profile.h"
 #include "session.h"
 

@@ -1,10 +1,10 @@
-/* Unit tests for the symbol index (user/binary/symbols.c): names read in place from the
- * file, not copied. On a hand-built ELF, as an image and as a file: functions more than
- * 4 GiB apart, a size past 32 bits, a version suffix dropped, aliases ranked, hostile name
- * offsets. On a copy of this test's own binary changed under its loaded symbols (rewritten
- * in place, truncated, truncated and rewritten): no lookup crashes, and each gives the
- * name the original file gave or none, never a name of the new bytes. Prints one
- * "ok - NAME" / "not ok - NAME" line per check. */
+/* Unit tests for the symbol index (user/binary/symbol_index.c, filled by symbols.c): names
+ * read in place from the file, not copied. On a hand-built ELF, as an image and as a file:
+ * functions more than 4 GiB apart, a size past 32 bits, a version suffix dropped, aliases
+ * ranked, hostile name offsets. On a copy of this test's own binary changed under its
+ * loaded symbols (rewritten in place, truncated, truncated and rewritten): no lookup
+ * crashes, and each gives the name the original file gave or none, never a name of the new
+ * bytes. Prints one "ok - NAME" / "not ok - NAME" line per check. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>

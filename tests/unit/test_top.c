@@ -5,8 +5,8 @@
  * in. No BPF, no root, no live process. */
 #include "fixture.h"
 
+#include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 #include "output/profile.h"
 #include "output/top.h"
 

@@ -5,8 +5,8 @@
 #define HPROF_BINARY_NAMING_H
 
 #include "binary/frame.h"
+#include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 
 /* The name of f, malloc'd; NULL when out of memory. ksyms may be NULL (kernel frames are
  * then named by address). */

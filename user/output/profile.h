@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 #include "binary/frame.h"
+#include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 
 struct profile;
 

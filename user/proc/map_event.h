@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "binary/symbols.h"
+#include "binary/elf_facts.h"
 
 enum map_event_type {
 	MAP_EVENT_MMAP = 1, /* an executable mapping was made (path follows the struct) */

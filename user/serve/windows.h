@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 #include "output/outputs.h"
 #include "output/profile.h"
 
