@@ -6,8 +6,6 @@
 #include <string.h>
 #include <uthash.h>
 
-/* Code objects are read in one piece up to their last field hprof uses. */
-#define CODE_HEADER_MAX 1024
 /* Code units of a code object (3.11+ ob_size) beyond which it is not believed. */
 #define CODE_UNITS_MAX (1u << 26)
 /* Instructions whose line an entry remembers: a sample's frames repeat a few instructions
@@ -330,7 +328,7 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		     struct entry **out)
 {
 	const struct python_layout *l = r->l;
-	uint8_t head[CODE_HEADER_MAX], *table = NULL;
+	uint8_t head[PYTHON_CODE_HEADER_MAX], *table = NULL;
 	char *name = NULL, *file = NULL, module[256];
 	size_t name_len, file_len, module_len, table_len = 0, size;
 	uint64_t name_addr;
