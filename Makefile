@@ -120,11 +120,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 # (remotely, as perf does) over the samples of a capture.
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
-              $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout
+              $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode
 all: $(TOOLS)
 
-# tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh).
-$(BUILD)/tools/pylayout: $(BUILD)/obj/tests/tools/pylayout.o $(LIB_OBJS)
+# tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh);
+# tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh).
+$(BUILD)/tools/pylayout $(BUILD)/tools/pycode: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

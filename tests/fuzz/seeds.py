@@ -15,6 +15,10 @@
                                    4 KiB, then each code load with an .eh_frame and its
                                    unwinding info, up to 8 KiB, as OUTDIR/real_NAME (NAME:
                                    FILE's without .dump)
+  seeds.py pylines DIR OUTDIR      fuzz_pylines inputs: every line table of DIR's
+                                   lines-3.X.txt (tests/fixtures/python)
+  seeds.py pycode - OUTDIR         fuzz_pycode inputs: code objects laid out as CPython 3.8,
+                                   3.10, 3.11, 3.12 and 3.13 make them (user/python/layout.c)
 """
 import struct
 import sys
@@ -254,6 +258,80 @@ def jitdump(path, outdir):
         open(f"{outdir}/{name}", "wb").write(bytes([step]) + data)
 
 
+PY_MINORS = [8, 9, 10, 11, 12, 13]  # fuzz_pycode/fuzz_pylines: version = PY_MINORS[byte 0 % 6]
+
+
+def pylines(fixtures, outdir):
+    import glob
+    for path in sorted(glob.glob(f"{fixtures}/lines-3.*.txt")):
+        minor = int(path.rsplit(".", 2)[-2])
+        for line in open(path):
+            f = line.split()
+            if f[0] != "code" or f[4] == "-":
+                continue
+            head = bytes([PY_MINORS.index(minor)]) + struct.pack("<ii", int(f[2]), 3)
+            name = "".join(c if c.isalnum() else "_" for c in f[1])
+            open(f"{outdir}/3.{minor}_{name}", "wb").write(head + bytes.fromhex(f[4]))
+
+
+# per version: co_name, co_qualname, co_filename, co_firstlineno, the line table,
+# co_code_adaptive (0: none), sizeof(PyASCIIObject), and the str ready bit's use
+PY_CODE = {8: (112, 0, 104, 40, 120, 0, 48, True),
+           10: (112, 0, 104, 40, 120, 0, 48, True),
+           11: (120, 128, 112, 72, 136, 184, 48, True),
+           12: (120, 128, 112, 68, 136, 192, 40, False),
+           13: (120, 128, 112, 68, 136, 200, 40, False)}
+CODE_TYPE = 0xc0de00c0de00
+
+
+def py_ptr(off):
+    return struct.pack("<Q", 0xa5 << 56 | off)
+
+
+def py_str(minor, text):
+    ascii_size, ready = PY_CODE[minor][6], PY_CODE[minor][7]
+    cps = [ord(c) for c in text]
+    kind = 1 if max(cps, default=0) < 256 else 2 if max(cps) < 65536 else 4
+    is_ascii = max(cps, default=0) < 128
+    state = 1 << 5 | kind << 2 | (1 << 6 if is_ascii else 0) | (1 << 7 if ready else 0)
+    # PyCompactUnicodeObject adds utf8_length, utf8 and (before 3.12) wstr_length
+    head = bytearray(ascii_size if is_ascii else ascii_size + (16 if minor >= 12 else 24))
+    struct.pack_into("<QQqqI", head, 0, 1, 0, len(cps), -1, state)
+    data = b"".join(c.to_bytes(kind, "little") for c in cps) + bytes(kind)
+    return bytes(head) + data
+
+
+def pycode(_, outdir):
+    tables = {8: bytes([0, 1, 6, 2, 4, 0xff]), 10: bytes([4, 1, 6, 1, 2, 0x80]),
+              11: bytes([0x80 | 13 << 3 | 1, 2, 0x80 | 11 << 3 | 2, 4, 9, 0xf8])}
+    for minor, (name, qual, fname, first, table, adaptive, _, _) in PY_CODE.items():
+        for variant, (qualname, filename) in enumerate((("K.method", "/srv/app/mod.py"),
+                                                       ("caf\xe9_\u540d", "/x/pkg/__init__.py"),
+                                                       ("\U0001d523", "<string>"))):
+            size = max(adaptive + 16, 160)
+            code = bytearray(size)
+            objs = bytearray()
+
+            def place(blob):
+                off = size + len(objs)
+                objs.extend(blob + bytes(-len(blob) % 8))
+                return off
+            struct.pack_into("<QQ", code, 0, 1, CODE_TYPE)
+            if adaptive:
+                struct.pack_into("<q", code, 16, 8)  # ob_size: code units
+            struct.pack_into("<ii", code, first & ~7, *((33, 5) if first % 8 == 0 else (5, 33)))
+            code[name:name + 8] = py_ptr(place(py_str(minor, qualname.split(".")[-1])))
+            if qual:
+                code[qual:qual + 8] = py_ptr(place(py_str(minor, qualname)))
+            code[fname:fname + 8] = py_ptr(place(py_str(minor, filename)))
+            t = tables[min(minor, 11)]
+            code[table:table + 8] = py_ptr(place(struct.pack("<QQqq", 1, 0, len(t), -1) + t))
+            instr = adaptive + 4 if adaptive else 4
+            head = bytes([PY_MINORS.index(minor)]) + struct.pack("<I", instr) + bytes(5)
+            head += struct.pack("<H", 0) + bytes(4)
+            open(f"{outdir}/3.{minor}_{variant}", "wb").write(head + bytes(code) + bytes(objs))
+
+
 if __name__ == "__main__":
     {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta,
-     "jitdump": jitdump}[sys.argv[1]](sys.argv[2], sys.argv[3])
+     "jitdump": jitdump, "pylines": pylines, "pycode": pycode}[sys.argv[1]](sys.argv[2], sys.argv[3])

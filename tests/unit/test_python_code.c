@@ -13,6 +13,7 @@
 #include "python/code.h"
 #include "python/layout.h"
 #include "check.h"
+#include "python_debug_offsets.h"
 
 #define BASE 0x7f0000000000ull
 #define IMAGE_SIZE (4u << 20)
@@ -152,17 +153,9 @@ static struct python_layout layout(uint32_t minor)
 {
 	struct python_layout l;
 	uint8_t runtime[PYTHON_DEBUG_OFFSETS_SIZE] = "xdebugpy";
-	/* _Py_DebugOffsets of 3.13.0, as pyenv's libpython3.13.so.1.0 holds them */
-	static const uint64_t do313[72] = {
-		0x030d00f0, 0, 283320, 608, 632, 194968, 7272, 7264, 7344, 7400, 7656, 7640,
-		7648, 16, 7752, 0, 7768, 7760, 304, 0, 8, 16, 72, 152, 160, 232, 32, 80, 8, 0,
-		56, 72, 70, 208, 112, 120, 128, 136, 68, 52, 96, 104, 200, 16, 8, 416, 24, 88,
-		168, 32, 24, 16, 40, 24, 16, 48, 32, 40, 24, 16, 32, 16, 24, 40, 16, 32, 64, 32,
-		16, 40, 240, 200,
-	};
 
 	if (minor == 13)
-		memcpy(runtime + 8, do313, sizeof(do313));
+		memcpy(runtime + 8, debug_offsets_313, sizeof(debug_offsets_313));
 	if (python_layout__for_version(3u << 24 | minor << 16, runtime, sizeof(runtime), &l))
 		abort();
 	return l;

@@ -6,8 +6,6 @@
 #include <string.h>
 #include <uthash.h>
 
-/* Code objects are read in one piece up to their last field hprof uses. */
-#define CODE_HEADER_MAX 1024
 /* Code units of a code object (3.11+ ob_size) beyond which it is not believed. */
 #define CODE_UNITS_MAX (1u << 26)
 /* Instructions whose line an entry remembers: a sample's frames repeat a few instructions
@@ -57,7 +55,7 @@ struct pid_list {
 struct python_code_cache {
 	struct entry *by_key;
 	struct pid_list *by_pid;
-	struct entry lru; /* sentinel: lru.lru_next is the most recently used */
+	struct entry *newest, *oldest; /* the LRU list's ends */
 	size_t max_bytes, bytes;
 	struct python_code_cache_stats stats;
 };
@@ -73,23 +71,31 @@ int python_code_cache__new(size_t max_bytes, struct python_code_cache **out)
 	if (!c)
 		return -ENOMEM;
 	c->max_bytes = max_bytes;
-	c->lru.lru_next = c->lru.lru_prev = &c->lru;
 	*out = c;
 	return 0;
 }
 
-static void lru_unlink(struct entry *e)
+static void lru_unlink(struct python_code_cache *c, struct entry *e)
 {
-	e->lru_prev->lru_next = e->lru_next;
-	e->lru_next->lru_prev = e->lru_prev;
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		c->newest = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		c->oldest = e->lru_prev;
 }
 
 static void lru_push(struct python_code_cache *c, struct entry *e)
 {
-	e->lru_next = c->lru.lru_next;
-	e->lru_prev = &c->lru;
-	c->lru.lru_next->lru_prev = e;
-	c->lru.lru_next = e;
+	e->lru_prev = NULL;
+	e->lru_next = c->newest;
+	if (c->newest)
+		c->newest->lru_prev = e;
+	else
+		c->oldest = e;
+	c->newest = e;
 }
 
 static void drop(struct python_code_cache *c, struct entry *e)
@@ -98,7 +104,7 @@ static void drop(struct python_code_cache *c, struct entry *e)
 	uint32_t pid = e->key.pid;
 
 	HASH_DEL(c->by_key, e);
-	lru_unlink(e);
+	lru_unlink(c, e);
 	if (e->pid_prev)
 		e->pid_prev->pid_next = e->pid_next;
 	if (e->pid_next)
@@ -119,8 +125,8 @@ static void drop(struct python_code_cache *c, struct entry *e)
 /* Makes room for need more bytes, dropping least recently used entries. */
 static void make_room(struct python_code_cache *c, size_t need)
 {
-	while (c->bytes + need > c->max_bytes && c->lru.lru_prev != &c->lru) {
-		drop(c, c->lru.lru_prev);
+	while (c->bytes + need > c->max_bytes && c->oldest) {
+		drop(c, c->oldest);
 		c->stats.evicted++;
 	}
 }
@@ -330,7 +336,7 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		     struct entry **out)
 {
 	const struct python_layout *l = r->l;
-	uint8_t head[CODE_HEADER_MAX], *table = NULL;
+	uint8_t head[PYTHON_CODE_HEADER_MAX], *table = NULL;
 	char *name = NULL, *file = NULL, module[256];
 	size_t name_len, file_len, module_len, table_len = 0, size;
 	uint64_t name_addr;
@@ -486,8 +492,10 @@ int python_code_cache__name(struct python_code_cache *c, uint32_t pid,
 
 	HASH_FIND(hh, c->by_key, &key, sizeof(key), e);
 	if (e) {
-		lru_unlink(e);
-		lru_push(c, e);
+		if (e != c->newest) {
+			lru_unlink(c, e);
+			lru_push(c, e);
+		}
 		if (e->check == f->check) {
 			if (e->err) {
 				c->stats.failed++;

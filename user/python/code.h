@@ -7,7 +7,8 @@
  * one folded from what is read now: a code object freed and another made at its address is
  * stale, refused, never given the other's name. Memory is bounded (least recently used
  * entries go), so a program that makes code objects all the time (exec in a loop) keeps the
- * cache at its size. */
+ * cache at its size (entries and their strings are counted; the hash tables' own buckets
+ * are not). A cache is used by one thread at a time. */
 #ifndef HPROF_PYTHON_CODE_H
 #define HPROF_PYTHON_CODE_H
 

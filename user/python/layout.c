@@ -212,9 +212,13 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	l.bytes_data = (uint32_t)w[DO_BYTES_DATA];
 	bytes_size = (uint32_t)w[DO_BYTES_SIZE];
 	str_size = (uint32_t)w[DO_STR_ASCII_SIZE];
+	/* what code.c reads in one piece: a str's header (at most 128 bytes with its compact
+	 * form's 16 more), a bytes object's size (64), a code object's check word */
 	if (w[DO_CODE_ADAPTIVE] > w[DO_CODE_SIZE] || w[DO_CODE_ADAPTIVE] < 16 ||
-	    w[DO_BYTES_DATA] >= bytes_size || str_size > 4096 || str_size < 24 ||
-	    l.str_state + 4 > str_size || (l.code_firstlineno & ~7u) + 8 > w[DO_CODE_SIZE])
+	    w[DO_BYTES_DATA] >= bytes_size || l.bytes_size + 8 > 64 || str_size > 96 ||
+	    l.str_state + 4 > str_size || l.str_length + 8 > str_size ||
+	    l.code_firstlineno + 4 > w[DO_CODE_SIZE] ||
+	    (l.code_firstlineno & ~7u) + 8 > w[DO_CODE_SIZE])
 		return -EINVAL;
 	/* ob_size of a PyVarObject is where a bytes object has it */
 	l.code_size = l.bytes_size;
@@ -222,6 +226,8 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
 	l.str_compact_data = str_size + 16;
 	derived_fields(&l);
+	if (l.code_header > PYTHON_CODE_HEADER_MAX)
+		return -EINVAL;
 	*out = l;
 	return 0;
 }

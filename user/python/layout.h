@@ -18,6 +18,9 @@
 /* Bytes of _PyRuntime python_layout__for_version reads for 3.13+ (_Py_DebugOffsets). */
 #define PYTHON_DEBUG_OFFSETS_SIZE 1024
 
+/* Bytes of a code object read in one piece: a layout whose fields lie further is refused. */
+#define PYTHON_CODE_HEADER_MAX 1024
+
 /* Every offset in bytes. A field a version lacks is 0 unless noted. */
 struct python_layout {
 	uint32_t version;     /* PY_VERSION_HEX >> 16: 0x030b for 3.11 */
