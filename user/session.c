@@ -81,7 +81,7 @@ int session__new(bool dwarf, struct session **out)
 	ksyms__load("/proc/kallsyms", &s->ksyms);
 	err = profile__new(s->modules, s->ksyms, &s->profile);
 	if (!err)
-		err = python_stack__init(&s->python_stack, module_registry__python_names(s->modules));
+		err = python_stack__init(&s->python_stack, s->modules);
 	if (!err)
 		err = python_procs__new(&s->python);
 	if (err)

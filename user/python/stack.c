@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "binary/naming.h"
 #include "util/grow.h"
 #include "util/process_memory.h"
 
@@ -28,10 +30,11 @@ const char *python_reason__name(enum python_reason r)
 	return r < PYTHON_REASON_COUNT ? reason_names[r] : "?";
 }
 
-int python_stack__init(struct python_stack *ps, struct python_names *names)
+int python_stack__init(struct python_stack *ps, struct module_registry *modules)
 {
 	memset(ps, 0, sizeof(*ps));
-	ps->names = names;
+	ps->modules = modules;
+	ps->names = module_registry__python_names(modules);
 	return python_code_cache__new(PYTHON_CODE_CACHE_BYTES, &ps->codes);
 }
 
@@ -68,10 +71,12 @@ static enum python_reason kernel_reason(enum hprof_py_status status)
 }
 
 /* Names the sample's Python frames into py[0..nr_python): MODULE_PYTHON frames; entry[i]
- * set where frame i is the outermost of a call of the evaluator. */
+ * set where frame i is the outermost of a call of the evaluator; hidden[i] where frame i is
+ * one the interpreter is still setting up, which runs no code yet: it pairs with its
+ * evaluator frame but is not shown, as CPython's own frame walks skip it. */
 static int name_frames(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
 		       const struct hprof_sample *sample, struct frame *py, bool *entry,
-		       uint32_t *nr)
+		       bool *hidden, uint32_t *nr)
 {
 	uint32_t n = 0;
 
@@ -79,28 +84,40 @@ static int name_frames(struct python_stack *ps, const struct python_proc *pp, ui
 		struct hprof_py_frame f = hprof_sample__python(sample, i);
 		struct python_frame_name name;
 		struct python_location loc;
-		uint64_t id;
+		uint64_t id = 0;
 		int err = python_code_cache__name(ps->codes, pid, &pp->layout, pp->code_type, &f,
 						  read_process, &pid, &name);
 
 		if (err)
 			return err;
-		if (name.incomplete) {
-			/* a frame the interpreter is still setting up runs no code yet */
-			if ((f.instr & HPROF_PY_ENTRY) && n > 0)
-				entry[n - 1] = true;
-			continue;
-		}
 		loc = (struct python_location){ .module = name.module, .function = name.qualname,
 						.file = name.filename,
 						.line = name.line > 0 ? name.line : 0 };
-		if (python_names__intern(ps->names, &loc, &id))
+		if (!name.incomplete && python_names__intern(ps->names, &loc, &id))
 			return -ENOMEM;
 		py[n] = (struct frame){ .module = MODULE_PYTHON, .addr = id };
+		hidden[n] = name.incomplete;
 		entry[n++] = (f.instr & HPROF_PY_ENTRY) != 0;
 	}
 	*nr = n;
 	return 0;
+}
+
+/* A frame of CPython's perf trampolines (-X perf, 3.12+: JIT code its perf map names
+ * "py::FUNCTION:FILE"): the Python frame placed beside it says the same. */
+static bool is_trampoline(const struct python_stack *ps, const struct frame *f)
+{
+	struct module *mod = f->module >= MODULE_FIRST_FILE ?
+				     module_registry__by_id(ps->modules, f->module) : NULL;
+	char *name;
+	bool yes;
+
+	if (!mod || !mod->anon_code)
+		return false;
+	name = frame_name__format(ps->modules, NULL, f);
+	yes = name && strncmp(name, "py::", 4) == 0;
+	free(name);
+	return yes;
 }
 
 static uint32_t count_groups(const bool *entry, uint32_t n)
@@ -113,24 +130,35 @@ static uint32_t count_groups(const bool *entry, uint32_t n)
 }
 
 /* Builds the mixed stack into out: frames with each evaluator frame replaced by its group
- * of Python frames, in order. */
+ * of Python frames, in order. With one evaluator frame more than groups, the innermost
+ * runs no frame of its own: it is entering a call whose frame it has not yet marked, or
+ * leaving one whose frame it has popped; it stays a native frame. */
 static uint32_t splice(const struct python_stack *ps, const struct python_proc *pp,
 		       const struct frame *frames, uint32_t n, const struct frame *py,
-		       const bool *entry, uint32_t np, struct frame *out)
+		       const bool *entry, const bool *hidden, uint32_t np, bool spare_eval,
+		       struct frame *out)
 {
 	uint32_t o = 0, next_py = 0;
 	bool between = false; /* under a Python frame already placed */
 
 	for (uint32_t i = 0; i < n; i++) {
+		if (is_eval_frame(pp, &frames[i]) && spare_eval) {
+			spare_eval = false;
+			out[o++] = frames[i];
+			continue;
+		}
 		if (is_eval_frame(pp, &frames[i])) {
 			while (next_py < np) {
-				out[o++] = py[next_py];
+				if (!hidden[next_py])
+					out[o++] = py[next_py];
 				if (entry[next_py++])
 					break;
 			}
 			between = true;
 			continue;
 		}
+		if (is_trampoline(ps, &frames[i]))
+			continue;
 		/* the interpreter's own call machinery between two Python frames */
 		if (between && !ps->keep_interpreter && frames[i].module == pp->eval_module &&
 		    next_py < np)
@@ -140,14 +168,49 @@ static uint32_t splice(const struct python_stack *ps, const struct python_proc *
 	return o;
 }
 
+/* HPROF_DEBUG=python: each sample whose frames could not be placed, on stderr. */
+static bool debug_python(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *debug = getenv("HPROF_DEBUG");
+
+		on = debug && strstr(debug, "python") != NULL;
+	}
+	return on;
+}
+
+static void print_frames(const struct python_stack *ps, const struct frame *f, uint32_t n,
+			 const bool *entry)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		char *name = frame_name__format(ps->modules, NULL, &f[i]);
+
+		fprintf(stderr, "%s%s%s", i ? ";" : "", name ? name : "?",
+			entry && entry[i] ? "|" : "");
+		free(name);
+	}
+}
+
+static void debug_unpaired(const struct python_stack *ps, const struct frame *frames, uint32_t n,
+			   const struct frame *py, const bool *entry, uint32_t np)
+{
+	fprintf(stderr, "python: unpaired: native ");
+	print_frames(ps, frames, n, NULL);
+	fprintf(stderr, " python ");
+	print_frames(ps, py, np, entry);
+	fprintf(stderr, "\n");
+}
+
 int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
 			const struct hprof_sample *sample, struct frame *frames, uint32_t *n,
 			uint32_t max)
 {
 	enum hprof_py_status status = hprof_sample__python_status(sample);
-	uint32_t np = 0, evals = 0, total;
+	uint32_t np = 0, evals = 0, groups, total;
 	struct frame py[HPROF_PY_MAX_FRAMES];
-	bool entry[HPROF_PY_MAX_FRAMES];
+	bool entry[HPROF_PY_MAX_FRAMES], hidden[HPROF_PY_MAX_FRAMES];
 	int err;
 
 	ps->stats.samples++;
@@ -159,7 +222,7 @@ int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, u
 		ps->stats.reasons[kernel_reason(status)]++;
 		return 0;
 	}
-	err = name_frames(ps, pp, pid, sample, py, entry, &np);
+	err = name_frames(ps, pp, pid, sample, py, entry, hidden, &np);
 	if (err == -ENOMEM)
 		return err;
 	if (err || np == 0) {
@@ -168,14 +231,18 @@ int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, u
 	}
 	for (uint32_t i = 0; i < *n; i++)
 		evals += is_eval_frame(pp, &frames[i]);
-	if (evals != count_groups(entry, np)) {
+	groups = count_groups(entry, np);
+	if (evals != groups && evals != groups + 1) {
+		if (debug_python())
+			debug_unpaired(ps, frames, *n, py, entry, np);
 		ps->stats.reasons[PYTHON_MISMATCH]++;
 		return 0;
 	}
 	total = *n + np;
 	if (grow_array((void **)&ps->scratch, &ps->scratch_cap, total, sizeof(*ps->scratch)))
 		return -ENOMEM;
-	total = splice(ps, pp, frames, *n, py, entry, np, ps->scratch);
+	total = splice(ps, pp, frames, *n, py, entry, hidden, np, evals == groups + 1,
+		       ps->scratch);
 	if (total > max)
 		total = max;
 	memcpy(frames, ps->scratch, total * sizeof(*frames));

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "binary/frame.h"
+#include "binary/modules.h"
 #include "binary/python_names.h"
 #include "python/code.h"
 #include "python/process.h"
@@ -42,6 +43,7 @@ struct python_stats {
 const char *python_reason__name(enum python_reason r);
 
 struct python_stack {
+	struct module_registry *modules;
 	struct python_code_cache *codes;
 	struct python_names *names;
 	bool keep_interpreter; /* keep the interpreter's frames between Python frames */
@@ -50,7 +52,7 @@ struct python_stack {
 	size_t scratch_cap;
 };
 
-int python_stack__init(struct python_stack *ps, struct python_names *names);
+int python_stack__init(struct python_stack *ps, struct module_registry *modules);
 /* Places sample's Python frames into its user stack frames[0..*n) (innermost first, as
  * resolved: module and file address), at most max frames. A sample whose frames cannot be
  * placed exactly keeps its native stack, counted under a reason. Returns 0 or -ENOMEM. */
