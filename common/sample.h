@@ -451,6 +451,8 @@ enum kernel_counter {
 				  * which was full: their samples count as other processes' */
 	KC_COPY_BASE_WINDOW,     /* stacks deeper than the ceiling: copied from sp, and below
 				  * the thread's learned base */
+	KC_COPY_OFF_STACK,       /* of those, sp was off the thread's stack (a workspace of the
+				  * code's own): copied from sp, and below its learned base */
 	KC_NR,
 };
 

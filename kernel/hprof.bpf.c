@@ -417,13 +417,28 @@ static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, 
 	count(KC_COPY_BASE_WINDOW);
 }
 
-/* A stack deeper than the ceiling: the ceiling less HPROF_BASE_WINDOW from sp, then the
- * window below the base, as the second copy. The walk reads both; what lies between is the
- * middle of large frames, or the walk stops there short of the copy, as it would have. */
+/* sp lies outside the stack the thread's learned base ends (its mapping ends below the
+ * base, or sp is above it): code that moved rsp to a workspace of its own (oneDNN's GEMM
+ * kernels) keeps the way back, the original rsp, in a register or in that area, and the
+ * callers' frames are next to the base. */
+static __always_inline bool off_thread_stack(__u64 sp, const struct hprof_thread_stack *known,
+					     __u64 stack_end, __u64 ceiling)
+{
+	return known && known->base && ceiling >= 2 * HPROF_BASE_WINDOW &&
+	       (sp >= known->base || (stack_end && stack_end < known->base));
+}
+
+/* A stack deeper than the ceiling, or sp off the thread's stack: up to the ceiling less
+ * HPROF_BASE_WINDOW from sp (never past stack_end, when known), then the window below the
+ * base, as the second copy. The walk reads both; what lies between is the middle of large
+ * frames, or the walk stops there short of the copy, as it would have. */
 static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *dst,
-						  __u64 base, __u64 ceiling)
+						  __u64 base, __u64 ceiling, __u64 stack_end)
 {
 	__u64 want = (ceiling - HPROF_BASE_WINDOW) & ~7ull, len;
+
+	if (stack_end > s->user_sp && stack_end - s->user_sp < want)
+		want = (stack_end - s->user_sp) & ~7ull;
 
 	len = copy_region(dst, s->user_sp, want, &s->stack_len, &s->stack_holes);
 	count_copy(s, want, len, &s->stack_holes);
@@ -441,7 +456,12 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 	__u64 want;
 
 	if (deeper_than_ceiling(s->user_sp, known, stack_end, copy_ceiling())) {
-		copy_with_base_window(s, dst, known->base, copy_ceiling());
+		copy_with_base_window(s, dst, known->base, copy_ceiling(), 0);
+		return;
+	}
+	if (off_thread_stack(s->user_sp, known, stack_end, copy_ceiling())) {
+		count(KC_COPY_OFF_STACK);
+		copy_with_base_window(s, dst, known->base, copy_ceiling(), stack_end);
 		return;
 	}
 	want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());
