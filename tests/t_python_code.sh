@@ -8,7 +8,7 @@
 # offsets the BPF program is given. A version not installed is skipped.
 source "$(dirname "$0")/lib.sh"
 
-PYCODE=build/tools/pycode
+PYCODE=${PYCODE:-build/tools/pycode}
 PROG=tests/workloads/python/codes.py
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -276,6 +276,7 @@ int python_version__from_path(const char *path, uint32_t *version_hex)
 {
 	const char *base = strrchr(path, '/'), *s;
 	unsigned long minor;
+	bool debug = false;
 	char *end;
 
 	base = base ? base + 1 : path;
@@ -291,10 +292,15 @@ int python_version__from_path(const char *path, uint32_t *version_hex)
 		return -ENOENT;
 	/* ABI flags (d: debug, t: free-threaded, m: pymalloc before 3.8, u), then the end or
 	 * a library's ".so" */
-	while (*end == 'd' || *end == 't' || *end == 'm' || *end == 'u')
+	while (*end == 'd' || *end == 't' || *end == 'm' || *end == 'u') {
+		debug |= *end == 'd';
 		end++;
+	}
 	if (*end && strncmp(end, ".so", 3))
 		return -ENOENT;
+	/* the tables are of release builds; from 3.13 _Py_DebugOffsets describes any build */
+	if (debug && minor < 13)
+		return -ENOTSUP;
 	*version_hex = 3u << 24 | (uint32_t)minor << 16;
 	return 0;
 }

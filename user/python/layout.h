@@ -81,9 +81,10 @@ int python_layout__for_version(uint32_t version_hex, const void *runtime, size_t
  * code_check. start_time is left 0 for the caller. */
 void python_layout__kernel(const struct python_layout *l, uint64_t runtime_addr,
 			   struct hprof_python_proc *out);
-/* The version a CPython binary's file name says: "python3.11", "python3.12d",
- * "libpython3.9.so.1.0", "libpython3.12d.so" (a directory part is ignored) give
- * major << 24 | minor << 16. Returns 0, or -ENOENT (no "python3.N" in the name). */
+/* The version a CPython binary's file name says: "python3.11", "libpython3.9.so.1.0",
+ * "python3.13d", "libpython3.13t.so" (a directory part is ignored) give major << 24 |
+ * minor << 16. Returns 0, -ENOENT (no "python3.N" in the name) or -ENOTSUP (a debug build
+ * before 3.13: the tables are of release builds). */
 int python_version__from_path(const char *path, uint32_t *version_hex);
 /* Prints "name value" lines, one per field the version has (tests/tools/pylayout.c). */
 void python_layout__print(const struct python_layout *l, FILE *f);
