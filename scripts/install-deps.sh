@@ -16,6 +16,7 @@ packages=(
 	libllvm14                  # libLLVM-14.so.1, the largest CFI in bench/b_cfi.sh
 	gdb                        # `hprof stack` is checked against gdb's bt
 	libc6-dbg                  # symbols of libc's internal functions (msort_with_tmp, __restore_rt)
+	python3.11-dbg             # gdb's py-bt for python3.11: `hprof stack`'s Python frames are checked against it
 	libxml2-utils              # xmllint: tests check flamegraph SVGs are well-formed XML
 	make gcc g++ pkg-config
 	lld                        # tests/t_layouts.sh: LLD's segment layout (file offset != vaddr)

@@ -19,6 +19,18 @@ skip() {
 	fi
 }
 
+# cpythons: the CPythons hprof reads frames of that are here, a path a line: Debian's
+# python3.11 and every pyenv CPython 3.8-3.13.
+cpythons() {
+	local minor py
+	if [ -x /usr/bin/python3.11 ]; then echo /usr/bin/python3.11; fi
+	for minor in 8 9 10 11 12 13; do
+		for py in /root/.pyenv/versions/3.$minor.*/bin/python3.$minor; do
+			if [ -x "$py" ]; then echo "$py"; fi
+		done
+	done
+}
+
 # check NAME CMD...: ok when CMD exits 0.
 check() {
 	local name=$1; shift

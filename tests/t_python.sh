@@ -11,13 +11,7 @@ if ! bpf_available 2>"$TMP/why"; then
 fi
 
 WORKLOAD=tests/workloads/python/chain.py
-pythons=()
-[ -x /usr/bin/python3.11 ] && pythons+=(/usr/bin/python3.11)
-for minor in 8 9 10 11 12 13; do
-	for py in /root/.pyenv/versions/3.$minor.*/bin/python3.$minor; do
-		[ -x "$py" ] && pythons+=("$py")
-	done
-done
+mapfile -t pythons < <(cpythons)
 [ ${#pythons[@]} -gt 0 ] || skip "python frames" "no CPython 3.8-3.13 installed"
 
 # share_of_python ERR: "with/total" from the summary's line of Python frames.

@@ -63,26 +63,13 @@ wait_state() {
 # finds on the stack (inlined calls, tail calls reconstructed from call-site records)
 # are left out: no unwinder working from the stack alone can see them.
 cat >"$TMP/frames.py" <<'EOF'
-import gdb, os
+import gdb, os, sys
+
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+from gdb_symbols import address, symbol
 
 gdb.execute("set backtrace past-main on")
 gdb.execute("set backtrace past-entry on")
-def symbol(pc):
-    """The ELF symbol holding pc and its start address."""
-    text = gdb.execute("info symbol %d" % pc, to_string=True)
-    if " in section " not in text:
-        return "??", None
-    head = text.split(" in section ")[0]
-    if " + " in head:
-        name, off = head.rsplit(" + ", 1)
-        return name.strip(), pc - int(off)
-    return head.strip(), pc
-
-def address(name):
-    try:
-        return int(gdb.parse_and_eval("(unsigned long)&'%s'" % name))
-    except gdb.error:
-        return None
 
 hprof = {}
 with open(os.environ["HPROF_FRAMES"]) as f:

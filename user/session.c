@@ -133,6 +133,28 @@ const struct python_stats *session__python_stats(const struct session *s)
 	return &s->python_stack.stats;
 }
 
+const struct python_proc *session__python_proc(struct session *s, uint32_t pid)
+{
+	struct process *proc;
+
+	if (!s->python || !(proc = process_table__get(s->processes, pid)))
+		return NULL;
+	return python_procs__get(s->python, proc, &s->resolver);
+}
+
+int session__python_place(struct session *s, uint32_t pid, const struct python_chain *chain,
+			  struct frame *frames, uint32_t *n, uint32_t max, uint32_t *origin,
+			  enum python_reason *why)
+{
+	const struct python_proc *pp = session__python_proc(s, pid);
+
+	*why = PYTHON_REASON_COUNT;
+	if (!pp || pp->state == PYTHON_PROC_ABSENT)
+		return s->python && !pp ? -ENOMEM : 0;
+	return python_stack__place(&s->python_stack, pp, pid, chain, frames, n, max, origin,
+				   why);
+}
+
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx)
 {
 	process_table__set_maps_hook(s->processes, fn, ctx);

@@ -38,6 +38,16 @@ enum session_python {
 };
 void session__set_python(struct session *s, enum session_python mode);
 const struct python_stats *session__python_stats(const struct session *s);
+/* What CPython pid runs (python/process.h), looked at in its mappings now (the kernel's
+ * struct goes to the hook when it is first known); NULL when Python frames are off or out
+ * of memory. */
+const struct python_proc *session__python_proc(struct session *s, uint32_t pid);
+/* Places a chain read outside of samples (hprof stack) into pid's user frames, as a
+ * sample's are (python_stack__place); for a process that runs no CPython nothing is
+ * placed, origin is left as it is and *why is PYTHON_REASON_COUNT. Returns 0 or -ENOMEM. */
+int session__python_place(struct session *s, uint32_t pid, const struct python_chain *chain,
+			  struct frame *frames, uint32_t *n, uint32_t max, uint32_t *origin,
+			  enum python_reason *why);
 /* Called with the text of every /proc/PID/maps the session reads (for --raw). */
 typedef void (*session_maps_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
 void session__set_maps_hook(struct session *s, session_maps_hook_fn fn, void *ctx);

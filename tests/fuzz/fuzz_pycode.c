@@ -14,24 +14,11 @@
 #include "python/code.h"
 #include "python/layout.h"
 #include "../unit/python_debug_offsets.h"
+#include "py_arena.h"
 
-#define MAX_ARENA (64u << 10)
-#define POINTER_TAG 0xa5u
-#define BASE 0x100000000ull
 #define CODE_TYPE 0xc0de00c0de00ull
 
-static uint8_t *arena;
-static size_t arena_size;
 static volatile size_t sink;
-
-static bool read_arena(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > arena_size || len > arena_size - (addr - BASE))
-		return false;
-	memcpy(buf, arena + (addr - BASE), len);
-	return true;
-}
 
 static void name(struct python_code_cache *c, uint32_t pid, const struct python_layout *l,
 		 const struct hprof_py_frame *f)
@@ -71,20 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(runtime + 8, debug_offsets_313, sizeof(debug_offsets_313));
 	if (python_layout__for_version(versions[data[0] % 6] << 16, runtime, sizeof(runtime), &l))
 		abort();
-	arena_size = size - 16;
-	arena = malloc(arena_size ? arena_size : 1);
-	if (!arena)
+	if (!arena_load(data + 16, size - 16))
 		return 0;
-	memcpy(arena, data + 16, arena_size);
-	for (size_t at = 0; at + 8 <= arena_size; at += 8) {
-		uint64_t word;
-
-		memcpy(&word, arena + at, 8);
-		if (word >> 56 != POINTER_TAG)
-			continue;
-		word = BASE + (uint32_t)word;
-		memcpy(arena + at, &word, 8);
-	}
 	memcpy(&instr, data + 1, 4);
 	memcpy(&second, data + 10, 2);
 	f1 = frame(&l, BASE, instr, data);
@@ -102,6 +77,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		name(c, 2, &l, &f2);
 		python_code_cache__free(c);
 	}
-	free(arena);
+	arena_free();
 	return 0;
 }

@@ -19,6 +19,8 @@
                                    lines-3.X.txt (tests/fixtures/python)
   seeds.py pycode - OUTDIR         fuzz_pycode inputs: code objects laid out as CPython 3.8,
                                    3.10, 3.11, 3.12 and 3.13 make them (user/python/layout.c)
+  seeds.py pythreads - OUTDIR      fuzz_pythreads inputs: a runtime, two thread states and a
+                                   frame chain laid out as CPython 3.8-3.13 lay them out
 """
 import struct
 import sys
@@ -332,6 +334,74 @@ def pycode(_, outdir):
             open(f"{outdir}/3.{minor}_{variant}", "wb").write(head + bytes(code) + bytes(objs))
 
 
+# per version (user/python/layout.c; 3.13 from tests/unit/python_debug_offsets.h):
+# runtime_interp, interp_threads, tstate_next, tstate_thread_id, tstate_frame, cframe_frame
+# (None: none), frame_code, frame_previous, frame_instr, frame_entry, code_check
+PY_THREADS = {8: (32, 8, 8, 176, 24, None, 32, 24, 104, None, 40),
+              9: (32, 8, 8, 176, 24, None, 32, 24, 104, None, 40),
+              10: (32, 8, 8, 176, 24, None, 32, 24, 96, None, 40),
+              11: (40, 16, 8, 152, 56, 8, 32, 48, 56, 68, 72),
+              12: (40, 72, 8, 136, 56, 0, 0, 8, 56, 70, 64),
+              13: (632, 7344, 8, 152, 72, None, 0, 8, 56, 70, 64)}
+FUZZ_FS_BASE = 0x7f00f5000740  # fuzz_pythreads.c's
+
+
+def pythreads(_, outdir):
+    for minor, (r_interp, i_threads, t_next, t_id, t_frame, cf_frame, f_code, f_prev, f_instr,
+                f_entry, c_check) in PY_THREADS.items():
+        for variant in ("chain", "loop", "idle"):
+            arena = bytearray()
+
+            def alloc(n):
+                off = len(arena)
+                arena.extend(bytes(n + (-n % 16)))
+                return off
+
+            def put(off, value, size=8):
+                arena[off:off + size] = value if isinstance(value, bytes) else \
+                    struct.pack("<Q" if size == 8 else "<I", value)
+            runtime, interp = alloc(r_interp + 8), alloc(i_threads + 8)
+            other, tstate = alloc(256), alloc(256)
+            put(runtime + r_interp, py_ptr(interp))
+            put(interp + i_threads, py_ptr(other))
+            put(other + t_id, 0x7f00f5100740)
+            put(other + t_next, py_ptr(tstate))
+            put(tstate + t_id, FUZZ_FS_BASE)
+            slot = tstate + t_frame
+            if cf_frame is not None:
+                cframe = alloc(64)
+                put(tstate + t_frame, py_ptr(cframe))
+                put(other + t_frame, py_ptr(alloc(64)))
+                slot = cframe + cf_frame
+
+            def frame(code, unit, entry, previous):
+                f = alloc(128)
+                put(f + f_code, py_ptr(code) if code is not None else 0)
+                put(f + f_prev, py_ptr(previous) if previous is not None else 0)
+                if f_entry is None:
+                    put(f + f_instr, unit, 4)
+                else:
+                    put(f + f_instr, py_ptr(code + unit) if code is not None else 0)
+                    arena[f + f_entry] = entry
+                return f
+            codes = []
+            for word in (0x1111, 0x2222, 0x3333):
+                codes.append(alloc(128))
+                put(codes[-1] + c_check, word)
+            shim = minor >= 12
+            outer = frame(codes[2], 96, 0 if shim else 1, frame(None, 0, 3, None) if shim else None)
+            if shim:
+                outer = frame(None, 0, 3, outer)
+            inner = frame(codes[0], 32, 0, frame(codes[1], 64, 0 if shim else 1, outer))
+            if variant == "loop":
+                put(outer + f_prev, py_ptr(inner))
+            if variant != "idle":
+                put(slot, py_ptr(inner))
+            arena.extend(struct.pack("<Q", 0x7f00f5100740))  # the other thread's, searched second
+            head = bytes([PY_MINORS.index(minor)]) + struct.pack("<H", 0) + bytes(5)
+            open(f"{outdir}/3.{minor}_{variant}", "wb").write(head + bytes(arena))
+
+
 if __name__ == "__main__":
-    {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta,
-     "jitdump": jitdump, "pylines": pylines, "pycode": pycode}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"capture": shrink, "unwind": unwind, "stackdelta": stackdelta, "jitdump": jitdump,
+     "pylines": pylines, "pycode": pycode, "pythreads": pythreads}[sys.argv[1]](sys.argv[2], sys.argv[3])

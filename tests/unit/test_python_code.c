@@ -13,7 +13,6 @@
 #include "python/code.h"
 #include "python/layout.h"
 #include "check.h"
-#include "python_debug_offsets.h"
 
 #define BASE 0x7f0000000000ull
 #define IMAGE_SIZE (4u << 20)
@@ -21,44 +20,7 @@
 #define STR_TYPE 0x55550000b000ull
 #define BYTES_TYPE 0x55550000c000ull
 
-static uint8_t *image;
-static size_t image_used;
-static unsigned reads;
-
-static bool read_image(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	reads++;
-	if (addr < BASE || addr - BASE > IMAGE_SIZE || len > IMAGE_SIZE - (addr - BASE))
-		return false;
-	memcpy(buf, image + (addr - BASE), len);
-	return true;
-}
-
-static uint64_t alloc(size_t len)
-{
-	uint64_t at = BASE + image_used;
-
-	image_used = (image_used + len + 15) & ~(size_t)15;
-	if (image_used > IMAGE_SIZE)
-		abort();
-	return at;
-}
-
-static uint8_t *at(uint64_t addr)
-{
-	return image + (addr - BASE);
-}
-
-static void put64(uint64_t addr, uint64_t v)
-{
-	memcpy(at(addr), &v, 8);
-}
-
-static void put32(uint64_t addr, uint32_t v)
-{
-	memcpy(at(addr), &v, 4);
-}
+#include "python_image.h"
 
 /* A compact str of n code points, each kind bytes; ascii: the ASCII form. */
 static uint64_t make_str_kind(const struct python_layout *l, const uint32_t *cps, size_t n,
@@ -147,18 +109,6 @@ static struct hprof_py_frame frame_of(const struct python_layout *l, uint64_t co
 static uint32_t unit(const struct python_layout *l, int u)
 {
 	return (uint32_t)((int)l->code_adaptive + 2 * u) | HPROF_PY_ENTRY;
-}
-
-static struct python_layout layout(uint32_t minor)
-{
-	struct python_layout l;
-	uint8_t runtime[PYTHON_DEBUG_OFFSETS_SIZE] = "xdebugpy";
-
-	if (minor == 13)
-		memcpy(runtime + 8, debug_offsets_313, sizeof(debug_offsets_313));
-	if (python_layout__for_version(3u << 24 | minor << 16, runtime, sizeof(runtime), &l))
-		abort();
-	return l;
 }
 
 static void check_names(uint32_t minor)

@@ -1,7 +1,9 @@
 /* `hprof stack PID`: every thread's stack of a running process, the way `eu-stack -p` or
  * gdb's `thread apply all bt` print it, but unwound with hprof's own DWARF walk. The
- * threads are stopped with ptrace only while their registers, stacks and mappings are
- * copied; unwinding and symbolizing happen after they run on. */
+ * threads are stopped with ptrace only while their registers, stacks and mappings (and a
+ * CPython's frame chains) are copied; unwinding and symbolizing happen after they run on.
+ * In a CPython process each thread's Python frames replace the evaluator's native ones,
+ * as in a recording (`py-spy dump --native`). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +23,13 @@
 #include "cli/commands.h"
 #include "binary/modules.h"
 #include "binary/naming.h"
+#include "binary/python_names.h"
 #include "proc/procmaps.h"
+#include "python/threads.h"
 #include "session.h"
 #include "unwind/walk.h"
 #include "util/grow.h"
+#include "util/process_memory.h"
 
 /* Stack bytes copied per thread, from sp up to the end of its mapping: the default
  * RLIMIT_STACK and pthread stack size, so a deeper stack ends "copy too short". */
@@ -39,6 +44,8 @@ struct thread {
 	struct unwind_regs regs;
 	uint8_t *stack;  /* copy of [regs.sp, regs.sp + stack_len) */
 	uint64_t stack_len;
+	uint64_t fs_base;                /* its pthread: what CPython knows it by */
+	struct python_thread_frames *py; /* its Python frames, read while it was stopped */
 };
 
 struct range {
@@ -53,21 +60,29 @@ struct stack_cmd {
 	size_t maps_len;
 	struct range *ranges; /* every mapping, executable or not, ascending as the kernel lists them */
 	size_t nr_ranges;
+	enum session_python python; /* --python */
+	bool python_known;          /* python_proc holds the process's CPython */
+	struct hprof_python_proc python_proc;
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: hprof stack PID\n"
+	fprintf(out, "Usage: hprof stack [--python MODE] PID\n"
 		     "Prints every thread's stack of process PID, a frame per line, unwound with\n"
 		     "DWARF CFI (no frame pointers needed). The process is stopped with ptrace only\n"
-		     "while its registers and stacks are copied; a stopped process stays stopped.\n");
+		     "while its registers and stacks are copied; a stopped process stays stopped.\n"
+		     "  --python MODE  CPython's frames (module.function (file:line)) in place of\n"
+		     "                 its evaluator's: on (the default), native (keeping the\n"
+		     "                 interpreter's frames between them) or off\n");
 }
 
 /* Returns 0, 1 for --help, or -EINVAL. */
 static int parse_args(int argc, char **argv, struct stack_cmd *cmd)
 {
+	enum { OPT_PYTHON = 256 };
 	static const struct option long_opts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ 0 },
 	};
 	char *end;
@@ -81,9 +96,21 @@ static int parse_args(int argc, char **argv, struct stack_cmd *cmd)
 			usage(stdout);
 			return 1;
 		}
-		fprintf(stderr, "hprof: stack: unknown option: '%s' (see hprof stack --help)\n",
-			argv[optind - 1]);
-		return -EINVAL;
+		if (opt == OPT_PYTHON && strcmp(optarg, "on") == 0) {
+			cmd->python = SESSION_PYTHON_ON;
+		} else if (opt == OPT_PYTHON && strcmp(optarg, "native") == 0) {
+			cmd->python = SESSION_PYTHON_NATIVE;
+		} else if (opt == OPT_PYTHON && strcmp(optarg, "off") == 0) {
+			cmd->python = SESSION_PYTHON_OFF;
+		} else if (opt == OPT_PYTHON) {
+			fprintf(stderr, "hprof: stack: --python takes on, native or off, got '%s'\n",
+				optarg);
+			return -EINVAL;
+		} else {
+			fprintf(stderr, "hprof: stack: unknown option: '%s' (see hprof stack --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "hprof: stack: expected one PID (see hprof stack --help)\n");
@@ -402,6 +429,7 @@ static int copy_threads(struct stack_cmd *cmd)
 			.bp_valid = true, .bx_valid = true, .di_valid = true, .drap_valid = true,
 			.drap = { regs.r10, 0, regs.r12, regs.r13, regs.r14, regs.r15 },
 		};
+		t->fs_base = regs.fs_base;
 		read_comm(cmd->pid, t->tid, t->comm, sizeof(t->comm));
 		err = copy_stack(cmd, t);
 		if (err)
@@ -410,45 +438,136 @@ static int copy_threads(struct stack_cmd *cmd)
 	return 0;
 }
 
-static void print_thread(struct session *s, pid_t pid, const struct thread *t,
-			 struct unwind_frame *walked, FILE *out)
+static bool read_process(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return process_memory__read(*(const uint32_t *)ctx, addr, buf, len);
+}
+
+/* Learns the kernel's view of the process's CPython (python/process.h): what the frame
+ * chains are read through, as the BPF program reads them. */
+static void learn_python(void *ctx, uint32_t pid, const struct hprof_python_proc *p)
+{
+	struct stack_cmd *cmd = ctx;
+
+	if (p && pid == (uint32_t)cmd->pid) {
+		cmd->python_proc = *p;
+		cmd->python_known = true;
+	}
+}
+
+/* Every stopped thread's Python frames, while nothing runs that could change them.
+ * Returns 0 or -ENOMEM. */
+static int read_python(struct stack_cmd *cmd)
+{
+	uint32_t pid = (uint32_t)cmd->pid;
+
+	for (size_t i = 0; cmd->python_known && i < cmd->nr_threads; i++) {
+		struct thread *t = &cmd->threads[i];
+
+		if (!t->stopped)
+			continue;
+		t->py = malloc(sizeof(*t->py));
+		if (!t->py)
+			return -ENOMEM;
+		python_thread__frames(&cmd->python_proc, t->fs_base, read_process, &pid, t->py);
+	}
+	return 0;
+}
+
+/* Room for a thread's frames: its native ones and the Python frames put in their place. */
+#define STACK_FRAMES_MAX (UNWIND_MAX_FRAMES + HPROF_PY_MAX_FRAMES)
+
+struct print_buf {
+	struct unwind_frame walked[UNWIND_MAX_FRAMES];
+	struct frame frames[STACK_FRAMES_MAX];
+	uint32_t origin[STACK_FRAMES_MAX]; /* as python_stack__place gives it */
+};
+
+static void print_python(struct module_registry *modules, uint32_t i, const struct frame *f,
+			 FILE *out)
+{
+	const struct python_location *loc =
+		python_names__get(module_registry__python_names(modules), f->addr);
+	char *name = frame_name__format(modules, NULL, f);
+
+	fprintf(out, "#%-3u %s", i, name ? name : "?");
+	if (loc && loc->line > 0)
+		fprintf(out, " (%s:%d)", loc->file, loc->line);
+	else if (loc)
+		fprintf(out, " (%s)", loc->file);
+	fputc('\n', out);
+	free(name);
+}
+
+static void print_native(struct module_registry *modules, uint32_t i,
+			 const struct unwind_frame *walked, const struct frame *f, FILE *out)
+{
+	const struct module *mod = NULL;
+	char *name = frame_name__format(modules, NULL, f);
+
+	if (f->module >= MODULE_FIRST_FILE)
+		mod = module_registry__by_id(modules, f->module);
+	fprintf(out, "#%-3u 0x%016" PRIx64 " %s", i, walked->pc, name ? name : "?");
+	if (mod)
+		fprintf(out, " (%s)", mod->name);
+	fputc('\n', out);
+	/* as Breakpad says how each frame was found; only where it was not by CFI */
+	if (walked->found > UNWIND_FOUND_CFI)
+		fprintf(out, "     found by %s\n", unwind_found__name(walked->found));
+	free(name);
+}
+
+static void print_thread(struct session *s, const struct stack_cmd *cmd, const struct thread *t,
+			 struct print_buf *b, FILE *out)
 {
 	const struct stack_copy copy = { .bytes = t->stack, .base = t->regs.sp, .len = t->stack_len };
 	struct module_registry *modules = session__modules(s);
+	uint32_t pid = (uint32_t)cmd->pid, n;
+	/* a thread whose frames were not read: as a sample taken before the process was known */
+	struct python_chain chain = { .status = HPROF_PY_NONE };
+	enum python_reason why = PYTHON_REASON_COUNT;
 	struct unwind_result result;
 
 	fprintf(out, "Thread %d (%s):\n", t->tid, t->comm);
-	if (session__walk_process(s, (uint32_t)pid, &t->regs, &copy, walked, UNWIND_MAX_FRAMES,
+	if (session__walk_process(s, pid, &t->regs, &copy, b->walked, UNWIND_MAX_FRAMES,
 				  &result) != 0) {
 		fprintf(out, "    [out of memory]\n");
 		return;
 	}
-	for (uint32_t i = 0; i < result.nr_frames; i++) {
-		const struct module *mod = NULL;
-		struct frame f;
-		char *name;
-
-		session__resolve_frame(s, (uint32_t)pid, walked[i].pc, !walked[i].exact, &f);
-		name = frame_name__format(modules, NULL, &f);
-		if (f.module >= MODULE_FIRST_FILE)
-			mod = module_registry__by_id(modules, f.module);
-		fprintf(out, "#%-3u 0x%016" PRIx64 " %s", i, walked[i].pc, name ? name : "?");
-		if (mod)
-			fprintf(out, " (%s)", mod->name);
-		fputc('\n', out);
-		/* as Breakpad says how each frame was found; only where it was not by CFI */
-		if (walked[i].found > UNWIND_FOUND_CFI)
-			fprintf(out, "     found by %s\n", unwind_found__name(walked[i].found));
-		free(name);
+	n = result.nr_frames;
+	for (uint32_t i = 0; i < n; i++) {
+		b->frames[i] = (struct frame){ .module = MODULE_UNMAPPED, .addr = b->walked[i].pc };
+		session__resolve_frame(s, pid, b->walked[i].pc, !b->walked[i].exact, &b->frames[i]);
+		b->origin[i] = i;
+	}
+	if (t->py)
+		chain = (struct python_chain){ .frames = t->py->frames, .nr = t->py->nr,
+					       .status = t->py->status };
+	if (cmd->python != SESSION_PYTHON_OFF &&
+	    session__python_place(s, pid, &chain, b->frames, &n, STACK_FRAMES_MAX, b->origin,
+				  &why) != 0) {
+		fprintf(out, "    [out of memory]\n");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (b->origin[i] == PYTHON_FRAME_PLACED)
+			print_python(modules, i, &b->frames[i], out);
+		else
+			print_native(modules, i, &b->walked[b->origin[i]], &b->frames[i], out);
 	}
 	if (result.end != UNWIND_END_COMPLETE)
 		fprintf(out, "    %s\n", hybrid__truncated_root(result.end));
+	/* why a thread of a CPython process that runs Python code shows none, or not all */
+	if (why != PYTHON_REASON_COUNT && why != PYTHON_IDLE && why != PYTHON_NO_THREAD)
+		fprintf(out, "    [Python frames: %s]\n", python_reason__name(why));
 }
 
 static void stack_cmd__free(struct stack_cmd *cmd)
 {
-	for (size_t i = 0; i < cmd->nr_threads; i++)
+	for (size_t i = 0; i < cmd->nr_threads; i++) {
 		free(cmd->threads[i].stack);
+		free(cmd->threads[i].py);
+	}
 	free(cmd->threads);
 	free(cmd->maps_text);
 	free(cmd->ranges);
@@ -457,7 +576,7 @@ static void stack_cmd__free(struct stack_cmd *cmd)
 int cmd_stack(int argc, char **argv)
 {
 	struct stack_cmd cmd = { 0 };
-	struct unwind_frame *walked = NULL;
+	struct print_buf *buf = NULL;
 	struct session *s = NULL;
 	struct thread *stopped;
 	size_t printed = 0;
@@ -476,8 +595,10 @@ int cmd_stack(int argc, char **argv)
 		fprintf(stderr, "hprof: stack: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	walked = calloc(UNWIND_MAX_FRAMES, sizeof(*walked));
-	if (!walked) {
+	session__set_python(s, cmd.python);
+	session__set_python_hook(s, learn_python, &cmd);
+	buf = malloc(sizeof(*buf));
+	if (!buf) {
 		err = -ENOMEM;
 		fprintf(stderr, "hprof: stack: out of memory\n");
 		goto cleanup;
@@ -491,6 +612,16 @@ int cmd_stack(int argc, char **argv)
 		err = -EINVAL;
 		fprintf(stderr, "hprof: stack: %d has no user memory (a kernel thread or a zombie)\n",
 			cmd.pid);
+		goto cleanup;
+	}
+	/* A CPython is recognised from its binaries now, while the process runs: its frame
+	 * chains are then read while it is stopped. (The mappings read again below replace
+	 * these; one unmapped in between stays, in a range no frame can be in.) */
+	if (!err && cmd.python != SESSION_PYTHON_OFF &&
+	    session__load_maps(s, (uint32_t)cmd.pid, cmd.maps_text, cmd.maps_len) == 0 &&
+	    !session__python_proc(s, (uint32_t)cmd.pid)) {
+		err = -ENOMEM;
+		fprintf(stderr, "hprof: stack: out of memory\n");
 		goto cleanup;
 	}
 	free(cmd.maps_text);
@@ -514,6 +645,8 @@ int cmd_stack(int argc, char **argv)
 	err = read_ranges(&cmd);
 	if (!err)
 		err = copy_threads(&cmd);
+	if (!err)
+		err = read_python(&cmd);
 	if (err) {
 		fprintf(stderr, "hprof: stack: out of memory\n");
 		goto cleanup;
@@ -529,7 +662,7 @@ int cmd_stack(int argc, char **argv)
 			continue;
 		if (printed++)
 			putchar('\n');
-		print_thread(s, cmd.pid, &cmd.threads[i], walked, stdout);
+		print_thread(s, &cmd, &cmd.threads[i], buf, stdout);
 	}
 	if (printed == 0) {
 		err = -ESRCH;
@@ -538,7 +671,7 @@ int cmd_stack(int argc, char **argv)
 cleanup:
 	detach_all(&cmd);
 	stack_cmd__free(&cmd);
-	free(walked);
+	free(buf);
 	session__free(s);
 	if (fflush(stdout) != 0 && !err)
 		err = -EIO;

@@ -70,18 +70,18 @@ static enum python_reason kernel_reason(enum hprof_py_status status)
 	}
 }
 
-/* Names the sample's Python frames into py[0..nr_python): MODULE_PYTHON frames; entry[i]
+/* Names the chain's Python frames into py[0..chain->nr): MODULE_PYTHON frames; entry[i]
  * set where frame i is the outermost of a call of the evaluator; hidden[i] where frame i is
  * one the interpreter is still setting up, which runs no code yet: it pairs with its
  * evaluator frame but is not shown, as CPython's own frame walks skip it. */
 static int name_frames(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
-		       const struct hprof_sample *sample, struct frame *py, bool *entry,
+		       const struct python_chain *chain, struct frame *py, bool *entry,
 		       bool *hidden, uint32_t *nr)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < sample->nr_python; i++) {
-		struct hprof_py_frame f = hprof_sample__python(sample, i);
+	for (uint32_t i = 0; i < chain->nr && i < HPROF_PY_MAX_FRAMES; i++) {
+		struct hprof_py_frame f = chain->frames[i];
 		struct python_frame_name name;
 		struct python_location loc;
 		uint64_t id = 0;
@@ -130,39 +130,43 @@ static uint32_t count_groups(const bool *entry, uint32_t n)
 }
 
 /* Builds the mixed stack into out: frames with each evaluator frame replaced by its group
- * of Python frames, in order. With one evaluator frame more than groups, the innermost
- * runs no frame of its own: it is entering a call whose frame it has not yet marked, or
- * leaving one whose frame it has popped; it stays a native frame. */
+ * of Python frames, in order; origin[o] (for o < max) where out[o] came from. With one
+ * evaluator frame more than groups, the innermost runs no frame of its own: it is entering
+ * a call whose frame it has not yet marked, or leaving one whose frame it has popped; it
+ * stays a native frame. */
 static uint32_t splice(const struct python_stack *ps, const struct python_proc *pp,
 		       const struct frame *frames, uint32_t n, const struct frame *py,
 		       const bool *entry, const bool *hidden, uint32_t np, bool spare_eval,
-		       struct frame *out)
+		       struct frame *out, uint32_t *origin, uint32_t max)
 {
 	uint32_t o = 0, next_py = 0;
 	bool between = false; /* under a Python frame already placed */
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (is_eval_frame(pp, &frames[i]) && spare_eval) {
-			spare_eval = false;
-			out[o++] = frames[i];
-			continue;
-		}
-		if (is_eval_frame(pp, &frames[i])) {
+		bool eval = is_eval_frame(pp, &frames[i]);
+
+		if (eval && !spare_eval) {
 			while (next_py < np) {
-				if (!hidden[next_py])
+				if (!hidden[next_py]) {
+					if (origin && o < max)
+						origin[o] = PYTHON_FRAME_PLACED;
 					out[o++] = py[next_py];
+				}
 				if (entry[next_py++])
 					break;
 			}
 			between = true;
 			continue;
 		}
+		spare_eval = spare_eval && !eval;
 		if (is_trampoline(ps, &frames[i]))
 			continue;
 		/* the interpreter's own call machinery between two Python frames */
 		if (between && !ps->keep_interpreter && frames[i].module == pp->eval_module &&
 		    next_py < np)
 			continue;
+		if (origin && o < max)
+			origin[o] = i;
 		out[o++] = frames[i];
 	}
 	return o;
@@ -203,30 +207,40 @@ static void debug_unpaired(const struct python_stack *ps, const struct frame *fr
 	fprintf(stderr, "\n");
 }
 
-int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
-			const struct hprof_sample *sample, struct frame *frames, uint32_t *n,
-			uint32_t max)
+/* Counts the reason a chain's frames were not placed (or not all of them), and says it. */
+static void count_reason(struct python_stack *ps, enum python_reason r, enum python_reason *why)
 {
-	enum hprof_py_status status = hprof_sample__python_status(sample);
+	ps->stats.reasons[r]++;
+	*why = r;
+}
+
+int python_stack__place(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
+			const struct python_chain *chain, struct frame *frames, uint32_t *n,
+			uint32_t max, uint32_t *origin, enum python_reason *why)
+{
 	uint32_t np = 0, evals = 0, groups, total;
 	struct frame py[HPROF_PY_MAX_FRAMES];
 	bool entry[HPROF_PY_MAX_FRAMES], hidden[HPROF_PY_MAX_FRAMES];
 	int err;
 
+	*why = PYTHON_REASON_COUNT;
+	/* frames kept where they are unless placed below */
+	for (uint32_t i = 0; origin && i < *n && i < max; i++)
+		origin[i] = i;
 	ps->stats.samples++;
 	if (pp->state != PYTHON_PROC_KNOWN) {
-		ps->stats.reasons[PYTHON_UNKNOWN_VERSION]++;
+		count_reason(ps, PYTHON_UNKNOWN_VERSION, why);
 		return 0;
 	}
-	if (sample->nr_python == 0) {
-		ps->stats.reasons[kernel_reason(status)]++;
+	if (chain->nr == 0) {
+		count_reason(ps, kernel_reason(chain->status), why);
 		return 0;
 	}
-	err = name_frames(ps, pp, pid, sample, py, entry, hidden, &np);
+	err = name_frames(ps, pp, pid, chain, py, entry, hidden, &np);
 	if (err == -ENOMEM)
 		return err;
 	if (err || np == 0) {
-		ps->stats.reasons[err ? PYTHON_CODE_UNREADABLE : PYTHON_IDLE]++;
+		count_reason(ps, err ? PYTHON_CODE_UNREADABLE : PYTHON_IDLE, why);
 		return 0;
 	}
 	for (uint32_t i = 0; i < *n; i++)
@@ -235,23 +249,37 @@ int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, u
 	if (evals != groups && evals != groups + 1) {
 		if (debug_python())
 			debug_unpaired(ps, frames, *n, py, entry, np);
-		ps->stats.reasons[PYTHON_MISMATCH]++;
+		count_reason(ps, PYTHON_MISMATCH, why);
 		return 0;
 	}
 	total = *n + np;
 	if (grow_array((void **)&ps->scratch, &ps->scratch_cap, total, sizeof(*ps->scratch)))
 		return -ENOMEM;
 	total = splice(ps, pp, frames, *n, py, entry, hidden, np, evals == groups + 1,
-		       ps->scratch);
+		       ps->scratch, origin, max);
 	if (total > max)
 		total = max;
 	memcpy(frames, ps->scratch, total * sizeof(*frames));
 	*n = total;
 	ps->stats.with_frames++;
 	ps->stats.frames += np;
-	if (status == HPROF_PY_TRUNCATED)
-		ps->stats.reasons[PYTHON_TRUNCATED]++;
+	if (chain->status == HPROF_PY_TRUNCATED)
+		count_reason(ps, PYTHON_TRUNCATED, why);
 	return 0;
+}
+
+int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
+			const struct hprof_sample *sample, struct frame *frames, uint32_t *n,
+			uint32_t max)
+{
+	struct hprof_py_frame py[HPROF_PY_MAX_FRAMES];
+	struct python_chain chain = { .frames = py, .status = hprof_sample__python_status(sample) };
+	enum python_reason why;
+
+	/* the record's frames are packed in it: copied out whole */
+	for (; chain.nr < sample->nr_python && chain.nr < HPROF_PY_MAX_FRAMES; chain.nr++)
+		py[chain.nr] = hprof_sample__python(sample, chain.nr);
+	return python_stack__place(ps, pp, pid, &chain, frames, n, max, NULL, &why);
 }
 
 void python_stack__process_gone(struct python_stack *ps, uint32_t pid)

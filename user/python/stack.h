@@ -59,6 +59,26 @@ int python_stack__init(struct python_stack *ps, struct module_registry *modules)
 int python_stack__merge(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
 			const struct hprof_sample *sample, struct frame *frames, uint32_t *n,
 			uint32_t max);
+
+/* A thread's Python frames, innermost first, and why it has those: a sample's, or read
+ * from a stopped thread (python/threads.h). */
+struct python_chain {
+	const struct hprof_py_frame *frames;
+	uint32_t nr; /* at most HPROF_PY_MAX_FRAMES */
+	enum hprof_py_status status;
+};
+
+/* Where python_stack__place put frames: for each frame of the result, the index of the
+ * native frame of the input it is, or PYTHON_FRAME_PLACED for a Python frame. */
+#define PYTHON_FRAME_PLACED UINT32_MAX
+
+/* python_stack__merge for a chain read outside of samples (hprof stack). origin: NULL, or
+ * room for max entries (see PYTHON_FRAME_PLACED). *why: the reason counted, or
+ * PYTHON_REASON_COUNT when none was (every Python frame placed); the frames were placed
+ * when it is that or PYTHON_TRUNCATED. Returns 0 or -ENOMEM. */
+int python_stack__place(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
+			const struct python_chain *chain, struct frame *frames, uint32_t *n,
+			uint32_t max, uint32_t *origin, enum python_reason *why);
 void python_stack__process_gone(struct python_stack *ps, uint32_t pid);
 void python_stack__fini(struct python_stack *ps);
 

@@ -7,7 +7,6 @@ line per chain), to the file named by the first argument, then spins.
 
 usage: chain.py CHAINS_FILE SECONDS READY_FILE"""
 import hashlib
-import os
 import re
 import sys
 import threading
@@ -20,22 +19,12 @@ LOCK = threading.Lock()
 SECONDS = float(sys.argv[2])
 
 
-def frame_name(frame):
-    code = frame.f_code
-    path = code.co_filename
-    base = os.path.basename(path)
-    module = base[:-3] if base.endswith(".py") else base
-    if module == "__init__":
-        module = os.path.basename(os.path.dirname(path))
-    return module + "." + getattr(code, "co_qualname", code.co_name)
-
-
 def record_chain():
     """The caller's chain, outermost first."""
     names = []
     frame = sys._getframe(1)
     while frame is not None:
-        names.append(frame_name(frame))
+        names.append(pyhelpers.frame_name(frame))
         frame = frame.f_back
     chain = ";".join(reversed(names))
     with LOCK:

@@ -1,6 +1,18 @@
 """Helpers of tests/workloads/python/chain.py in a module of their own: the stacks cross
-modules."""
+modules. frame_name names a frame as hprof does, for the workloads that write down their
+own chains (chain.py, blocked.py)."""
+import os
 import time
+
+
+def frame_name(frame):
+    code = frame.f_code
+    path = code.co_filename
+    base = os.path.basename(path)
+    module = base[:-3] if base.endswith(".py") else base
+    if module == "__init__":
+        module = os.path.basename(os.path.dirname(path))
+    return module + "." + getattr(code, "co_qualname", code.co_name)
 
 
 def timed(fn):
