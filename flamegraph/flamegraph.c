@@ -650,22 +650,16 @@ static void put_label(FILE *out, const char *name, double w)
 
 /* ---- colours ---- */
 
-enum frame_kind {
-	FRAME_USER,
-	FRAME_KERNEL,
-	FRAME_SPECIAL,
-};
-
-static enum frame_kind frame_kind(uint32_t name, const char *s)
+static enum flamegraph_family frame_family(uint32_t name, const char *s)
 {
 	size_t len = strlen(s);
 
 	/* checked before the kernel suffix: "[unknown]_[k]" is still an unknown frame */
 	if (name == NONE || (s[0] == '[' && s[len - 1] == ']'))
-		return FRAME_SPECIAL;
+		return FLAMEGRAPH_FAMILY_SPECIAL;
 	if (len > 4 && strcmp(s + len - 4, "_[k]") == 0)
-		return FRAME_KERNEL;
-	return FRAME_USER;
+		return FLAMEGRAPH_FAMILY_KERNEL;
+	return FLAMEGRAPH_FAMILY_USER;
 }
 
 struct rgb {
@@ -673,30 +667,46 @@ struct rgb {
 };
 
 /* Colours come from a hash of the name, so a function keeps its colour across profiles;
- * the family (warm for user code, blue for the kernel, grey for synthetic frames) comes
- * from the kind. */
-static struct rgb frame_colour(uint32_t name, const char *s)
+ * the family (warm for user code, blue for the kernel, grey for synthetic frames, green
+ * for interpreted code) comes from the kind. */
+static struct rgb family_colour(enum flamegraph_family family, const char *s)
 {
 	uint64_t h = fnv1a(s, strlen(s));
 	double v1 = (double)(h & 0xFFFF) / 0xFFFF;
 	double v2 = (double)(h >> 16 & 0xFFFF) / 0xFFFF;
 	double v3 = (double)(h >> 32 & 0xFFFF) / 0xFFFF;
 
-	switch (frame_kind(name, s)) {
-	case FRAME_KERNEL:
+	switch (family) {
+	case FLAMEGRAPH_FAMILY_KERNEL:
 		return (struct rgb){ 40 + (unsigned)(60 * v1), 120 + (unsigned)(80 * v2),
 				     200 + (unsigned)(55 * v3) };
-	case FRAME_SPECIAL: {
+	case FLAMEGRAPH_FAMILY_SPECIAL: {
 		unsigned grey = 165 + (unsigned)(40 * v1);
 
 		return (struct rgb){ grey, grey, grey };
 	}
-	case FRAME_USER:
+	case FLAMEGRAPH_FAMILY_INTERPRETED:
+		/* green always above red and blue: greens to teals, clear of the kernel's blues */
+		return (struct rgb){ 50 + (unsigned)(60 * v1), 180 + (unsigned)(55 * v2),
+				     80 + (unsigned)(80 * v3) };
+	case FLAMEGRAPH_FAMILY_USER:
 	default:
 		/* green stays below red: reds to oranges, never yellow-green */
 		return (struct rgb){ 205 + (unsigned)(50 * v1), 50 + (unsigned)(150 * v2),
 				     (unsigned)(50 * v3) };
 	}
+}
+
+static struct rgb frame_colour(uint32_t name, const char *s)
+{
+	return family_colour(frame_family(name, s), s);
+}
+
+struct flamegraph_rgb flamegraph__colour(enum flamegraph_family family, const char *name)
+{
+	struct rgb c = family_colour(family, name);
+
+	return (struct flamegraph_rgb){ (uint8_t)c.r, (uint8_t)c.g, (uint8_t)c.b };
 }
 
 /* ---- document ---- */

@@ -36,6 +36,21 @@ struct flamegraph_rgb {
 	uint8_t r, g, b;
 };
 
+/* The colour families frames are drawn in; within one, a frame's colour comes from a hash
+ * of its name. A style hook that knows a frame's kind better than its name tells (an
+ * interpreter's frames) draws it in its family with flamegraph__colour. */
+enum flamegraph_family {
+	FLAMEGRAPH_FAMILY_USER,    /* reds to oranges: native code */
+	FLAMEGRAPH_FAMILY_KERNEL,  /* blues: "_[k]" */
+	FLAMEGRAPH_FAMILY_SPECIAL, /* greys: "[...]" */
+	/* greens to teals: an interpreter's code (Python), as flamegraph.pl's java and js
+	 * palettes draw code that is not native; never chosen by name */
+	FLAMEGRAPH_FAMILY_INTERPRETED,
+};
+
+/* The colour of a frame named name in family: the one the SVG draws it in. */
+struct flamegraph_rgb flamegraph__colour(enum flamegraph_family family, const char *name);
+
 /* Per-frame colour and tooltip, e.g. a differential flamegraph's. Hooks are called for
  * every drawn frame in pre-order (a frame after its parent); either may be NULL. */
 struct flamegraph_style {

@@ -43,6 +43,53 @@ for py in "${pythons[@]}"; do
 	grep 'Python frames' "$out.err"
 done
 
+# Python frames in each output, one CPython: pprof (a location per line, in its function's
+# body, the file of its code), --top, the SVG (greens, the file in tooltips), the JSON
+# summary, hprof diff of the pprof. pprof turns keying by name off (record.c): two runs.
+py=${pythons[0]}
+out="$TMP/outputs"
+"$HPROF" -F 999 --pprof "$out.pb.gz" -- "$py" "$WORKLOAD" "$out.a.chains" 1.5 "$out.a.ready" \
+	>/dev/null 2>"$out.a.err"
+"$HPROF" -F 999 --svg "$out.svg" --json "$out.json" --folded "$out.folded" --top 5 -- \
+	"$py" "$WORKLOAD" "$out.b.chains" 1.5 "$out.b.ready" >"$out.top" 2>"$out.b.err"
+if python3 tests/python_outputs.py pprof "$out.pb.gz" "$WORKLOAD" >"$out.check"; then
+	ok "python outputs: pprof locations per line, in their function's body and file ($(head -1 "$out.check"))"
+else
+	fail "python outputs: pprof locations per line, in their function's body and file"
+	cat "$out.check"
+fi
+if command -v go >/dev/null; then
+	check "python outputs: go tool pprof -lines shows chain.spin at chain.py:LINE" \
+		bash -c "go tool pprof -lines -top '$out.pb.gz' 2>/dev/null | grep -Eq ' chain\.spin [^ ]*/chain\.py:[0-9]+\$'"
+fi
+if python3 tests/python_outputs.py svg "$out.svg" >"$out.check"; then
+	ok "python outputs: SVG Python frames green, chain.spin's tooltip names its file ($(head -1 "$out.check"))"
+else
+	fail "python outputs: SVG Python frames green, chain.spin's tooltip names its file"
+	cat "$out.check"
+fi
+check "python outputs: --top counts chain.spin, module [python]" \
+	grep -Eq '^ *[0-9.]+% +[0-9.]+% +[0-9]+ +\[python\] +chain\.spin$' "$out.top"
+check "python outputs: the JSON summary's top_self names chain.spin" \
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]));
+sys.exit(not any(f["function"] == "chain.spin" for f in d["top_self"]))' "$out.json"
+check "python outputs: hprof diff of the pprof and the folded stacks names chain.spin" \
+	bash -c "'$HPROF' diff '$out.pb.gz' '$out.folded' 2>&1 | grep -q ' chain\.spin\$'"
+
+# hprof serve reads Python frames too: a window of a running chain.py names chain.spin
+"$py" "$WORKLOAD" "$out.s.chains" 3 "$out.s.ready" >/dev/null 2>&1 &
+py_pid=$!
+for ((i = 0; i < 100; i++)); do [ -s "$out.s.ready" ] && break; sleep 0.05; done
+mkdir -p "$TMP/serve"
+"$HPROF" serve -F 499 --listen 127.0.0.1:0 -p "$py_pid" --every 1s --folded "$TMP/serve/w.folded" \
+	>/dev/null 2>"$out.s.err" &
+serve_pid=$!
+wait "$py_pid"
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+check "python outputs: hprof serve's windows name chain.spin" \
+	bash -c "cat '$TMP'/serve/w.*.folded 2>/dev/null | grep -q ';chain\.spin[; ]'"
+
 # --python off: no Python frame, the evaluator's native frames instead
 py=${pythons[0]}
 comm=$(basename "$py")

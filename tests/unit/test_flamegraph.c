@@ -310,6 +310,22 @@ static void test_colours(void)
 	check(warm, "colours: user frames warm (red/orange)");
 	check(blue, "colours: kernel _[k] frames blue");
 	check(grey, "colours: [special] frames grey");
+	/* a style hook draws a frame in a family: the one the name alone gives, or greens */
+	{
+		struct flamegraph_rgb fam = flamegraph__colour(FLAMEGRAPH_FAMILY_USER, "main");
+		bool green = true, apart = false;
+
+		check(frame_fill(&r, "main", c) && c[0] == fam.r && c[1] == fam.g && c[2] == fam.b,
+		      "colours: flamegraph__colour gives a family's colour as frames are drawn");
+		for (size_t i = 0; i < 5; i++) {
+			struct flamegraph_rgb g = flamegraph__colour(FLAMEGRAPH_FAMILY_INTERPRETED, user[i]);
+			struct flamegraph_rgb g0 = flamegraph__colour(FLAMEGRAPH_FAMILY_INTERPRETED, user[0]);
+
+			green &= g.g >= 180 && g.r <= 110 && g.b <= 160;
+			apart |= g.r != g0.r || g.g != g0.g || g.b != g0.b;
+		}
+		check(green && apart, "colours: interpreted frames green to teal, by name");
+	}
 	free(r.svg);
 
 	/* the colour belongs to the name, wherever the frame appears */

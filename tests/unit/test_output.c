@@ -18,8 +18,8 @@
 #include "output/pprof.h"
 #include "output/stack_set.h"
 #include "output/profile.h"
-#include "profile.pb-c.h"
 #include "check.h"
+#include "pprof_message.h"
 
 static void test_json(void)
 {
@@ -90,28 +90,6 @@ static int pack_profile(struct profile *p, struct module_registry *reg, char **b
 
 	fclose(out);
 	return err;
-}
-
-static uint8_t *gunzip_all(const char *data, size_t len, size_t *out_len)
-{
-	size_t cap = 1 << 20;
-	uint8_t *buf = malloc(cap);
-	z_stream z = { 0 };
-
-	inflateInit2(&z, 15 + 16);
-	z.next_in = (uint8_t *)data;
-	z.avail_in = (uInt)len;
-	z.next_out = buf;
-	z.avail_out = (uInt)cap;
-	inflate(&z, Z_FINISH);
-	*out_len = cap - z.avail_out;
-	inflateEnd(&z);
-	return buf;
-}
-
-static const char *pb_string(const Perftools__Profiles__Profile *m, int64_t i)
-{
-	return i >= 0 && (size_t)i < m->n_string_table ? m->string_table[i] : "?";
 }
 
 static void test_pprof_message(const char *gz, size_t len, uint64_t mod_vaddr)

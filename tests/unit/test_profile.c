@@ -9,6 +9,7 @@
 
 #include "binary/ksyms.h"
 #include "binary/modules.h"
+#include "binary/name_cache.h"
 #include "output/profile.h"
 #include "session.h"
 
@@ -313,6 +314,82 @@ static void test_frame_names(void)
 	profile__free(p);
 }
 
+/* Python frames (MODULE_PYTHON, ids in the registry's python_names): work.spin ran on
+ * lines 5 and 6 under app.run. Folded stacks merge the lines; keyed by name, the profile
+ * keeps them apart (the SVG's tooltips tell one line from several) in an order of their
+ * content; hprof serve's name cache names them right, window after window. */
+static void test_python(void)
+{
+	struct python_names *names = module_registry__python_names(registry);
+	/* line 6 interned first: ids in the other order than lines */
+	const struct python_location locs[] = {
+		{ "work", "spin", "/srv/work.py", 3, 6 },
+		{ "work", "spin", "/srv/work.py", 3, 5 },
+		{ "app", "run", "/srv/app.py", 10, 12 },
+	};
+	const char *want = "py;app.run;work.spin 3\n"
+			   "py;app.run;work.spin;asm_sysvec_apic_timer_interrupt_[k] 1\n";
+	struct frame stacks_in[3][3];
+	const uint32_t lens[3] = { 2, 2, 3 }, counts[3] = { 2, 1, 1 };
+	uint64_t id[3];
+	struct name_cache *cache = name_cache__new();
+	bool folded_ok = true, cached_ok = true;
+	char *sa = NULL, *sb = NULL;
+
+	for (int i = 0; i < 3; i++) {
+		if (python_names__intern(names, &locs[i], &id[i]) != 0)
+			abort();
+	}
+	for (int i = 0; i < 3; i++) {
+		stacks_in[i][0] = (struct frame){ .module = MODULE_PYTHON, .addr = id[i == 0] };
+		stacks_in[i][1] = (struct frame){ .module = MODULE_PYTHON, .addr = id[2] };
+	}
+	/* the kernel over line 6: reversed, line 6's node comes first */
+	stacks_in[2][2] = stacks_in[2][1];
+	stacks_in[2][1] = stacks_in[2][0];
+	stacks_in[2][0] = user(MODULE_KERNEL, KERNEL_TIMER_IRQ, false);
+	for (int variant = 0; variant < 4; variant++) {
+		bool by_name = variant & 1, reversed = variant & 2;
+		struct profile *p;
+		char *text;
+
+		if (profile__new(registry, ksyms, &p) != 0 || (by_name && profile__key_by_name(p) != 0))
+			abort();
+		profile__use_name_cache(p, cache);
+		for (int k = 0; k < 3; k++) {
+			int i = reversed ? 2 - k : k;
+
+			for (uint32_t c = 0; c < counts[i]; c++) {
+				if (profile__add(p, "py", NULL, stacks_in[i], lens[i]) != 0)
+					abort();
+			}
+		}
+		text = folded(p);
+		folded_ok &= strcmp(text, want) == 0;
+		if (strcmp(text, want) != 0)
+			printf("# got:\n%s", text);
+		free(text);
+		if (by_name && profile__nr_stacks(p) != 3)
+			folded_ok = false;
+		if (by_name)
+			*(reversed ? &sb : &sa) = stacks(p);
+		/* the kernel's name is kept; Python's cost nothing to make again */
+		cached_ok &= name_cache__count(cache) == 1;
+		profile__free(p);
+		name_cache__sweep(cache);
+	}
+	check(folded_ok, "python: lines of a function folded as one, by name or by address, "
+			 "with a name cache, in either input order");
+	check(sa && sb && strcmp(sa, sb) == 0, "python: by name, lines kept apart, in one order "
+					       "whatever the input order");
+	if (sa && sb && strcmp(sa, sb) != 0)
+		printf("# in order:\n%s# reversed:\n%s", sa, sb);
+	check(cached_ok, "python: names not kept in the name cache");
+	free(sa);
+	free(sb);
+	name_cache__free(cache);
+}
+
 /* One sample, as a capture replays it: the fp build's leaf, the copy ending in c, the
  * kernel's window at main's record; through the session's processes, resolver, hybrid
  * and profile. */
@@ -382,6 +459,7 @@ int main(void)
 	test_folded();
 	test_by_name();
 	test_frame_names();
+	test_python();
 	test_session();
 	module_registry__free(registry);
 	ksyms__free(ksyms);

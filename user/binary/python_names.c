@@ -10,7 +10,8 @@
 
 struct entry {
 	struct python_location loc;
-	char *key; /* module NUL function NUL file NUL line: what loc's strings point into */
+	char *key; /* module NUL function NUL file NUL firstlineno line NUL: what loc's strings
+		    * point into */
 	size_t key_len;
 	uint64_t id;
 	UT_hash_handle hh;
@@ -27,11 +28,11 @@ struct python_names *python_names__new(void)
 	return calloc(1, sizeof(struct python_names));
 }
 
-/* The key's bytes (malloc'd): the three strings and the line, each NUL-terminated. */
+/* The key's bytes (malloc'd): the three strings and the two line numbers, NUL-terminated. */
 static char *make_key(const struct python_location *loc, size_t *len)
 {
 	size_t m = strlen(loc->module) + 1, f = strlen(loc->function) + 1, p = strlen(loc->file) + 1;
-	char *key = malloc(m + f + p + 16);
+	char *key = malloc(m + f + p + 32);
 	int l;
 
 	if (!key)
@@ -39,7 +40,7 @@ static char *make_key(const struct python_location *loc, size_t *len)
 	memcpy(key, loc->module, m);
 	memcpy(key + m, loc->function, f);
 	memcpy(key + m + f, loc->file, p);
-	l = snprintf(key + m + f + p, 16, "%d", loc->line);
+	l = snprintf(key + m + f + p, 32, "%d %d", loc->firstlineno, loc->line);
 	*len = m + f + p + (size_t)l + 1;
 	return key;
 }
@@ -70,6 +71,7 @@ int python_names__intern(struct python_names *n, const struct python_location *l
 	e->loc.module = key;
 	e->loc.function = key + strlen(key) + 1;
 	e->loc.file = e->loc.function + strlen(e->loc.function) + 1;
+	e->loc.firstlineno = loc->firstlineno;
 	e->loc.line = loc->line;
 	e->id = n->nr;
 	n->by_id[n->nr++] = e;
@@ -82,6 +84,21 @@ int python_names__intern(struct python_names *n, const struct python_location *l
 const struct python_location *python_names__get(const struct python_names *n, uint64_t id)
 {
 	return n && id < n->nr ? &n->by_id[id]->loc : NULL;
+}
+
+int python_names__compare(const struct python_names *n, uint64_t a, uint64_t b)
+{
+	const struct python_location *x = python_names__get(n, a), *y = python_names__get(n, b);
+	int c;
+
+	if (!x || !y)
+		return x ? 1 : y ? -1 : 0;
+	if ((c = strcmp(x->module, y->module)) || (c = strcmp(x->function, y->function)) ||
+	    (c = strcmp(x->file, y->file)))
+		return c;
+	if (x->firstlineno != y->firstlineno)
+		return x->firstlineno < y->firstlineno ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
 }
 
 char *python_names__format(const struct python_names *n, uint64_t id)

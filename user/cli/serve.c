@@ -542,6 +542,8 @@ static int run(struct serve_opts *o)
 					     .filter_pids = o->nr_pids > 0,
 					     .stack_deltas = true,
 					     .lazy_wakeups = true,
+					     /* CPython's frames, as a recording reads them */
+					     .python_frames = true,
 				     },
 				     .poll_ms = SERVE_POLL_MS,
 				     .pids = o->pids,

@@ -1,6 +1,7 @@
 #include "output/outputs.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,29 @@ static int write_folded_file(struct profile *p, const char *path)
 	return atomic_file__commit(f);
 }
 
+/* What the SVG knows of a flamegraph node that Python frames were counted in: drawn in
+ * the interpreted family, its tooltip with the code's place. Which place does not depend
+ * on the order stacks come in: one location, one file's several lines, or several files. */
+enum python_place {
+	PLACE_NONE,  /* no Python frame here */
+	PLACE_ONE,   /* one file and line: "file:line" */
+	PLACE_LINES, /* one file, several lines: "file" */
+	PLACE_FILES, /* several files (one module name in two packages): none */
+};
+
+struct python_node {
+	uint64_t id; /* a location in python_names: the one, or one of the file's */
+	enum python_place place;
+};
+
 /* Building the flamegraph's tree from the profile's stacks, named as the folded text
  * names them, so the SVG is the one flamegraph.pl-style tools draw from that text. */
 struct graph_build {
 	struct profile *p;
+	const struct python_names *py_names;
 	struct flamegraph *fg;
+	struct python_node *py;     /* by flamegraph node id; NULL until a Python frame */
+	size_t nr_py, py_cap;
 	const char **names; /* one stack's frame names, outermost first */
 	size_t names_cap;
 	size_t *offsets;    /* where each is in text */
@@ -69,10 +88,56 @@ static const char *stack_name(struct graph_build *g, const struct profile_stack 
 	return profile__frame_name(g->p, &st->frames[n - 1 - i]);
 }
 
+/* Python frame id was counted in node. */
+static void note_python(struct graph_build *g, struct python_node *node, uint64_t id)
+{
+	const struct python_location *a, *b;
+
+	if (node->place == PLACE_NONE) {
+		*node = (struct python_node){ id, PLACE_ONE };
+		return;
+	}
+	if (node->place == PLACE_FILES || node->id == id)
+		return;
+	a = python_names__get(g->py_names, node->id);
+	b = python_names__get(g->py_names, id);
+	if (!a || !b || strcmp(a->file, b->file) != 0)
+		node->place = PLACE_FILES;
+	else if (a->line != b->line)
+		node->place = PLACE_LINES;
+}
+
+/* The flamegraph nodes of the stack's Python frames, names[0..n) as added, noted. */
+static int note_python_frames(struct graph_build *g, const struct profile_stack *st, size_t n)
+{
+	size_t first = 1 + (st->root != NULL);
+	uint32_t node = 0; /* the root, "all" */
+	bool any = false;
+
+	for (uint32_t i = 0; i < st->nr_frames && !any; i++)
+		any = st->frames[i].module == MODULE_PYTHON;
+	if (!any)
+		return 0;
+	if (grow_array((void **)&g->py, &g->py_cap, flamegraph__nr_nodes(g->fg), sizeof(*g->py)))
+		return -ENOMEM;
+	memset(g->py + g->nr_py, 0, (g->py_cap - g->nr_py) * sizeof(*g->py));
+	g->nr_py = g->py_cap;
+	for (size_t i = 0; i < n; i++) {
+		const struct frame *f = i >= first ? &st->frames[n - 1 - i] : NULL;
+
+		if (flamegraph__child(g->fg, node, g->names[i], &node) != 0)
+			return -ENOENT; /* the stack was just added */
+		if (f && f->module == MODULE_PYTHON)
+			note_python(g, &g->py[node], f->addr);
+	}
+	return 0;
+}
+
 static int add_stack(void *ctx, const struct profile_stack *st)
 {
 	struct graph_build *g = ctx;
 	size_t n = 1 + (st->root != NULL) + st->nr_frames, len = 0;
+	int err;
 
 	if (grow_array((void **)&g->names, &g->names_cap, n, sizeof(*g->names)) ||
 	    grow_array((void **)&g->offsets, &g->offsets_cap, n, sizeof(*g->offsets)))
@@ -91,13 +156,51 @@ static int add_stack(void *ctx, const struct profile_stack *st)
 	for (size_t i = 0; i < n; i++)
 		g->names[i] = g->text + g->offsets[i];
 	trim_trailing_blanks(g->text + g->offsets[n - 1]);
-	return flamegraph__add(g->fg, g->names, n, st->count);
+	err = flamegraph__add(g->fg, g->names, n, st->count);
+	return err ? err : note_python_frames(g, st, n);
 }
 
-static int write_svg_file(struct profile *p, const struct output_opts *opts)
+static const struct python_node *python_node(const struct graph_build *g, uint32_t id)
 {
-	struct flamegraph_opts fg_opts = { .title = opts->title, .subtitle = opts->subtitle };
-	struct graph_build g = { .p = p };
+	return g->py && id < g->py_cap && g->py[id].place != PLACE_NONE ? &g->py[id] : NULL;
+}
+
+/* Python frames in the interpreted family, as flamegraph.pl's java palette draws Java's. */
+static bool python_fill(void *ctx, const struct flamegraph_frame *f, struct flamegraph_rgb *fill)
+{
+	if (!python_node(ctx, f->id))
+		return false;
+	*fill = flamegraph__colour(FLAMEGRAPH_FAMILY_INTERPRETED, f->name);
+	return true;
+}
+
+/* A Python frame's tooltip: the samples, then where its code is, "file:line" when it ran
+ * one line, the file when it ran several. */
+static bool python_tip(void *ctx, const struct flamegraph_frame *f, char *buf, size_t len)
+{
+	const struct graph_build *g = ctx;
+	const struct python_node *node = python_node(g, f->id);
+	const struct python_location *loc;
+	int at;
+
+	if (!node || node->place == PLACE_FILES ||
+	    !(loc = python_names__get(g->py_names, node->id)))
+		return false;
+	at = snprintf(buf, len, "%" PRIu64 " sample%s, %.2f%%, %s", f->samples,
+		      f->samples == 1 ? "" : "s", 100.0 * (double)f->samples / (double)f->total,
+		      loc->file);
+	if (node->place == PLACE_ONE && loc->line > 0 && at >= 0 && (size_t)at < len)
+		snprintf(buf + at, len - (size_t)at, ":%d", loc->line);
+	return true;
+}
+
+static int write_svg_file(struct profile *p, struct module_registry *modules,
+			  const struct output_opts *opts)
+{
+	struct graph_build g = { .p = p, .py_names = module_registry__python_names(modules) };
+	struct flamegraph_style style = { python_fill, python_tip, &g };
+	struct flamegraph_opts fg_opts = { .title = opts->title, .subtitle = opts->subtitle,
+					   .style = &style };
 	struct atomic_file *f = NULL;
 	int err;
 
@@ -111,6 +214,7 @@ static int write_svg_file(struct profile *p, const struct output_opts *opts)
 		err = err ? (atomic_file__abort(f), err) : atomic_file__commit(f);
 	}
 	flamegraph__free(g.fg);
+	free(g.py);
 	free(g.names);
 	free(g.offsets);
 	free(g.text);
@@ -142,7 +246,7 @@ int outputs__write(struct profile *p, struct module_registry *modules,
 		}
 	}
 	if (opts->svg_path) {
-		err = write_svg_file(p, opts);
+		err = write_svg_file(p, modules, opts);
 		if (err) {
 			fprintf(stderr, "hprof: cannot write %s: %s\n", opts->svg_path,
 				strerror(-err));

@@ -31,7 +31,7 @@ struct string_entry {
 };
 
 struct function_key {
-	int64_t name, filename;
+	int64_t name, filename, start_line;
 };
 
 struct function_entry {
@@ -196,10 +196,12 @@ static uint64_t root_location(const struct builder *b, const char *root)
 	return hit ? b->nframes + (uint64_t)(hit - b->roots) + 1 : 0;
 }
 
-/* The function of (name, filename), numbered in order of first use. 0 when out of memory. */
-static uint64_t function_id(struct builder *b, const char *name, const char *filename)
+/* The function of (name, filename, start_line), numbered in order of first use. 0 when out
+ * of memory. */
+static uint64_t function_id(struct builder *b, const char *name, const char *filename,
+			    int64_t start_line)
 {
-	struct function_key key = { string_index(b, name), string_index(b, filename) };
+	struct function_key key = { string_index(b, name), string_index(b, filename), start_line };
 	struct function_entry *e;
 	pb_function *fn;
 
@@ -219,6 +221,7 @@ static uint64_t function_id(struct builder *b, const char *name, const char *fil
 	fn->id = e->id;
 	fn->name = fn->system_name = key.name;
 	fn->filename = key.filename;
+	fn->start_line = start_line;
 	return e->id;
 }
 
@@ -245,6 +248,9 @@ static struct mapping_span frame_span(const struct builder *b, const struct fram
 	struct module *mod = module_registry__by_id(b->reg, f->module);
 	struct mapping_span s = { .module = f->module, .start = f->addr, .end = f->addr + 1 };
 
+	/* a Python frame's id is no address: its locations have none (0) */
+	if (f->module == MODULE_PYTHON)
+		s.start = 0, s.end = 1;
 	if (f->module >= MODULE_FIRST_FILE && mod && !mod->anon_code &&
 	    elf_symbols__segment(mod->syms, f->addr, &s.start, &s.end, &s.file_offset) == 0)
 		s.from_segment = true;
@@ -265,11 +271,14 @@ static int new_mapping(struct builder *b, const struct mapping_span *s)
 	m->memory_start = s->start;
 	m->memory_limit = s->end;
 	m->file_offset = s->file_offset;
-	m->filename = string_index(b, s->module == MODULE_KERNEL ? KERNEL_MAPPING_NAME
-				       : mod && mod->anon_code  ? mod->name
-				       : mod			? mod->path
-								: "?");
+	m->filename = string_index(b, s->module == MODULE_KERNEL   ? KERNEL_MAPPING_NAME
+				       : s->module == MODULE_PYTHON ? PYTHON_NAMES_MODULE_LABEL
+				       : mod && mod->anon_code	    ? mod->name
+				       : mod			    ? mod->path
+								    : "?");
 	m->has_functions = true;
+	/* Python frames come with their code's file and line */
+	m->has_filenames = m->has_line_numbers = s->module == MODULE_PYTHON;
 	if (m->filename < 0)
 		return -ENOMEM;
 	if (mod && !mod->anon_code && (id_len = elf_symbols__build_id(mod->syms, &id)) > 0) {
@@ -308,6 +317,7 @@ static int build_locations(struct builder *b)
 		const struct frame *f = i < b->nframes ? &b->frames[i] : NULL;
 		const char *name = f ? profile__frame_name(b->profile, f) : b->roots[i - b->nframes];
 		const char *filename = "";
+		const struct python_location *py = NULL;
 		int err;
 
 		perftools__profiles__location__init(loc);
@@ -327,13 +337,21 @@ static int build_locations(struct builder *b)
 				have_cur = true;
 			}
 			/* spans without a segment grow to cover the module's frames */
-			if (!s.from_segment && f->addr >= b->mappings[b->nmappings - 1].memory_limit)
+			if (!s.from_segment && f->module != MODULE_PYTHON &&
+			    f->addr >= b->mappings[b->nmappings - 1].memory_limit)
 				b->mappings[b->nmappings - 1].memory_limit = f->addr + 1;
 			loc->mapping_id = b->nmappings;
 			filename = b->string_table[b->mappings[b->nmappings - 1].filename];
-			loc->address = f->addr;
+			loc->address = f->module == MODULE_PYTHON ? 0 : f->addr;
 		}
-		b->lines[i].function_id = function_id(b, name, filename);
+		/* a Python frame is its code's function at one line, as pprof shows Go's */
+		if (f && f->module == MODULE_PYTHON)
+			py = python_names__get(module_registry__python_names(b->reg), f->addr);
+		if (py) {
+			filename = py->file;
+			b->lines[i].line = py->line;
+		}
+		b->lines[i].function_id = function_id(b, name, filename, py ? py->firstlineno : 0);
 		if (!b->lines[i].function_id)
 			return -ENOMEM;
 		b->line_ptrs[i] = &b->lines[i];

@@ -3,7 +3,10 @@
  * location per distinct frame with its address (the ELF virtual address for files, as
  * `addr2line -e FILE` takes it; absolute for the kernel and code outside files), mappings
  * per file segment with path, build-id and file offset, functions with names, and each
- * sample's command name as the label "comm" (and more labels for stacks counted with them). */
+ * sample's command name as the label "comm" (and more labels for stacks counted with them).
+ * A Python frame (MODULE_PYTHON) is a location of the mapping "[python]", without address,
+ * whose one line is its function "module.function" (file co_filename, start_line
+ * co_firstlineno) at the line it ran: one location per line, as pprof shows compiled code. */
 #ifndef HPROF_OUTPUT_PPROF_H
 #define HPROF_OUTPUT_PPROF_H
 

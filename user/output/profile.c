@@ -304,7 +304,10 @@ static uint32_t intern(struct profile *p, char *str)
 /* Whether f's name stays what it is while its module id lives: the kernel's and a
  * binary's do, made from its symbols; not one made while they are dropped (an idle
  * binary's, until a process uses it again) or could not be read, nor a JIT's, which may
- * come later (its perf map). Pseudo-modules' cost nothing. */
+ * come later (its perf map). Pseudo-modules' cost nothing to make again, and are not
+ * kept: a Python frame's (MODULE_PYTHON) lasts as the registry does, its id interned by
+ * content, but is one formatting of its location, and would take the room of names that
+ * cost a symbol lookup. */
 static bool name_is_lasting(const struct profile *p, const struct frame *f)
 {
 	const struct module *mod;
@@ -366,13 +369,15 @@ static uint64_t name_frame_hash(const struct profile *p, uint32_t id)
 }
 
 /* The frame the tree's nodes use for frame id: itself, or keyed by name, the first frame
- * counted with its name in its module. NONE when out of memory. */
+ * counted with its name in its module. A Python frame stays itself: its id is already its
+ * function at one line, few per function, and the flamegraph's tooltip tells a function
+ * that ran on one line from one that ran on several. NONE when out of memory. */
 static uint32_t node_frame_id(struct profile *p, uint32_t id)
 {
 	uint32_t name = frame_name_id(p, id), module = p->frames[id].module, fid;
 	uint64_t h;
 
-	if (name == NONE || !p->by_name || p->provisional[id])
+	if (name == NONE || !p->by_name || p->provisional[id] || module == MODULE_PYTHON)
 		return name == NONE ? NONE : id;
 	h = child_hash(name, module);
 	if (p->name_frames.slots) {
@@ -752,8 +757,9 @@ struct stack_ref {
 };
 
 /* Frames in the order of their names, then binaries, when the profile is keyed by name
- * (which frame of a name a node holds depends on the order samples came in), else by
- * binary and address. */
+ * (which frame of a name a node holds depends on the order samples came in), Python
+ * frames of one name by their file and line (their ids follow the order they were first
+ * seen); else by binary and address. */
 static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 {
 	const struct frame *fx = node_frame(p, x), *fy = node_frame(p, y);
@@ -763,6 +769,9 @@ static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 		return compare_frames(fx, fy);
 	c = strcmp(p->strings[p->frame_names[p->nodes[x].frame]],
 		   p->strings[p->frame_names[p->nodes[y].frame]]);
+	if (!c && fx->module == MODULE_PYTHON && fy->module == MODULE_PYTHON)
+		return python_names__compare(module_registry__python_names(p->modules), fx->addr,
+					     fy->addr);
 	return c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
 }
 

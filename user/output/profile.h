@@ -16,7 +16,8 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 /* Counts return addresses in one function (a name in one binary) as one frame, the first
  * one counted: folded stacks, flame graphs, JSON and the top table come out the same,
  * with a quarter of the nodes on a system-wide run; pprof, which shows addresses, needs
- * them apart. Called before the first sample; -EBUSY after. */
+ * them apart. Python frames stay apart by line (the SVG's tooltips show it). Called before
+ * the first sample; -EBUSY after. */
 int profile__key_by_name(struct profile *p);
 struct name_cache;
 /* Takes frame names from cache and leaves there the ones it makes (hprof serve's windows,

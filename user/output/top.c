@@ -42,6 +42,8 @@ static const char *module_label(struct module_registry *reg, const struct frame 
 
 	if (f->module == MODULE_KERNEL)
 		return "[kernel.kallsyms]";
+	if (f->module == MODULE_PYTHON)
+		return PYTHON_NAMES_MODULE_LABEL;
 	mod = f->module >= MODULE_FIRST_FILE ? module_registry__by_id(reg, f->module) : NULL;
 	return mod && mod->name ? mod->name : "[unknown]";
 }

@@ -7,7 +7,7 @@
  * are theirs: self is the samples with it innermost, inclusive the samples with it anywhere
  * on the stack, once per sample however often it recurs. A stack's comm is no function (it
  * is a label in pprof); a root frame such as "[truncated: ...]" is one. The module column
- * names the binary (its file name, "[kernel.kallsyms]", "[jit]") the function's samples
+ * names the binary (its file name, "[kernel.kallsyms]", "[jit]", "[python]") the function's samples
  * came from; where one name is in several binaries (every program's main), the one with
  * the most samples, then "+N" for the others. */
 #ifndef HPROF_OUTPUT_TOP_H

@@ -92,6 +92,7 @@ static int name_frames(struct python_stack *ps, const struct python_proc *pp, ui
 			return err;
 		loc = (struct python_location){ .module = name.module, .function = name.qualname,
 						.file = name.filename,
+						.firstlineno = name.firstlineno,
 						.line = name.line > 0 ? name.line : 0 };
 		if (!name.incomplete && python_names__intern(ps->names, &loc, &id))
 			return -ENOMEM;
