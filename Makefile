@@ -201,6 +201,20 @@ $(BUILD)/workloads/lld_%: tests/workloads/lld_%.c tests/workloads/workload.h | $
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -O2 -fomit-frame-pointer -fuse-ld=lld $(WL_CFLAGS) $< -o $@
 
+# tests/workloads/python_fake.c: a process that passes for CPython, its frames hostile
+# (tests/t_python_hostile.sh), built once per version it claims: pyfake_311 and pyfake_312
+# with those versions' layouts, pyfake_399 claiming 3.99, pyfake_noversion with no Py_Version
+# (its version then comes from the name it is run under).
+PYFAKES := $(addprefix $(BUILD)/workloads/pyfake_,311 312 399 noversion)
+$(BUILD)/workloads/pyfake_311: PYFAKE_FLAGS := -DFAKE_PY_VERSION=0x030b04f0 -DFAKE_LAYOUT=311
+$(BUILD)/workloads/pyfake_312: PYFAKE_FLAGS := -DFAKE_PY_VERSION=0x030c01f0 -DFAKE_LAYOUT=312
+$(BUILD)/workloads/pyfake_399: PYFAKE_FLAGS := -DFAKE_PY_VERSION=0x036300f0 -DFAKE_LAYOUT=312
+$(BUILD)/workloads/pyfake_noversion: PYFAKE_FLAGS := -DFAKE_NO_VERSION -DFAKE_LAYOUT=312
+$(PYFAKES): tests/workloads/python_fake.c tests/workloads/workload.h | $(DEPS_STAMP)
+	$(call msg,CC-WL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer $(WL_CFLAGS) $(PYFAKE_FLAGS) $< -o $@
+all: $(PYFAKES)
+
 $(BUILD)/workloads/libmaps_%.so: tests/workloads/maps_lib.c | $(DEPS_STAMP)
 	$(call msg,CC-WL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) -O2 -fomit-frame-pointer -fPIC -shared -DLIB_NAME=$* $(WL_CFLAGS) $< -o $@

@@ -52,7 +52,9 @@ struct hprof_python_proc {
 	__u32 frame_instr;        /* f_lasti (int) / prev_instr / instr_ptr (pointer) */
 	__u32 frame_entry;        /* is_entry / owner byte; unused for HPROF_PY_FRAME_OBJECT */
 	__u32 code_check;         /* 8 bytes of the code object folded into hprof_py_frame.check */
-	__u32 pad;
+	/* co_name, whose str's hash (at HPROF_PY_STR_HASH) is folded in with them; 0: not
+	 * folded (3.12+, whose word at code_check holds co_version, a serial of its own) */
+	__u32 code_name;
 };
 _Static_assert(sizeof(struct hprof_python_proc) == 72, "python_procs value is shared with BPF");
 
@@ -63,8 +65,10 @@ struct hprof_py_frame {
 	 * HPROF_PY_FRAME_OBJECT, else the instruction pointer's offset from code; bit 31:
 	 * HPROF_PY_ENTRY */
 	__u32 instr;
-	/* hprof_py__check of the 8 bytes at code + code_check when the frame was read: a code
-	 * object freed and another made at its address is told apart from it */
+	/* hprof_py__check of the 8 bytes at code + code_check (XOR co_name's hash where
+	 * code_name is set) when the frame was read: a code object freed and another made at
+	 * its address is told apart from it, even one of the same shape and first line (code
+	 * compiled from one template, in a loop) */
 	__u32 check;
 };
 _Static_assert(sizeof(struct hprof_py_frame) == 16, "a Python frame is 16 bytes on the wire");
@@ -73,6 +77,10 @@ _Static_assert(sizeof(struct hprof_py_frame) == 16, "a Python frame is 16 bytes 
  * frames from the previous entry (exclusive) to it ran in that native frame. */
 #define HPROF_PY_ENTRY (1u << 31)
 #define HPROF_PY_INSTR_MASK (HPROF_PY_ENTRY - 1)
+
+/* PyASCIIObject.hash (Py_hash_t), the same in 3.8-3.13: set once, when the str is first
+ * hashed (an identifier such as co_name is interned, so hashed, as it is made). */
+#define HPROF_PY_STR_HASH 24
 
 static inline __u32 hprof_py__check(__u64 word)
 {

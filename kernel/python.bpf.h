@@ -177,6 +177,18 @@ static long py_frame_step(__u64 i, void *ctx)
 		w->status = HPROF_PY_READ_FAILED;
 		return 1;
 	}
+	/* before 3.12 no word of a code object tells it from another of the same shape made
+	 * at its address (a template compiled in a loop): its name's hash does */
+	if (proc->code_name) {
+		__u64 name, hash;
+
+		if (!read_word(code + proc->code_name, &name) ||
+		    !read_word(name + HPROF_PY_STR_HASH, &hash)) {
+			w->status = HPROF_PY_READ_FAILED;
+			return 1;
+		}
+		word ^= hash;
+	}
 	f.code = code;
 	f.check = hprof_py__check(word);
 	if (proc->kind == HPROF_PY_FRAME_OBJECT) {

@@ -38,8 +38,15 @@ static struct hprof_py_frame frame(const struct python_layout *l, uint64_t code,
 
 	if (hdr[5] & 1)
 		memcpy(&f.check, hdr + 6, 4);
-	else if (read_arena(NULL, code + l->code_check, &w, 8))
+	else if (read_arena(NULL, code + l->code_check, &w, 8)) {
+		uint64_t name = 0, hash = 0;
+
+		/* the name's hash, as the kernel folds it (common/python.h) */
+		if (l->check_name && read_arena(NULL, code + l->check_name, &name, 8) &&
+		    read_arena(NULL, name + HPROF_PY_STR_HASH, &hash, 8))
+			w ^= hash;
 		f.check = hprof_py__check(w);
+	}
 	return f;
 }
 

@@ -41,7 +41,12 @@ static struct hprof_py_frame frame_at(uint32_t pid, const struct hprof_python_pr
 {
 	struct hprof_py_frame f = {.code = code, .instr = instr & HPROF_PY_INSTR_MASK};
 
-	f.check = hprof_py__check(word(pid, code + k->code_check));
+	uint64_t w = word(pid, code + k->code_check);
+
+	/* the name's hash, as the kernel folds it (common/python.h) */
+	if (k->code_name)
+		w ^= word(pid, word(pid, code + k->code_name) + HPROF_PY_STR_HASH);
+	f.check = hprof_py__check(w);
 	return f;
 }
 

@@ -68,12 +68,16 @@ int main(void)
 	P("code_qualname", offsetof(PyCodeObject, co_qualname));
 	P("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
 #endif
+#if PY_VERSION_HEX >= 0x030c0000
+	P("code_version", offsetof(PyCodeObject, co_version));
+#endif
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
 	P("code_firsttraceable", offsetof(PyCodeObject, _co_firsttraceable));
 #endif
 	P("bytes_size", offsetof(PyBytesObject, ob_base.ob_size));
 	P("bytes_data", offsetof(PyBytesObject, ob_sval));
 	P("str_length", offsetof(PyASCIIObject, length));
+	P("str_hash", offsetof(PyASCIIObject, hash));
 	P("str_state", offsetof(PyASCIIObject, hash) + sizeof(Py_hash_t));
 	P("str_ascii_data", sizeof(PyASCIIObject));
 	P("str_compact_data", sizeof(PyCompactUnicodeObject));

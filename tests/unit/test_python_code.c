@@ -36,10 +36,16 @@ static uint64_t make_str_kind(const struct python_layout *l, const uint32_t *cps
 		state |= PYTHON_STR_READY;
 	put64(s, 1);
 	put64(s + l->object_type, STR_TYPE);
+	uint64_t hash = 14695981039346656037ull;
+
 	put64(s + l->str_length, n);
 	put32(s + l->str_state, state);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		memcpy(at(s + data + i * kind), &cps[i], kind); /* little-endian */
+		hash = (hash ^ cps[i]) * 1099511628211ull;
+	}
+	/* hashed, as CPython's identifiers are when interned */
+	put64(s + HPROF_PY_STR_HASH, hash);
 	return s;
 }
 
@@ -69,6 +75,8 @@ static const uint8_t loc_table[] = {0x80 | 13 << 3 | 1, 0x02, 0x80 | 11 << 3 | 2
 /* 3.10: 4 bytes (units 0-1) on +1, 6 bytes (units 2-4) on +2 */
 static const uint8_t table310[] = {4, 1, 6, 1};
 
+static uint32_t code_serial;
+
 static uint64_t make_code(const struct python_layout *l, const char *name, const char *qualname,
 			  uint64_t filename, int firstlineno, uint32_t units)
 {
@@ -84,6 +92,9 @@ static uint64_t make_code(const struct python_layout *l, const char *name, const
 	put32(c + l->code_firstlineno, (uint32_t)firstlineno);
 	/* the other half of the check word: co_nlocalsplus / co_stacksize, set once */
 	put32(c + (l->code_firstlineno ^ 4), 5);
+	/* 3.12+: the serial CPython gives each code object it makes */
+	if (l->code_version)
+		put32(c + l->code_version, ++code_serial);
 	put64(c + l->code_name, make_str(l, name));
 	if (l->code_qualname)
 		put64(c + l->code_qualname, make_str(l, qualname));
@@ -101,6 +112,13 @@ static struct hprof_py_frame frame_of(const struct python_layout *l, uint64_t co
 	uint64_t w;
 
 	memcpy(&w, at(code + l->code_check), 8);
+	if (l->check_name) {
+		uint64_t name, hash;
+
+		memcpy(&name, at(code + l->check_name), 8);
+		memcpy(&hash, at(name + HPROF_PY_STR_HASH), 8);
+		w ^= hash;
+	}
 	f.check = hprof_py__check(w);
 	return f;
 }
@@ -259,6 +277,40 @@ static void check_refusals(void)
 	python_code_cache__free(c);
 }
 
+/* Code compiled from one template in a loop: each object freed and the next made at its
+ * address, of the same shape and first line, only its name (and, 3.12+, its co_version)
+ * another. A frame of the new one is never named after the old. */
+static void check_template(int minor)
+{
+	struct python_layout l = layout(minor);
+	struct python_code_cache *c;
+	struct python_frame_name n;
+	struct hprof_py_frame old, now;
+	uint64_t code, file = make_str(&l, "<gen>"), name2;
+	int rc;
+
+	python_code_cache__new(1u << 20, &c);
+	code = make_code(&l, "inner_1", "inner_1", file, 5, 4);
+	old = frame_of(&l, code, unit(&l, 0));
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &old, read_image, NULL, &n);
+	check(rc == 0 && !strcmp(n.qualname, "inner_1"), "code template 3.%d: the first named", minor);
+	name2 = make_str(&l, "inner_2");
+	put64(code + l.code_name, name2);
+	if (l.code_qualname)
+		put64(code + l.code_qualname, name2);
+	if (l.code_version)
+		put32(code + l.code_version, ++code_serial);
+	now = frame_of(&l, code, unit(&l, 0));
+	check(now.check != old.check, "code template 3.%d: the next one's check differs", minor);
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &now, read_image, NULL, &n);
+	check(rc == 0 && !strcmp(n.qualname, "inner_2"),
+	      "code template 3.%d: the next one named anew, not after the cached one (%d, %s)",
+	      minor, rc, rc ? "-" : n.qualname);
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &old, read_image, NULL, &n);
+	check(rc == -ESTALE, "code template 3.%d: a late frame of the first refused (%d)", minor, rc);
+	python_code_cache__free(c);
+}
+
 static void check_stale(void)
 {
 	struct python_layout l = layout(12);
@@ -276,6 +328,7 @@ static void check_stale(void)
 	check(rc == 0 && !strcmp(n.qualname, "first"), "code stale: the first object named");
 	/* freed, and another made at its address */
 	put32(code + l.code_firstlineno, 20);
+	put32(code + l.code_version, ++code_serial);
 	name2 = make_str(&l, "second");
 	put64(code + l.code_qualname, name2);
 	now = frame_of(&l, code, unit(&l, 0));
@@ -364,6 +417,10 @@ int main(void)
 	check_kinds();
 	check_refusals();
 	check_stale();
+	check_template(10);
+	check_template(11);
+	check_template(12);
+	check_template(13);
 	check_bound_and_speed();
 	free(image);
 	return failures ? 1 : 0;

@@ -76,7 +76,8 @@ int main(void)
 		      python_layout__for_version(0xffffffff, NULL, 0, &l) == -ENOTSUP,
 	      "python layout: 2.7 and garbage refused");
 	rc = parse(0x030d0000, -1, 0, &l);
-	check(rc == 0 && l.frame_instr == 56 && l.tstate_frame == 72 && l.code_check == 64 &&
+	check(rc == 0 && l.frame_instr == 56 && l.tstate_frame == 72 && l.code_version == 92 &&
+		      l.code_check == 88 && l.check_name == 0 &&
 		      l.cframe_frame == HPROF_PY_NO_CFRAME && l.str_compact_data == 56,
 	      "python layout: 3.13.0's debug offsets parsed (%d)", rc);
 	check(parse(0x030d0000, 0, 0x030e00a0, &l) == -ENOTSUP,
@@ -101,12 +102,13 @@ int main(void)
 	python_layout__kernel(&l, 0x1234, &k);
 	check(k.runtime == 0x1234 && k.version == 0x030c && k.kind == HPROF_PY_FRAME_CSTACK_SHIM &&
 		      k.interp_threads == 72 && k.tstate_thread_id == 136 && k.frame_entry == 70 &&
-		      k.cframe_frame == 0 && k.code_check == 64 && k.start_time == 0,
-	      "python layout: 3.12's BPF map value");
+		      k.cframe_frame == 0 && k.code_check == 88 && k.code_name == 0 &&
+		      k.start_time == 0,
+	      "python layout: 3.12's BPF map value (the check: co_version's word)");
 	python_layout__for_version(0x03080000, NULL, 0, &l);
 	python_layout__kernel(&l, 1, &k);
 	check(k.kind == HPROF_PY_FRAME_OBJECT && k.cframe_frame == HPROF_PY_NO_CFRAME &&
-		      k.frame_instr == 104 && k.code_check == 40,
-	      "python layout: 3.8's BPF map value");
+		      k.frame_instr == 104 && k.code_check == 40 && k.code_name == 112,
+	      "python layout: 3.8's BPF map value (the check: co_firstlineno's word, co_name's hash)");
 	return failures ? 1 : 0;
 }

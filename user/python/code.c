@@ -339,7 +339,7 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 	uint8_t head[PYTHON_CODE_HEADER_MAX], *table = NULL;
 	char *name = NULL, *file = NULL, module[256];
 	size_t name_len, file_len, module_len, table_len = 0, size;
-	uint64_t name_addr;
+	uint64_t name_addr, check_word;
 	struct entry *e;
 	int err;
 
@@ -350,6 +350,15 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		return -EFAULT;
 	if (u64_at(head, l->object_type) != code_type)
 		return -EINVAL;
+	/* the check's word as the kernel folds it (common/python.h) */
+	check_word = u64_at(head, l->code_check);
+	if (l->check_name) {
+		uint64_t hash;
+
+		if (!get(r, u64_at(head, l->check_name) + HPROF_PY_STR_HASH, &hash, sizeof(hash)))
+			return -EFAULT;
+		check_word ^= hash;
+	}
 	name_addr = u64_at(head, l->code_qualname ? l->code_qualname : l->code_name);
 	err = read_str(r, name_addr, PYTHON_NAME_MAX, &name, &name_len);
 	if (!err)
@@ -369,7 +378,7 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		goto out;
 	}
 	e->bytes = size;
-	e->check = hprof_py__check(u64_at(head, l->code_check));
+	e->check = hprof_py__check(check_word);
 	e->version = l->version;
 	e->firstlineno = (int)u32_at(head, l->code_firstlineno);
 	if (l->code_size) {

@@ -69,8 +69,8 @@ static const struct python_layout tables[] = {
 		.tstate_thread_id = 136, .tstate_frame = 56, .cframe_frame = 0,
 		.frame_code = 0, .frame_previous = 8, .frame_instr = 56, .frame_entry = 70,
 		.code_size = 16, .code_name = 120, .code_qualname = 128, .code_filename = 112,
-		.code_firstlineno = 68, .code_linetable = 136, .code_adaptive = 192,
-		.code_firsttraceable = 176,
+		.code_firstlineno = 68, .code_version = 92, .code_linetable = 136,
+		.code_adaptive = 192, .code_firsttraceable = 176,
 		.str_ascii_data = 40, .str_compact_data = 56,
 	},
 };
@@ -96,7 +96,16 @@ static void derived_fields(struct python_layout *l)
 {
 	uint32_t end = 0;
 
-	l->code_check = l->code_firstlineno & ~7u;
+	/* before 3.12 the word of co_firstlineno is the same for code objects of one shape
+	 * (a template compiled in a loop, the old one freed and the new one made at its
+	 * address): their names tell them apart */
+	if (l->code_version) {
+		l->code_check = l->code_version & ~7u;
+		l->check_name = 0;
+	} else {
+		l->code_check = l->code_firstlineno & ~7u;
+		l->check_name = l->code_name;
+	}
 	end = max_u32(end, l->object_type + 8);
 	end = max_u32(end, l->code_check + 8);
 	end = max_u32(end, l->code_name + 8);
@@ -200,6 +209,9 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	err |= field(w, DO_CODE_SIZE, DO_CODE_QUALNAME, &l.code_qualname);
 	err |= field(w, DO_CODE_SIZE, DO_CODE_LINETABLE, &l.code_linetable);
 	err |= field(w, DO_CODE_SIZE, DO_CODE_FIRSTLINENO, &l.code_firstlineno);
+	/* not among the debug offsets: 3.13's code object has 3.12's five ints between
+	 * co_firstlineno and co_version (checked against the headers by t_python_layout.sh) */
+	l.code_version = l.code_firstlineno + 24;
 	err |= field(w, DO_OBJECT_SIZE, DO_OBJECT_TYPE, &l.object_type);
 	err |= field(w, DO_BYTES_SIZE, DO_BYTES_OB_SIZE, &l.bytes_size);
 	err |= field(w, DO_STR_SIZE, DO_STR_STATE, &l.str_state);
@@ -218,7 +230,8 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	    w[DO_BYTES_DATA] >= bytes_size || l.bytes_size + 8 > 64 || str_size > 96 ||
 	    l.str_state + 4 > str_size || l.str_length + 8 > str_size ||
 	    l.code_firstlineno + 4 > w[DO_CODE_SIZE] ||
-	    (l.code_firstlineno & ~7u) + 8 > w[DO_CODE_SIZE])
+	    (l.code_firstlineno & ~7u) + 8 > w[DO_CODE_SIZE] ||
+	    (l.code_version & ~7u) + 8 > w[DO_CODE_SIZE])
 		return -EINVAL;
 	/* ob_size of a PyVarObject is where a bytes object has it */
 	l.code_size = l.bytes_size;
@@ -270,6 +283,7 @@ void python_layout__kernel(const struct python_layout *l, uint64_t runtime_addr,
 	out->frame_instr = l->frame_instr;
 	out->frame_entry = l->frame_entry;
 	out->code_check = l->code_check;
+	out->code_name = l->check_name;
 }
 
 int python_version__from_path(const char *path, uint32_t *version_hex)
@@ -332,11 +346,14 @@ void python_layout__print(const struct python_layout *l, FILE *f)
 		P(code_qualname);
 		P(code_adaptive);
 	}
+	if (l->code_version)
+		P(code_version);
 	if (l->code_firsttraceable)
 		P(code_firsttraceable);
 	P(bytes_size);
 	P(bytes_data);
 	P(str_length);
+	fprintf(f, "str_hash %d\n", HPROF_PY_STR_HASH);
 	P(str_state);
 	P(str_ascii_data);
 	P(str_compact_data);

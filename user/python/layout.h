@@ -36,11 +36,14 @@ struct python_layout {
 	uint32_t frame_previous;   /* f_back / previous */
 	uint32_t frame_instr;      /* f_lasti / prev_instr / instr_ptr */
 	uint32_t frame_entry;      /* is_entry (3.11) / owner (3.12+) */
-	/* the 8 bytes of a code object hashed into hprof_py_frame.check: the aligned word
-	 * holding co_firstlineno, whose other half is a field set once (3.8-3.10 padding,
-	 * 3.11 co_nlocalsplus, 3.12+ co_stacksize), so that a live object's check never
-	 * changes */
+	/* the 8 bytes of a code object hashed into hprof_py_frame.check, set once so that a
+	 * live object's check never changes: 3.12+ the aligned word holding co_version (a
+	 * serial CPython gives each code object it makes) and co_nfreevars; before, the one
+	 * holding co_firstlineno (its other half 3.8-3.10 padding, 3.11 co_nlocalsplus), with
+	 * co_name's hash folded in (check_name) */
 	uint32_t code_check;
+	uint32_t code_version; /* co_version (3.12+), else 0 */
+	uint32_t check_name;   /* co_name when its hash is folded into the check, else 0 */
 	/* what userspace reads */
 	uint32_t object_type;         /* PyObject.ob_type */
 	uint32_t code_size;           /* PyVarObject.ob_size of a code object: its code
