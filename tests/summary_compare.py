@@ -94,7 +94,8 @@ def main():
     m = re.search(r"stack copies: (\d+) to the thread's learned base, (\d+) to the end of the "
                   r"stack, (\d+) of the leaf only \(the FP chain sufficed\), (\d+) cut short by a "
                   r"failed read, (\d+) failed, (\d+) with unreadable pages left as holes, (\d+) deeper "
-                  r"than the copy, sent with the window below the thread's base; (\d+) "
+                  r"than the copy or off the thread's stack \((\d+) off it\), sent with the window "
+                  r"below the thread's base; (\d+) "
                   r"from a signal's alternate stack, (\d+) of them without the interrupted stack "
                   r"\(no signal frame found\); windows at the FP chain's end: (\d+) sent, (\d+) "
                   r"unreadable", text)
@@ -104,7 +105,7 @@ def main():
         sc = data["stack_copies"]
         for i, key in enumerate(["to_learned_base", "to_end_of_stack", "leaf_only", "cut_short",
                                  "failed", "with_holes", "with_base_window",
-                                 "from_alternate_stack",
+                                 "off_thread_stack", "from_alternate_stack",
                                  "signal_frame_not_found", "fp_end_windows_sent",
                                  "fp_end_windows_unreadable"]):
             check(f"stack copies {key}", int(m[i + 1]), sc[key])

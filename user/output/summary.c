@@ -331,6 +331,8 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__uint(w, kc[KC_STACK_COPY_HOLES]);
 	json__key(w, "with_base_window");
 	json__uint(w, kc[KC_COPY_BASE_WINDOW]);
+	json__key(w, "off_thread_stack");
+	json__uint(w, kc[KC_COPY_OFF_STACK]);
 	json__key(w, "from_alternate_stack");
 	json__uint(w, kc[KC_COPY_ALTSTACK]);
 	json__key(w, "signal_frame_not_found");
@@ -620,14 +622,15 @@ void summary__print(const struct run_summary *r, FILE *out)
 				" to the end of the stack, %" PRIu64 " of the leaf only (the FP chain sufficed), %" PRIu64
 				" cut short by a failed read, %" PRIu64 " failed, %" PRIu64
 				" with unreadable pages left as holes, %" PRIu64
-				" deeper than the copy, sent with the window below the thread's base; %" PRIu64
+				" deeper than the copy or off the thread's stack (%" PRIu64
+				" off it), sent with the window below the thread's base; %" PRIu64
 				" from a signal's alternate stack, %" PRIu64
 				" of them without the interrupted stack (no signal frame found)"
 				"; windows at the FP chain's end: %" PRIu64 " sent, %" PRIu64
 				" unreadable)\n",
 			kc[KC_COPY_LEARNED], kc[KC_COPY_DEFAULT], kc[KC_COPY_FP], kc[KC_STACK_COPY_CLAMPED],
 			kc[KC_STACK_COPY_FAILED], kc[KC_STACK_COPY_HOLES], kc[KC_COPY_BASE_WINDOW],
-			kc[KC_COPY_ALTSTACK],
+			kc[KC_COPY_OFF_STACK], kc[KC_COPY_ALTSTACK],
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 	if (r->deltas)
 		print_deltas(r->deltas, out);
