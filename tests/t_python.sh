@@ -99,3 +99,25 @@ check "python off: no Python frame, the evaluator's instead" \
 	bash -c "! grep -q 'chain\.spin' '$TMP/off.folded' && grep -q '_PyEval_EvalFrameDefault' '$TMP/off.folded' && ! grep -q 'Python frames' '$TMP/off.err'"
 check "python: --python takes on, native or off" \
 	bash -c "! '$HPROF' --python maybe --time 10 2>'$TMP/bad.err' && grep -q -- '--python takes on, native or off' '$TMP/bad.err'"
+
+# Shares against the program's own sampler (a thread reading sys._current_frames() every
+# millisecond): light, medium and heavy's shares of the main thread's time within 2 points.
+"$HPROF" -F 999 --folded "$TMP/shares.folded" -- "$py" tests/workloads/python/shares.py \
+	"$TMP/shares.own" 5 >/dev/null 2>"$TMP/shares.err"
+awk -v own="$TMP/shares.own" '
+	FILENAME == own { mine[$1] = $2; mine_total += $2; next }
+	{ count = $NF; for (f in mine) if ($0 ~ ("[;]shares[.]" f "[; ]")) { seen[f] += count; total += count } }
+	END {
+		worst = 0
+		for (f in mine) {
+			d = 100 * seen[f] / (total ? total : 1) - 100 * mine[f] / (mine_total ? mine_total : 1)
+			if (d < 0) d = -d
+			if (d > worst) worst = d
+			printf "%s hprof %d/%d own %d/%d\n", f, seen[f], total, mine[f], mine_total
+		}
+		printf "worst %.1f\n", worst
+		exit !(total >= 1000 && mine_total >= 1000 && worst <= 2)
+	}' "$TMP/shares.own" "$TMP/shares.folded" >"$TMP/shares.cmp"
+shares_rc=$?
+check "python: shares within 2 points of the program's own sampler, over >= 1000 samples each ($(paste -sd' ' "$TMP/shares.cmp"))" \
+	test "$shares_rc" -eq 0

@@ -65,12 +65,15 @@ static struct image build_runtime(const struct python_layout *l)
 	return im;
 }
 
-/* A code object whose checked word is word. */
+/* A code object whose checked word is word. Before 3.12 its name, whose hash is folded in
+ * too, is a str of hash 0: the check stays hprof_py__check(word). */
 static uint64_t make_code(const struct python_layout *l, uint64_t word)
 {
 	uint64_t code = alloc(512);
 
 	put64(code + l->code_check, word);
+	if (l->check_name)
+		put64(code + l->check_name, alloc(64));
 	return code;
 }
 
