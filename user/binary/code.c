@@ -7,7 +7,18 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "binary/slice.h"
 #include "binary/symbols.h"
+
+/* Who sees every read of a file's code (code__set_file_read_hook). */
+static code_read_hook_fn read_hook;
+static void *read_hook_ctx;
+
+void code__set_file_read_hook(code_read_hook_fn fn, void *ctx)
+{
+	read_hook = fn;
+	read_hook_ctx = ctx;
+}
 
 /* The descriptor behind a pinned module's "/proc/self/fd/N", or -1. */
 static int pinned_fd(const struct module *mod)
@@ -29,6 +40,8 @@ static ssize_t read_file(const struct module *mod, uint64_t offset, uint8_t *buf
 	int fd = pinned_fd(mod), own = -1;
 	ssize_t n;
 
+	if (mod->from_slices)
+		return mod->slice ? module_slice__read(mod->slice, offset, buf, len) : -ENOENT;
 	if (fd < 0) {
 		if (mod->unpinned || mod->load_path[0] || mod->path[0] != '/')
 			return -ENOENT;
@@ -41,6 +54,8 @@ static ssize_t read_file(const struct module *mod, uint64_t offset, uint8_t *buf
 		n = -errno;
 	if (own >= 0)
 		close(own);
+	if (n > 0 && read_hook)
+		read_hook(read_hook_ctx, mod, offset, buf, (size_t)n);
 	return n;
 }
 

@@ -12,6 +12,7 @@
 
 #include "binary/code_starts.h"
 #include "binary/jit_file.h"
+#include "binary/slice.h"
 #include "util/grow.h"
 
 /* Rows of binaries' functions compiled as walks need them, across all binaries: a profile
@@ -74,6 +75,7 @@ struct module_registry {
 	size_t cap;
 	uint32_t sweeps;
 	uint64_t reloads;
+	struct module_slices *slices; /* NULL: binaries are read from their files */
 };
 
 int module_registry__new(struct module_registry **out)
@@ -121,7 +123,12 @@ static int load_vdso_symbols(struct module *mod)
 
 static void load_symbols(struct module *mod)
 {
-	if (mod->unpinned)
+	if (mod->from_slices)
+		mod->load_err = !mod->slice ? -ENOENT
+				: mod->slice->load_err ? mod->slice->load_err
+				: module_slice__symbols(mod->slice, &mod->syms, mod->load_msg,
+							sizeof(mod->load_msg));
+	else if (mod->unpinned)
 		mod->load_err = -ENOENT;
 	else if (strcmp(mod->path, "[vdso]") == 0)
 		mod->load_err = load_vdso_symbols(mod);
@@ -146,6 +153,10 @@ static struct module_entry *add_entry(struct module_registry *reg, const char *p
 	}
 	e->mod.id = MODULE_FIRST_FILE + reg->nr;
 	e->mod.last_used = reg->sweeps;
+	if (reg->slices) {
+		e->mod.from_slices = true;
+		e->mod.slice = module_slices__find(reg->slices, path);
+	}
 	reg->by_id[reg->nr++] = e;
 	return e;
 }
@@ -497,6 +508,9 @@ static int compile_table(struct module_registry *reg, struct module *mod)
 	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
 	size_t size;
 
+	if (mod->from_slices)
+		return mod->slice && !mod->anon_code ? module_slice__table(mod->slice, &mod->table)
+						     : -ENOENT;
 	if (strcmp(mod->path, "[vdso]") == 0) {
 		/* Same image as ours (see load_vdso_symbols); its CFI is read from memory. */
 		if (!vdso || !mod->syms || !(size = elf_symbols__image_size(mod->syms)))
@@ -634,6 +648,12 @@ void module_registry__sweep(struct module_registry *reg)
 		drop_unused_tables(reg);
 }
 
+void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices)
+{
+	module_slices__free(reg->slices);
+	reg->slices = slices;
+}
+
 uint32_t module_registry__count(const struct module_registry *reg)
 {
 	return reg->nr;
@@ -716,6 +736,7 @@ void module_registry__free(struct module_registry *reg)
 		free(t);
 	}
 	free(reg->by_id);
+	module_slices__free(reg->slices);
 	unwind_row_cache__free(reg->row_cache);
 	free(reg);
 }

@@ -29,6 +29,8 @@ enum {
 };
 
 struct code_starts;
+struct module_slice;
+struct module_slices;
 
 struct module {
 	uint32_t id;
@@ -68,6 +70,10 @@ struct module {
 	/* where its functions without CFI or symbols start, swept as frames there are named
 	 * (binary/code_starts.h); NULL until then */
 	struct code_starts *code_starts;
+	/* A registry given slices (module_registry__use_slices) reads no file: a binary's
+	 * symbols, rows and code come from its slice, NULL where it has none */
+	bool from_slices;
+	const struct module_slice *slice;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 };
@@ -95,6 +101,9 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* Modules made from now on (make this the first call) read their binaries from slices,
+ * never from files (binary/slice.h): a replay of a corpus case. The registry owns slices. */
+void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices);
 /* A process uses mod (resolves an address in it): reads its symbols again if they were
  * dropped. Call before using mod->syms or its unwind table for a live process. */
 void module_registry__use(struct module_registry *reg, struct module *mod);

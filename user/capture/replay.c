@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/modules.h"
+#include "binary/slice.h"
 #include "output/profile.h"
 #include "util/grow.h"
 
@@ -69,6 +70,12 @@ static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 	sample = (struct hprof_sample *)r->scratch;
 	if (r->opts.stack_limit && hprof_sample__well_formed(sample, size))
 		hprof_sample__limit_copy(sample, &size, r->opts.stack_limit);
+	if (r->opts.on_sample) {
+		int ret = r->opts.on_sample(r->opts.on_sample_ctx, r->session, sample, size);
+
+		if (ret)
+			return ret;
+	}
 	return session__handle_sample(r->session, sample, size);
 }
 
@@ -141,6 +148,14 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);
+	if (o->slices) {
+		struct module_slices *slices;
+
+		ret = module_slices__read(o->slices, &slices, err, errlen);
+		if (ret)
+			goto cleanup;
+		module_registry__use_slices(session__modules(r->session), slices);
+	}
 	r->scratch = malloc(CAPTURE_MAX_RECORD);
 	if (!r->scratch) {
 		ret = -ENOMEM;
