@@ -54,8 +54,6 @@ static ssize_t read_file(const struct module *mod, uint64_t offset, uint8_t *buf
 		n = -errno;
 	if (own >= 0)
 		close(own);
-	if (n > 0 && read_hook)
-		read_hook(read_hook_ctx, mod, offset, buf, (size_t)n);
 	return n;
 }
 
@@ -89,6 +87,8 @@ static ssize_t read_jit_code(const struct module *mod, uint32_t pid, uint64_t ad
 ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t pid,
 		   uint64_t addr, uint8_t *buf, size_t len)
 {
+	ssize_t n;
+
 	if (addr < m->start || addr >= m->end)
 		return -ENOENT;
 	if (len > m->end - addr)
@@ -97,7 +97,10 @@ ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t p
 		return read_jit_code(mod, pid, addr, buf, len);
 	if (mod->path[0] != '/')
 		return -ENOENT; /* the vDSO has CFI; nothing else is read by name */
-	return read_file(mod, addr - m->start + m->file_offset, buf, len);
+	n = read_file(mod, addr - m->start + m->file_offset, buf, len);
+	if (n > 0 && read_hook)
+		read_hook(read_hook_ctx, mod, addr - m->start + m->file_offset, buf, (size_t)n);
+	return n;
 }
 
 ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf, size_t len)

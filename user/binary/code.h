@@ -24,9 +24,10 @@ ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t p
  * the bytes read or -errno (-ENOENT for anonymous code, or a vaddr in no segment). */
 ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf, size_t len);
 
-/* Called with the bytes of every read of a file's code (not JIT code's), at their file
- * offset: what a slice of the binary must hold (binary/slice_writer.h). NULL: none. One
- * hook for the whole program: a tool that records slices sets it around one replay. */
+/* Called with the bytes of every code__read of a file's code (not JIT code's, and not
+ * code__read_vaddr's: naming's), at their file offset: what a slice of the binary must
+ * hold (binary/slice_writer.h). NULL: none. One hook for the whole program: a tool that
+ * records slices sets it around one replay. */
 typedef void (*code_read_hook_fn)(void *ctx, const struct module *mod, uint64_t offset,
 				  const uint8_t *bytes, size_t len);
 void code__set_file_read_hook(code_read_hook_fn fn, void *ctx);

@@ -86,6 +86,8 @@ static void put_slice(struct out *o, const struct module_slice *sl)
 	}
 	put_u32(o, (uint32_t)sl->nr_switches);
 	put(o, sl->switches, sl->nr_switches * sizeof(*sl->switches));
+	put_u32(o, (uint32_t)sl->nr_code_starts);
+	put(o, sl->code_starts, sl->nr_code_starts * sizeof(*sl->code_starts));
 	put_u64(o, code_copies__count(sl->code));
 	code_copies__each(sl->code, put_code, o);
 }
@@ -278,6 +280,11 @@ static void get_slice(struct in *in, struct module_slice *sl)
 	sl->switches = alloc(in, sl->nr_switches, sizeof(*sl->switches));
 	if (p && sl->switches)
 		memcpy(sl->switches, p, sl->nr_switches * sizeof(*sl->switches));
+	sl->nr_code_starts = in->bad ? 0 : get_count(in, sizeof(*sl->code_starts));
+	p = take(in, sl->nr_code_starts * sizeof(*sl->code_starts));
+	sl->code_starts = alloc(in, sl->nr_code_starts, sizeof(*sl->code_starts));
+	if (p && sl->code_starts)
+		memcpy(sl->code_starts, p, sl->nr_code_starts * sizeof(*sl->code_starts));
 	get_code(in, sl);
 }
 
@@ -406,6 +413,7 @@ static void slice_free(struct module_slice *sl)
 	}
 	free(sl->fns);
 	free(sl->switches);
+	free(sl->code_starts);
 	code_copies__free(sl->code);
 }
 
@@ -427,6 +435,24 @@ int module_slice__table(const struct module_slice *sl, struct unwind_table **out
 	return unwind_table__from_functions(sl->fns, sl->nr_fns,
 					    (const uint64_t (*)[2])sl->switches, sl->nr_switches,
 					    out);
+}
+
+int module_slice__code_start(const struct module_slice *sl, uint64_t vaddr, uint64_t *start)
+{
+	size_t lo = 0, hi = sl->nr_code_starts;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sl->code_starts[mid].vaddr < vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sl->nr_code_starts || sl->code_starts[lo].vaddr != vaddr)
+		return -ENOENT;
+	*start = sl->code_starts[lo].start;
+	return 0;
 }
 
 ssize_t module_slice__read(const struct module_slice *sl, uint64_t offset, uint8_t *buf,

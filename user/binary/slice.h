@@ -24,7 +24,7 @@
 #include "cfi/unwind_table.h"
 
 #define SLICE_MAGIC "HPROFSLC"
-#define SLICE_VERSION 1
+#define SLICE_VERSION 2
 /* The most decompressed bytes a slice file may hold: a corpus case's are a few MiB. */
 #define SLICE_FILE_MAX_BYTES (256u << 20)
 
@@ -37,6 +37,10 @@ struct slice_symbol {
 	uint64_t start;
 	uint32_t size; /* 0: runs to the next symbol, as the binary's did */
 	char *name;
+};
+
+struct slice_code_start {
+	uint64_t vaddr, start;
 };
 
 struct module_slice {
@@ -56,7 +60,12 @@ struct module_slice {
 	size_t nr_fns;
 	uint64_t (*switches)[2];    /* stretches of Go code that switches stacks, ascending */
 	size_t nr_switches;
-	struct code_copies *code;   /* the file's bytes, by file offset */
+	/* where the naming of code neither symbols nor CFI cover found its function to start
+	 * (frame_name__code_start), by address: its sweep reads far more code than the
+	 * walk does, and its answer is all a name needs */
+	struct slice_code_start *code_starts; /* ascending by vaddr */
+	size_t nr_code_starts;
+	struct code_copies *code;   /* the file's bytes the walk read, by file offset */
 };
 
 struct module_slices {
@@ -81,6 +90,9 @@ int module_slice__symbols(const struct module_slice *sl, struct elf_symbols **ou
 			  size_t errlen);
 /* The slice's rows as a table; -ENOENT when the binary had none. */
 int module_slice__table(const struct module_slice *sl, struct unwind_table **out);
+/* The start recorded for the function holding vaddr in code without symbols or CFI.
+ * Returns 0 or -ENOENT. */
+int module_slice__code_start(const struct module_slice *sl, uint64_t vaddr, uint64_t *start);
 /* Up to len of the binary's bytes at file offset, as far as the slice holds them. Returns
  * the bytes read or -ENOENT where the slice holds no byte at offset. */
 ssize_t module_slice__read(const struct module_slice *sl, uint64_t offset, uint8_t *buf,

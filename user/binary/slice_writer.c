@@ -9,6 +9,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "binary/naming.h"
 #include "util/grow.h"
 
 /* How far around an address in Go code that switches stacks its stretch is looked for:
@@ -303,6 +304,27 @@ static void keep_function_entry(const struct elf_symbols *syms, struct module_sl
 	sl->function_entries[sl->nr_function_entries++] = vaddr;
 }
 
+/* Where naming finds the function holding vaddr to start, for code neither a symbol nor
+ * an FDE covers (frame_name__code_start). */
+static int keep_code_start(struct module_registry *reg, struct module *mod,
+			   const struct unwind_table *table, struct module_slice *sl, size_t *cap,
+			   uint64_t vaddr)
+{
+	uint64_t start, size;
+
+	if (elf_symbols__function(mod->syms, vaddr, &start, &size) == 0 ||
+	    unwind_table__function_start(table, vaddr, &start) == 0 ||
+	    frame_name__code_start(reg, mod, vaddr, &start) != 0)
+		return 0;
+	if (sl->nr_code_starts && sl->code_starts[sl->nr_code_starts - 1].vaddr == vaddr)
+		return 0;
+	if (grow_array((void **)&sl->code_starts, cap, sl->nr_code_starts + 1,
+		       sizeof(*sl->code_starts)))
+		return -ENOMEM;
+	sl->code_starts[sl->nr_code_starts++] = (struct slice_code_start){ vaddr, start };
+	return 0;
+}
+
 static void copy_code(void *ctx, uint64_t offset, const uint8_t *bytes, size_t len)
 {
 	code_copies__add(ctx, offset, bytes, len);
@@ -314,7 +336,7 @@ static int fill_slice(struct module_registry *reg, struct module *mod, struct to
 		      struct module_slice *sl)
 {
 	const struct unwind_table *table = module_registry__unwind_table(reg, mod);
-	size_t sym_cap = 0, fn_cap = 0, switch_cap = 0;
+	size_t sym_cap = 0, fn_cap = 0, switch_cap = 0, start_cap = 0;
 	const uint8_t *id;
 	int err = 0;
 
@@ -338,6 +360,8 @@ static int fill_slice(struct module_registry *reg, struct module *mod, struct to
 				err = keep_rows_at(table, sl, &fn_cap, pc);
 			if (!err && table)
 				err = keep_switch_at(table, sl, &switch_cap, pc);
+			if (!err)
+				err = keep_code_start(reg, mod, table, sl, &start_cap, pc);
 		}
 	}
 	qsort(sl->symbols, sl->nr_symbols, sizeof(*sl->symbols), compare_symbols);

@@ -8,7 +8,9 @@
  *     holds it, the functions on either side of the gap (unwind_table__gap);
  *   - Go's stretches that switch stacks, around the addresses in them;
  *   - the function entries (elf_symbols__is_function_entry) among the addresses;
- *   - the code bytes read, exactly.
+ *   - for code neither symbols nor CFI cover, where naming finds its function to start
+ *     (frame_name__code_start), rather than the code it sweeps to find it;
+ *   - the code bytes the walk read (code__read), exactly.
  * What the walk asks of addresses no sample holds is not kept: a replay from the slices is
  * to be compared with one from the files (tests/replay/record.sh does) before it is kept. */
 #ifndef HPROF_BINARY_SLICE_WRITER_H
