@@ -377,15 +377,23 @@ int slice_writer__finish(struct slice_writer *w, struct module_registry *reg,
 	int err = s ? 0 : -ENOMEM;
 
 	*out = NULL;
-	for (size_t i = 0; !err && i < w->nr; i++) {
-		struct module *mod = module_registry__by_id(reg, w->mods[i].id);
+	/* every binary, touched or not: a replay places each mapping by its segments, and
+	 * takes a file that is no ELF for JIT code (SBCL's core) by its load error */
+	for (uint32_t id = MODULE_FIRST_FILE; !err && id < MODULE_FIRST_FILE + module_registry__count(reg);
+	     id++) {
+		struct module *mod = module_registry__by_id(reg, id);
+		struct touched none = { .id = id }, *t = &none;
 		struct module_slice *sl;
 
 		if (!mod || mod->anon_code || module_slices__find(s, mod->path))
 			continue;
+		for (size_t i = 0; i < w->nr; i++) {
+			if (w->mods[i].id == id)
+				t = &w->mods[i];
+		}
 		module_registry__use(reg, mod);
 		sl = module_slices__add(s, mod->path);
-		err = sl ? fill_slice(reg, mod, &w->mods[i], sl) : -ENOMEM;
+		err = sl ? fill_slice(reg, mod, t, sl) : -ENOMEM;
 	}
 	if (err) {
 		module_slices__free(s);
