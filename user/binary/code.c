@@ -20,6 +20,16 @@ void code__set_file_read_hook(code_read_hook_fn fn, void *ctx)
 	read_hook_ctx = ctx;
 }
 
+/* Who sees every read of JIT code from a live process (code__set_jit_read_hook). */
+static code_jit_read_hook_fn jit_hook;
+static void *jit_hook_ctx;
+
+void code__set_jit_read_hook(code_jit_read_hook_fn fn, void *ctx)
+{
+	jit_hook = fn;
+	jit_hook_ctx = ctx;
+}
+
 /* The descriptor behind a pinned module's "/proc/self/fd/N", or -1. */
 static int pinned_fd(const struct module *mod)
 {
@@ -71,16 +81,19 @@ static ssize_t read_memory(uint32_t pid, uint64_t addr, uint8_t *buf, size_t len
 }
 
 /* JIT code from the process's memory, a copy of what was read kept; once the process is
- * gone, from that copy. */
+ * gone, and in a replay (pid 0: its recording's reads), from that copy. */
 static ssize_t read_jit_code(const struct module *mod, uint32_t pid, uint64_t addr, uint8_t *buf,
 			     size_t len)
 {
 	ssize_t n = read_memory(pid, addr, buf, len);
 
-	if (n > 0)
+	if (n > 0) {
 		code_copies__add(mod->code_copies, addr, buf, (size_t)n);
-	else if (n == -ESRCH)
+		if (jit_hook)
+			jit_hook(jit_hook_ctx, mod->anon_pid, addr, buf, (size_t)n);
+	} else if (n == -ESRCH || pid == 0) {
 		n = code_copies__read(mod->code_copies, addr, buf, len);
+	}
 	return n;
 }
 

@@ -31,5 +31,10 @@ ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf,
 typedef void (*code_read_hook_fn)(void *ctx, const struct module *mod, uint64_t offset,
 				  const uint8_t *bytes, size_t len);
 void code__set_file_read_hook(code_read_hook_fn fn, void *ctx);
+/* Called with the bytes of every read of JIT code from a live process (what a raw capture
+ * keeps for replays: capture/format.h's CAPTURE_CODE). NULL: none. One for the program. */
+typedef void (*code_jit_read_hook_fn)(void *ctx, uint32_t pid, uint64_t addr,
+				      const uint8_t *bytes, size_t len);
+void code__set_jit_read_hook(code_jit_read_hook_fn fn, void *ctx);
 
 #endif

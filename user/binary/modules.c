@@ -252,12 +252,14 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 	if (pc)
 		return pc;
 	pc = calloc(1, sizeof(*pc));
-	if (!pc || (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
-				      jitdump__new(pid, NULL, &pc->jitdump) != 0 ||
-				      !(pc->copies = code_copies__new())))) {
+	/* copies in replays too: their recordings' reads of JIT code (module_registry__add_code) */
+	if (!pc || !(pc->copies = code_copies__new()) ||
+	    (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
+			       jitdump__new(pid, NULL, &pc->jitdump) != 0))) {
 		if (pc) {
 			perf_map__free(pc->map);
 			jitdump__free(pc->jitdump);
+			code_copies__free(pc->copies);
 		}
 		free(pc);
 		return NULL;
@@ -304,6 +306,17 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	e->mod.gdb_jit = pc->gdb_jit;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
+}
+
+int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
+			      const uint8_t *bytes, size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc)
+		return -ENOMEM;
+	code_copies__add(pc->copies, addr, bytes, len);
+	return 0;
 }
 
 void module_registry__reload_jit(struct module_registry *reg, uint32_t pid)

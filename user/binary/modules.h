@@ -101,6 +101,11 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* A replay's copy of JIT code its recording read from process pid at addr: the process's
+ * anonymous code reads it from there (binary/code_copies.h), as a live process's does
+ * once it exited. Returns 0 or -ENOMEM. */
+int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
+			      const uint8_t *bytes, size_t len);
 /* Modules made from now on (make this the first call) read their binaries from slices,
  * never from files (binary/slice.h): a replay of a corpus case. The registry owns slices. */
 void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices);

@@ -72,6 +72,27 @@ int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char
 	return write_record(f, CAPTURE_BUILD_ID, field, sizeof(field), path, strlen(path) + 1);
 }
 
+int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	uint8_t header[16] = { 0 };
+
+	memcpy(header, &pid, 4);
+	memcpy(header + 8, &addr, 8);
+	return write_record(f, CAPTURE_CODE, header, sizeof(header), bytes, len);
+}
+
+bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  uint64_t *addr, const uint8_t **bytes, size_t *n)
+{
+	if (type != CAPTURE_CODE || len < 16)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(addr, payload + 8, 8);
+	*bytes = payload + 16;
+	*n = len - 16;
+	return true;
+}
+
 bool capture__decode_info(uint32_t type, const uint8_t *payload, uint32_t len,
 			  struct capture_info *info)
 {

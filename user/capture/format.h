@@ -18,7 +18,8 @@
 #define CAPTURE_MAGIC "HPROFCAP"
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
- * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits. */
+ * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
+ * CAPTURE_CODE records, which an hprof that predates them refuses as an unknown type. */
 #define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
@@ -29,6 +30,10 @@ enum capture_record_type {
 	CAPTURE_SAMPLE = 3,   /* struct hprof_sample with its data */
 	CAPTURE_BUILD_ID = 4, /* u32 id length, u8 id[20], path (NUL-terminated) */
 	CAPTURE_MAP_EVENT = 5, /* struct map_event, path (NUL-terminated) */
+	/* u32 pid, u32 reserved, u64 address, the bytes of JIT code hprof read there from the
+	 * process (binary/code.h): a replay has no process to read them from. Written while a
+	 * sample is handled, so before it. */
+	CAPTURE_CODE = 6,
 };
 
 struct capture_info {
@@ -46,6 +51,7 @@ int capture__write_maps(FILE *f, uint32_t pid, const char *text, size_t len);
 int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len);
 int capture__write_map_event(FILE *f, const struct map_event *e, const char *path);
 int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path);
+int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len);
 
 /* Decoding one record's payload (as capture_reader__next gives it): false when the record
  * is of another type or too short for what it says it holds. Pointers point into the
@@ -60,6 +66,9 @@ const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *
 /* The event is copied out (payloads are not aligned); the path ends the record. */
 bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
 			       struct map_event *e, const char **path);
+/* The bytes run to the record's end. */
+bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  uint64_t *addr, const uint8_t **bytes, size_t *n);
 /* The path ends the record; *id_len is at most BUILD_ID_MAX. */
 bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t len,
 			      const uint8_t **id, uint32_t *id_len, const char **path);

@@ -33,7 +33,8 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_MAPS ? 8
 		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
-		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1 : SIZE_MAX;
+		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
+		      : type == CAPTURE_CODE ? 16 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
 		snprintf(err, errlen, "%s: unknown record type %u", path, type);
@@ -58,6 +59,19 @@ static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
 		return -ENOMEM;
 	r->build_ids[r->nr_build_ids++] = b;
 	return 0;
+}
+
+/* JIT code as the recording read it from its process, for the walks to read again. */
+static int add_code(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t addr;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_CODE, payload, len, &pid, &addr, &bytes, &n))
+		return 0;
+	return module_registry__add_code(session__modules(r->session), pid, addr, bytes, n);
 }
 
 /* A shorter copy is the same record with the end of its stack bytes cut out. */
@@ -119,6 +133,9 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			break;
 		case CAPTURE_BUILD_ID:
 			ret = add_build_id(r, payload, len);
+			break;
+		case CAPTURE_CODE:
+			ret = add_code(r, payload, len);
 			break;
 		}
 		if (ret) {

@@ -19,6 +19,9 @@ void capture_writer__maps(struct capture_writer *w, uint32_t pid, const char *te
 void capture_writer__sample(struct capture_writer *w, const struct hprof_sample *s, size_t len);
 void capture_writer__map_event(struct capture_writer *w, const struct map_event *e,
 			       const char *path);
+/* JIT code read from process pid at addr (binary/code.h's hook). */
+void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
+			  const uint8_t *bytes, size_t len);
 /* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
  * 0 or -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "binary/code.h"
 #include "capture/writer.h"
 #include "cli/commands.h"
 #include "output/outputs.h"
@@ -426,6 +427,7 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 			.duration_ns = o->out.duration_ns,
 		};
 
+		code__set_jit_read_hook(NULL, NULL); /* the writer goes */
 		err = capture_writer__finish(*raw, session__modules(session), &info);
 		*raw = NULL;
 	}
@@ -444,6 +446,13 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 static void write_raw_maps(void *ctx, uint32_t pid, const char *text, size_t len)
 {
 	capture_writer__maps(ctx, pid, text, len);
+}
+
+/* So does the JIT code the walks read: a replay has no process to read it from. */
+static void write_raw_code(void *ctx, uint32_t pid, uint64_t addr, const uint8_t *bytes,
+			   size_t len)
+{
+	capture_writer__code(ctx, pid, addr, bytes, len);
 }
 
 int cmd_record(int argc, char **argv)
@@ -481,8 +490,10 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	status.session = session;
 	status.time_s = o.time_ms / 1000.0;
-	if (raw)
+	if (raw) {
 		session__set_maps_hook(session, write_raw_maps, raw);
+		code__set_jit_read_hook(write_raw_code, raw);
+	}
 	if (o.command) {
 		err = child__spawn(&child, o.command);
 		if (err) {
@@ -530,6 +541,7 @@ cleanup:
 	child__close_pipes(&child); /* a command still held sees EOF and exits 127 */
 	if (child.pid && !child.exited)
 		child__wait(&child, &exit_signal);
+	code__set_jit_read_hook(NULL, NULL);
 	capture_writer__free(raw);
 	status_line__free(status.line);
 	recorder__free(rec);
