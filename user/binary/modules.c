@@ -34,6 +34,7 @@ struct module_entry {
  * by them; dropped when the process exits or execs. */
 struct process_code {
 	uint32_t pid;
+	bool live;            /* a live process's, not a replay's: its memory can be read */
 	struct perf_map *map; /* NULL: not read (replays) */
 	struct jitdump *jitdump; /* NULL as map is */
 	struct code_copies *copies; /* NULL as map is */
@@ -76,6 +77,8 @@ struct module_registry {
 	uint32_t sweeps;
 	uint64_t reloads;
 	struct module_slices *slices; /* NULL: binaries are read from their files */
+	module_beam_exit_fn beam_exit_hook;
+	void *beam_exit_ctx;
 };
 
 int module_registry__new(struct module_registry **out)
@@ -252,10 +255,12 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 	if (pc)
 		return pc;
 	pc = calloc(1, sizeof(*pc));
-	/* copies in replays too: their recordings' reads of JIT code (module_registry__add_code) */
+	/* copies and a perf map in replays too, of what their recordings read
+	 * (module_registry__add_code, __add_perf_map) */
 	if (!pc || !(pc->copies = code_copies__new()) ||
-	    (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
-			       jitdump__new(pid, NULL, &pc->jitdump) != 0))) {
+	    (with_perf_map ? perf_map__new(pid, &pc->map) != 0 ||
+				     jitdump__new(pid, NULL, &pc->jitdump) != 0
+			   : perf_map__new_fixed(&pc->map) != 0)) {
 		if (pc) {
 			perf_map__free(pc->map);
 			jitdump__free(pc->jitdump);
@@ -265,6 +270,7 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 		return NULL;
 	}
 	pc->pid = pid;
+	pc->live = with_perf_map;
 	HASH_ADD(hh, reg->processes, pid, sizeof(pc->pid), pc);
 	return pc;
 }
@@ -317,6 +323,35 @@ int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_
 		return -ENOMEM;
 	code_copies__add(pc->copies, addr, bytes, len);
 	return 0;
+}
+
+int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, const char *text,
+				  size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+	size_t consumed;
+
+	if (!pc)
+		return -ENOMEM;
+	return pc->live ? 0 : perf_map__add_text(pc->map, text, len, &consumed);
+}
+
+int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc)
+		return -ENOMEM;
+	if (!pc->live)
+		pc->beam_exit = exit;
+	return 0;
+}
+
+void module_registry__set_beam_exit_hook(struct module_registry *reg, module_beam_exit_fn fn,
+					 void *ctx)
+{
+	reg->beam_exit_hook = fn;
+	reg->beam_exit_ctx = ctx;
 }
 
 void module_registry__reload_jit(struct module_registry *reg, uint32_t pid)
@@ -409,7 +444,7 @@ struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t p
 	uint64_t descriptor;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
-	if (!pc || !pc->map) /* not a live process's (a replay's) */
+	if (!pc || !pc->live) /* not a live process's (a replay's) */
 		return NULL;
 	if (pc->gdb_jit)
 		return pc->gdb_jit;
@@ -429,12 +464,15 @@ uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
 	uint64_t exit;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
-	if (!pc || !pc->map) /* not a live process's (a replay's) */
-		return 0;
+	if (!pc || !pc->live) /* a replay's: as its recording found it, if it did */
+		return pc ? pc->beam_exit : 0;
 	if (pc->beam_exit || !search_due(&pc->beam_searched, &pc->beam_searched_ns))
 		return pc->beam_exit;
-	if (locate(ctx, &exit) == 0)
+	if (locate(ctx, &exit) == 0) {
 		pc->beam_exit = exit;
+		if (reg->beam_exit_hook)
+			reg->beam_exit_hook(reg->beam_exit_ctx, pid, exit);
+	}
 	return pc->beam_exit;
 }
 
@@ -703,7 +741,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 		m->table_bytes += table_bytes(t->table);
 	m->code_copy_reads = reg->gone_code_copy_reads;
 	for (pc = reg->processes; pc; pc = pc->hh.next) {
-		m->perf_maps += pc->map != NULL;
+		m->perf_maps += pc->live && pc->map != NULL;
 		m->code_copy_bytes += code_copies__bytes(pc->copies);
 		m->code_copy_reads += code_copies__reads(pc->copies);
 		m->gdb_jit_bytes += gdb_jit__bytes(pc->gdb_jit);

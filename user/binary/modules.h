@@ -106,6 +106,17 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
  * once it exited. Returns 0 or -ENOMEM. */
 int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
 			      const uint8_t *bytes, size_t len);
+/* A replay's text of process pid's perf map, as its recording read it: names of its JIT
+ * code from then on. Returns 0 or -ENOMEM. */
+int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, const char *text,
+				  size_t len);
+/* A replay's BEAM exit address of process pid, as its recording found it
+ * (module_registry__beam_exit). Returns 0 or -ENOMEM. */
+int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit);
+/* Called when a live process's BEAM exit address is found: what a raw capture keeps. */
+typedef void (*module_beam_exit_fn)(void *ctx, uint32_t pid, uint64_t exit);
+void module_registry__set_beam_exit_hook(struct module_registry *reg, module_beam_exit_fn fn,
+					 void *ctx);
 /* Modules made from now on (make this the first call) read their binaries from slices,
  * never from files (binary/slice.h): a replay of a corpus case. The registry owns slices. */
 void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices);
@@ -141,7 +152,8 @@ struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t p
 typedef int (*beam_exit_locate_fn)(void *ctx, uint64_t *exit);
 /* Process pid's BEAM exit address (0: none known), found as module_registry__gdb_jit finds
  * its descriptor: a search at most every GDB_JIT_SEARCH_MS until found (the emulator sets
- * the variable once it has generated its code), none in replays. */
+ * the variable once it has generated its code); in replays, the one the recording found
+ * (module_registry__set_beam_exit). */
 uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
 				   beam_exit_locate_fn locate, void *ctx);
 void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats);

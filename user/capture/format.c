@@ -81,6 +81,43 @@ int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *byt
 	return write_record(f, CAPTURE_CODE, header, sizeof(header), bytes, len);
 }
 
+int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len)
+{
+	uint32_t header[2] = { pid, 0 };
+
+	return write_record(f, CAPTURE_PERF_MAP, header, sizeof(header), text, len);
+}
+
+int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit)
+{
+	uint8_t payload[16] = { 0 };
+
+	memcpy(payload, &pid, 4);
+	memcpy(payload + 8, &exit, 8);
+	return write_record(f, CAPTURE_BEAM_EXIT, payload, sizeof(payload), NULL, 0);
+}
+
+bool capture__decode_perf_map(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			      const char **text, size_t *text_len)
+{
+	if (type != CAPTURE_PERF_MAP || len < 8)
+		return false;
+	memcpy(pid, payload, 4);
+	*text = (const char *)payload + 8;
+	*text_len = len - 8;
+	return true;
+}
+
+bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t len,
+			       uint32_t *pid, uint64_t *exit)
+{
+	if (type != CAPTURE_BEAM_EXIT || len < 16)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(exit, payload + 8, 8);
+	return true;
+}
+
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n)
 {

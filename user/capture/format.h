@@ -19,7 +19,8 @@
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
  * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
- * CAPTURE_CODE records, which an hprof that predates them refuses as an unknown type. */
+ * CAPTURE_CODE, _PERF_MAP and _BEAM_EXIT records, which an hprof that predates them
+ * refuses as unknown types. */
 #define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
@@ -34,6 +35,12 @@ enum capture_record_type {
 	 * process (binary/code.h): a replay has no process to read them from. Written while a
 	 * sample is handled, so before it. */
 	CAPTURE_CODE = 6,
+	/* u32 pid, u32 reserved, text hprof read from the process's perf map file (complete
+	 * lines): its JIT code's names and bounds, which the walks use */
+	CAPTURE_PERF_MAP = 7,
+	/* u32 pid, u32 reserved, u64 the address where its Erlang processes' stacks end
+	 * (module_registry__beam_exit), once found */
+	CAPTURE_BEAM_EXIT = 8,
 };
 
 struct capture_info {
@@ -52,6 +59,8 @@ int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len
 int capture__write_map_event(FILE *f, const struct map_event *e, const char *path);
 int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path);
 int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len);
+int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len);
+int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit);
 
 /* Decoding one record's payload (as capture_reader__next gives it): false when the record
  * is of another type or too short for what it says it holds. Pointers point into the
@@ -69,6 +78,11 @@ bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t l
 /* The bytes run to the record's end. */
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n);
+/* The text runs to the record's end. */
+bool capture__decode_perf_map(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			      const char **text, size_t *text_len);
+bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t len,
+			       uint32_t *pid, uint64_t *exit);
 /* The path ends the record; *id_len is at most BUILD_ID_MAX. */
 bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t len,
 			      const uint8_t **id, uint32_t *id_len, const char **path);

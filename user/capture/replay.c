@@ -34,7 +34,8 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
 		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
-		      : type == CAPTURE_CODE ? 16 : SIZE_MAX;
+		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ? 16
+		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
 		snprintf(err, errlen, "%s: unknown record type %u", path, type);
@@ -110,6 +111,7 @@ static int feed(struct replay *r, char *err, size_t errlen)
 	const uint8_t *payload;
 	const char *text;
 	uint32_t type, len, pid;
+	uint64_t exit;
 	size_t text_len;
 	int ret;
 
@@ -136,6 +138,15 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			break;
 		case CAPTURE_CODE:
 			ret = add_code(r, payload, len);
+			break;
+		case CAPTURE_PERF_MAP:
+			capture__decode_perf_map(type, payload, len, &pid, &text, &text_len);
+			ret = module_registry__add_perf_map(session__modules(r->session), pid, text,
+							    text_len);
+			break;
+		case CAPTURE_BEAM_EXIT:
+			capture__decode_beam_exit(type, payload, len, &pid, &exit);
+			ret = module_registry__set_beam_exit(session__modules(r->session), pid, exit);
 			break;
 		}
 		if (ret) {

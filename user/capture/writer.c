@@ -64,6 +64,19 @@ void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
 		w->err = capture__write_code(stream(w), pid, addr, bytes, len);
 }
 
+void capture_writer__perf_map(struct capture_writer *w, uint32_t pid, const char *text,
+			      size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_perf_map(stream(w), pid, text, len);
+}
+
+void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t exit)
+{
+	if (!w->err)
+		w->err = capture__write_beam_exit(stream(w), pid, exit);
+}
+
 /* So a report can tell when a file changed since the capture. */
 static int write_build_ids(struct capture_writer *w, struct module_registry *reg)
 {

@@ -22,6 +22,11 @@ void capture_writer__map_event(struct capture_writer *w, const struct map_event 
 /* JIT code read from process pid at addr (binary/code.h's hook). */
 void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
 			  const uint8_t *bytes, size_t len);
+/* Text read from process pid's perf map file (perf_map__set_read_hook). */
+void capture_writer__perf_map(struct capture_writer *w, uint32_t pid, const char *text,
+			      size_t len);
+/* Process pid's BEAM exit address, found (module_registry__set_beam_exit_hook). */
+void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t exit);
 /* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
  * 0 or -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,
