@@ -25,7 +25,7 @@ COMPLETE="re ^[^;]+;($ENTRY(;|$)|[^[;][^;]*;(__libc_start_main|_dl_start)(;|$))"
 
 # A case: its command (CMD), sampling (FREQ Hz for TIME ms) and checks (CHECKS, one a line).
 WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap"
-REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn qemu mkl php mono erl shellcheck esbuild sbcl"
+REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn qemu lli mkl php mono erl shellcheck esbuild sbcl"
 
 define_case() {
 	FREQ=199 TIME=1500 CHECKS="99 $COMPLETE"
@@ -70,6 +70,7 @@ realprog_checks() {
 	case $1 in
 	onednn) echo '99 among ;\[jit\](;|$) re ;libdnnl[^;]*;\[jit\](;|$)' ;;
 	qemu) echo '99 among ;code_gen_buffer(;|$) re ;cpu_exec;([^;]*;)*code_gen_buffer(;|$)' ;;
+	lli) echo '99 among ;leaf_work(;|$) re runAsMain[^;]*;main;middle;leaf_work(;|$)' ;;
 	mkl) echo '99 among ;mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$ re ;[^;]*omp_driver[^;]*;([^;]*;)*mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$' ;;
 	php) echo '99 among ;\[jit\](;|$) re ;zend_execute;\[jit\](;|$)' ;;
 	mono) echo '95 among ;\[jit\]$ re ;\[jit\];\[jit\];\[jit\]$' ;;

@@ -336,6 +336,38 @@ int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, con
 	return pc->live ? 0 : perf_map__add_text(pc->map, text, len, &consumed);
 }
 
+/* A replay's process pid's registrations (fixed: binary/gdb_jit.h), made on first use and
+ * given to its modules. NULL when out of memory or not a replay's. */
+static struct gdb_jit *replay_gdb_jit(struct module_registry *reg, uint32_t pid)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc || pc->live)
+		return NULL;
+	if (!pc->gdb_jit && (pc->gdb_jit = gdb_jit__new_fixed()) != NULL) {
+		for (size_t i = 0; i < pc->nr_modules; i++)
+			pc->modules[i]->mod.gdb_jit = pc->gdb_jit;
+	}
+	return pc->gdb_jit;
+}
+
+int module_registry__add_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	struct gdb_jit *gj = replay_gdb_jit(reg, pid);
+
+	return gj ? gdb_jit__add_object(gj, addr, bytes, len) : 0;
+}
+
+void module_registry__drop_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					  uint64_t addr, uint64_t size)
+{
+	struct gdb_jit *gj = replay_gdb_jit(reg, pid);
+
+	if (gj)
+		gdb_jit__drop_object(gj, addr, size);
+}
+
 int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit)
 {
 	struct process_code *pc = process_code(reg, pid, false);
@@ -444,8 +476,8 @@ struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t p
 	uint64_t descriptor;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
-	if (!pc || !pc->live) /* not a live process's (a replay's) */
-		return NULL;
+	if (!pc || !pc->live) /* a replay's: what its recording read, if anything */
+		return pc ? pc->gdb_jit : NULL;
 	if (pc->gdb_jit)
 		return pc->gdb_jit;
 	if (!search_due(&pc->gdb_jit_searched, &pc->gdb_jit_searched_ns))

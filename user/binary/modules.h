@@ -113,6 +113,12 @@ int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, con
 /* A replay's BEAM exit address of process pid, as its recording found it
  * (module_registry__beam_exit). Returns 0 or -ENOMEM. */
 int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit);
+/* A replay's object registered through gdb's JIT interface by process pid at addr, as its
+ * recording read it (gdb_jit__set_hooks), and one its process unregistered. */
+int module_registry__add_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					uint64_t addr, const uint8_t *bytes, size_t len);
+void module_registry__drop_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					  uint64_t addr, uint64_t size);
 /* Called when a live process's BEAM exit address is found: what a raw capture keeps. */
 typedef void (*module_beam_exit_fn)(void *ctx, uint32_t pid, uint64_t exit);
 void module_registry__set_beam_exit_hook(struct module_registry *reg, module_beam_exit_fn fn,
@@ -143,7 +149,8 @@ int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64
 typedef int (*gdb_jit_locate_fn)(void *ctx, uint64_t *descriptor);
 /* Process pid's registrations through gdb's JIT interface: those found, else, when the
  * last search is GDB_JIT_SEARCH_MS old (a program may load a JIT's library later), what
- * locate finds now. NULL when none is known (and in replays: no process to read). */
+ * locate finds now. NULL when none is known; in replays, the objects the recording read
+ * (module_registry__add_gdb_jit_object), if any. */
 struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
 					 gdb_jit_locate_fn locate, void *ctx);
 #define GDB_JIT_SEARCH_MS 1000

@@ -72,13 +72,42 @@ int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char
 	return write_record(f, CAPTURE_BUILD_ID, field, sizeof(field), path, strlen(path) + 1);
 }
 
-int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len)
+/* u32 pid, u32 reserved, u64 addr, then what follows. */
+static int write_process_bytes(FILE *f, uint32_t type, uint32_t pid, uint64_t addr,
+			       const void *bytes, size_t len)
 {
 	uint8_t header[16] = { 0 };
 
 	memcpy(header, &pid, 4);
 	memcpy(header + 8, &addr, 8);
-	return write_record(f, CAPTURE_CODE, header, sizeof(header), bytes, len);
+	return write_record(f, type, header, sizeof(header), bytes, len);
+}
+
+int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	return write_process_bytes(f, CAPTURE_CODE, pid, addr, bytes, len);
+}
+
+int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes,
+				  size_t len)
+{
+	return write_process_bytes(f, CAPTURE_GDB_JIT_OBJECT, pid, addr, bytes, len);
+}
+
+int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size)
+{
+	return write_process_bytes(f, CAPTURE_GDB_JIT_DROP, pid, addr, &size, sizeof(size));
+}
+
+bool capture__decode_gdb_jit_drop(uint32_t type, const uint8_t *payload, uint32_t len,
+				  uint32_t *pid, uint64_t *addr, uint64_t *size)
+{
+	if (type != CAPTURE_GDB_JIT_DROP || len < 24)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(addr, payload + 8, 8);
+	memcpy(size, payload + 16, 8);
+	return true;
 }
 
 int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len)
@@ -121,7 +150,7 @@ bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t l
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n)
 {
-	if (type != CAPTURE_CODE || len < 16)
+	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT) || len < 16)
 		return false;
 	memcpy(pid, payload, 4);
 	memcpy(addr, payload + 8, 8);

@@ -34,7 +34,9 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
 		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
-		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ? 16
+		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ||
+				type == CAPTURE_GDB_JIT_OBJECT ? 16
+		      : type == CAPTURE_GDB_JIT_DROP ? 24
 		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
@@ -75,6 +77,20 @@ static int add_code(struct replay *r, const uint8_t *payload, uint32_t len)
 	return module_registry__add_code(session__modules(r->session), pid, addr, bytes, n);
 }
 
+/* An object registered through gdb's JIT interface, as the recording read it. */
+static int add_gdb_jit_object(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t addr;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_GDB_JIT_OBJECT, payload, len, &pid, &addr, &bytes, &n))
+		return 0;
+	return module_registry__add_gdb_jit_object(session__modules(r->session), pid, addr, bytes,
+						   n);
+}
+
 /* A shorter copy is the same record with the end of its stack bytes cut out. */
 static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 {
@@ -111,7 +127,7 @@ static int feed(struct replay *r, char *err, size_t errlen)
 	const uint8_t *payload;
 	const char *text;
 	uint32_t type, len, pid;
-	uint64_t exit;
+	uint64_t exit, addr, size;
 	size_t text_len;
 	int ret;
 
@@ -143,6 +159,14 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			capture__decode_perf_map(type, payload, len, &pid, &text, &text_len);
 			ret = module_registry__add_perf_map(session__modules(r->session), pid, text,
 							    text_len);
+			break;
+		case CAPTURE_GDB_JIT_OBJECT:
+			ret = add_gdb_jit_object(r, payload, len);
+			break;
+		case CAPTURE_GDB_JIT_DROP:
+			capture__decode_gdb_jit_drop(type, payload, len, &pid, &addr, &size);
+			module_registry__drop_gdb_jit_object(session__modules(r->session), pid, addr,
+							     size);
 			break;
 		case CAPTURE_BEAM_EXIT:
 			capture__decode_beam_exit(type, payload, len, &pid, &exit);

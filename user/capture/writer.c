@@ -77,6 +77,20 @@ void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t 
 		w->err = capture__write_beam_exit(stream(w), pid, exit);
 }
 
+void capture_writer__gdb_jit_object(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				    const uint8_t *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_gdb_jit_object(stream(w), pid, addr, bytes, len);
+}
+
+void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				  uint64_t size)
+{
+	if (!w->err)
+		w->err = capture__write_gdb_jit_drop(stream(w), pid, addr, size);
+}
+
 /* So a report can tell when a file changed since the capture. */
 static int write_build_ids(struct capture_writer *w, struct module_registry *reg)
 {

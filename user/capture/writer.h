@@ -27,6 +27,12 @@ void capture_writer__perf_map(struct capture_writer *w, uint32_t pid, const char
 			      size_t len);
 /* Process pid's BEAM exit address, found (module_registry__set_beam_exit_hook). */
 void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t exit);
+/* An object process pid registered through gdb's JIT interface, as read, and one it
+ * unregistered (gdb_jit__set_hooks). */
+void capture_writer__gdb_jit_object(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				    const uint8_t *bytes, size_t len);
+void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				  uint64_t size);
 /* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
  * 0 or -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,
