@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -80,6 +81,33 @@ static ssize_t read_memory(uint32_t pid, uint64_t addr, uint8_t *buf, size_t len
 	return n < 0 ? -errno : n;
 }
 
+/* Blocks of a read that the hook is told of unless the copies hold them as read: the
+ * analysis reads overlapping windows of the same code again and again. */
+#define REPORT_BLOCK 4096u
+
+/* Tells the JIT read hook of the blocks of [addr, addr + len) the process's copies do not
+ * hold as they are now, runs of them at once: with what the hook was told before, what
+ * the copies will hold after this read. */
+static void report_changed(const struct module *mod, uint64_t addr, const uint8_t *buf,
+			   size_t len)
+{
+	size_t run = 0, at = 0;
+
+	for (size_t off = 0; off < len; off += REPORT_BLOCK) {
+		size_t n = len - off < REPORT_BLOCK ? len - off : REPORT_BLOCK;
+		bool same = code_copies__holds(mod->code_copies, addr + off, buf + off, n);
+
+		if (!same && !run)
+			at = off;
+		if (!same)
+			run += n;
+		if ((same || off + n == len) && run) {
+			jit_hook(jit_hook_ctx, mod->anon_pid, addr + at, buf + at, run);
+			run = 0;
+		}
+	}
+}
+
 /* JIT code from the process's memory, a copy of what was read kept; once the process is
  * gone, and in a replay (pid 0: its recording's reads), from that copy. */
 static ssize_t read_jit_code(const struct module *mod, uint32_t pid, uint64_t addr, uint8_t *buf,
@@ -88,9 +116,9 @@ static ssize_t read_jit_code(const struct module *mod, uint32_t pid, uint64_t ad
 	ssize_t n = read_memory(pid, addr, buf, len);
 
 	if (n > 0) {
-		code_copies__add(mod->code_copies, addr, buf, (size_t)n);
 		if (jit_hook)
-			jit_hook(jit_hook_ctx, mod->anon_pid, addr, buf, (size_t)n);
+			report_changed(mod, addr, buf, (size_t)n);
+		code_copies__add(mod->code_copies, addr, buf, (size_t)n);
 	} else if (n == -ESRCH || pid == 0) {
 		n = code_copies__read(mod->code_copies, addr, buf, len);
 	}

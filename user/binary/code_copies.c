@@ -154,6 +154,22 @@ ssize_t code_copies__read(struct code_copies *c, uint64_t addr, uint8_t *buf, si
 	return (ssize_t)n;
 }
 
+bool code_copies__holds(const struct code_copies *c, uint64_t addr, const uint8_t *bytes,
+			size_t len)
+{
+	const struct copy *copy;
+	size_t i;
+
+	if (!c || !len)
+		return false;
+	i = first_ending_after(c, addr);
+	if (i == c->nr || c->copies[i].addr > addr)
+		return false;
+	copy = &c->copies[i];
+	return copy->addr + copy->len - addr >= len &&
+	       memcmp(copy->bytes + (addr - copy->addr), bytes, len) == 0;
+}
+
 void code_copies__each(const struct code_copies *c,
 		       void (*fn)(void *ctx, uint64_t addr, const uint8_t *bytes, size_t len),
 		       void *ctx)

@@ -7,6 +7,7 @@
 #ifndef HPROF_CODE_COPIES_H
 #define HPROF_CODE_COPIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,9 @@ void code_copies__add(struct code_copies *c, uint64_t addr, const uint8_t *bytes
 /* Up to len bytes from addr, as far as the copy holding addr goes. Returns the bytes
  * read, or -ENOENT where no copy holds addr. */
 ssize_t code_copies__read(struct code_copies *c, uint64_t addr, uint8_t *buf, size_t len);
+/* The copies hold [addr, addr + len) as these bytes. Not counted as a read. */
+bool code_copies__holds(const struct code_copies *c, uint64_t addr, const uint8_t *bytes,
+			size_t len);
 /* Calls fn with each copy, by ascending address. */
 void code_copies__each(const struct code_copies *c,
 		       void (*fn)(void *ctx, uint64_t addr, const uint8_t *bytes, size_t len),
