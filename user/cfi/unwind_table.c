@@ -29,6 +29,7 @@
 #include "cfi/reader.h"
 #include "cfi/go_pclntab.h"
 #include "cfi/rows.h"
+#include "cfi/table.h"
 #include "util/file_view.h"
 
 /* Steps over FDEs that hold no pc (empty ranges, duplicates of the next start) that one
@@ -905,138 +906,51 @@ cleanup:
 	return err;
 }
 
-/* A whole table's function holding pc: from its FDE's start up to the next FDE's start
- * (which it touches, no end marker between) or through its end marker. */
-static int whole_function_rows(const struct unwind_table *t, uint64_t pc,
-			       struct unwind_fn_rows *out)
-{
-	uint64_t start, next = UINT64_MAX;
-	size_t i, k;
 
-	if (unwind_table__function_start(t, pc, &start) != 0)
-		return -ENOENT;
-	k = start ? first_row_above(t->rows, t->nr_rows, start - 1) : 0;
-	for (size_t j = 0; j < t->nr_fde_starts; j++) {
-		if (t->fde_starts[j] > start) {
-			next = t->fde_starts[j];
-			break;
-		}
-	}
-	*out = (struct unwind_fn_rows){ .lo = start, .end = next, .open_end = true,
-					.rows = &t->rows[k], .wide = t->wide,
-					.nr_wide = t->nr_wide };
-	for (i = k; i < t->nr_rows && t->rows[i].pc < next; i++) {
-		if (t->rows[i].cfa_kind == UNWIND_CFA_END) {
-			out->end = t->rows[i].pc;
-			out->open_end = false;
-			i++;
-			break;
-		}
-	}
-	out->nr_rows = i - k;
-	return 0;
-}
-
-int unwind_table__function_rows(const struct unwind_table *t, uint64_t pc,
-				struct unwind_fn_rows *out)
+bool cfi_table__lazy_function(const struct unwind_table *t, uint64_t pc,
+			      struct unwind_fn_rows *out)
 {
 	struct compiled_fn *fn;
 
-	if (!t)
-		return -ENOENT;
-	if (!t->lazy)
-		return unwind_table__find(t, pc) ? whole_function_rows(t, pc, out) : -ENOENT;
-	if (!lazy_find(t->lazy, pc, &fn))
-		return -ENOENT;
+	if (!t || !t->lazy || !lazy_find(t->lazy, pc, &fn))
+		return false;
 	*out = (struct unwind_fn_rows){ .lo = fn->lo, .end = fn->end, .open_end = fn->open_end,
 					.rows = fn->rows, .nr_rows = fn->nr_rows,
 					.wide = fn->wide, .nr_wide = fn->nr_wide };
-	return 0;
-}
-
-/* fns[i]'s rows are in order, within its bounds, and index only its side table. */
-static bool function_well_formed(const struct unwind_fn_rows *f, uint64_t prev_end)
-{
-	if (f->lo < prev_end || f->end < f->lo || (f->nr_rows && !f->rows) ||
-	    (f->nr_wide && !f->wide))
-		return false;
-	for (size_t i = 0; i < f->nr_rows; i++) {
-		const struct unwind_row *r = &f->rows[i];
-
-		if (r->pc < f->lo || r->pc > f->end || (i && r->pc <= f->rows[i - 1].pc) ||
-		    r->cfa_kind >= UNWIND_CFA_KIND_COUNT ||
-		    (r->cfa_kind == UNWIND_CFA_END && i + 1 != f->nr_rows) ||
-		    (r->ra_arg == UNWIND_ROW_WIDE && unwind_row_wide_index(r) >= f->nr_wide))
-			return false;
-	}
 	return true;
 }
 
-int unwind_table__from_functions(const struct unwind_fn_rows *fns, size_t nr_fns,
-				 const uint64_t (*switches)[2], size_t nr_switches,
-				 struct unwind_table **out)
+bool cfi_table__whole(const struct unwind_table *t, struct cfi_whole_table *out)
+{
+	if (!t || t->lazy)
+		return false;
+	*out = (struct cfi_whole_table){ .rows = t->rows, .nr_rows = t->nr_rows, .wide = t->wide,
+					 .nr_wide = t->nr_wide, .fde_starts = t->fde_starts,
+					 .nr_fde_starts = t->nr_fde_starts,
+					 .switches = t->switches, .nr_switches = t->nr_switches };
+	return true;
+}
+
+struct unwind_table *cfi_table__adopt(const struct cfi_whole_table *w)
 {
 	struct unwind_table *t = calloc(1, sizeof(*t));
-	size_t rows = 0, wide = 0;
-	uint64_t prev_end = 0;
 
-	*out = NULL;
 	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < nr_fns; i++) {
-		if (!function_well_formed(&fns[i], prev_end))
-			goto invalid;
-		prev_end = fns[i].end;
-		rows += fns[i].nr_rows + 1;
-		wide += fns[i].nr_wide;
-	}
-	for (size_t i = 0; i < nr_switches; i++) {
-		if (switches[i][1] <= switches[i][0] || (i && switches[i][0] < switches[i - 1][1]))
-			goto invalid;
-	}
-	if (wide > UINT32_MAX)
-		goto invalid;
-	t->rows = malloc((rows ? rows : 1) * sizeof(*t->rows));
-	t->wide = malloc((wide ? wide : 1) * sizeof(*t->wide));
-	t->fde_starts = malloc((nr_fns ? nr_fns : 1) * sizeof(*t->fde_starts));
-	t->switches = malloc((nr_switches ? nr_switches : 1) * sizeof(*t->switches));
-	if (!t->rows || !t->wide || !t->fde_starts || !t->switches) {
-		unwind_table__free(t);
-		return -ENOMEM;
-	}
-	memcpy(t->switches, switches, nr_switches * sizeof(*t->switches));
-	t->nr_switches = nr_switches;
-	for (size_t i = 0; i < nr_fns; i++) {
-		const struct unwind_fn_rows *f = &fns[i];
-		uint32_t base = (uint32_t)t->nr_wide;
-		bool ended = f->nr_rows && f->rows[f->nr_rows - 1].cfa_kind == UNWIND_CFA_END;
-
-		t->fde_starts[t->nr_fde_starts++] = f->lo;
-		memcpy(&t->wide[t->nr_wide], f->wide, f->nr_wide * sizeof(*f->wide));
-		t->nr_wide += f->nr_wide;
-		for (size_t j = 0; j < f->nr_rows; j++) {
-			struct unwind_row r = f->rows[j];
-
-			if (r.ra_arg == UNWIND_ROW_WIDE) {
-				uint32_t idx = base + unwind_row_wide_index(&r);
-
-				r.cfa_arg = (int16_t)(uint16_t)(idx & 0xffff);
-				r.rbp_arg = (int16_t)(uint16_t)(idx >> 16);
-			}
-			t->rows[t->nr_rows++] = r;
-			t->stats.rows += r.cfa_kind != UNWIND_CFA_END;
-		}
-		/* a function that ends where it ends: no row of its runs on into the next */
-		if (!ended && !f->open_end && f->nr_rows && (i + 1 == nr_fns || fns[i + 1].lo > f->end))
-			t->rows[t->nr_rows++] = (struct unwind_row){ .pc = f->end,
-								     .cfa_kind = UNWIND_CFA_END };
-	}
-	t->stats.fdes = nr_fns;
+		return NULL;
+	t->rows = (struct unwind_row *)w->rows;
+	t->nr_rows = w->nr_rows;
+	t->wide = (struct unwind_row_wide *)w->wide;
+	t->nr_wide = w->nr_wide;
+	t->fde_starts = (uint64_t *)w->fde_starts;
+	t->nr_fde_starts = w->nr_fde_starts;
+	t->switches = (uint64_t (*)[2])w->switches;
+	t->nr_switches = w->nr_switches;
+	t->stats.fdes = w->nr_fde_starts;
+	for (size_t i = 0; i < w->nr_rows; i++)
+		t->stats.rows += w->rows[i].cfa_kind != UNWIND_CFA_END;
 	t->stats.table_bytes = sizeof(*t) + t->nr_rows * sizeof(*t->rows) +
-			       t->nr_wide * sizeof(*t->wide) + nr_fns * sizeof(*t->fde_starts);
-	*out = t;
-	return 0;
-invalid:
-	unwind_table__free(t);
-	return -EINVAL;
+			       t->nr_wide * sizeof(*t->wide) +
+			       t->nr_fde_starts * sizeof(*t->fde_starts) +
+			       t->nr_switches * sizeof(*t->switches);
+	return t;
 }
