@@ -24,7 +24,7 @@ ENTRY='(_start|_dl_start_user|__clone3|clone3|__clone|clone|__libc_start_call_ma
 COMPLETE="re ^[^;]+;($ENTRY(;|$)|[^[;][^;]*;(__libc_start_main|_dl_start)(;|$))"
 
 # A case: its command (CMD), sampling (FREQ Hz for TIME ms) and checks (CHECKS, one a line).
-WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap"
+WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_signal nofp_cxx"
 REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn qemu lli mkl php mono erl shellcheck esbuild sbcl"
 
 define_case() {
@@ -50,6 +50,19 @@ define_case() {
 	nofp_drap)
 		CMD=("$WL/nofp_drap" 1.5)
 		CHECKS+=$'\n''30 main;drap_loop;drap_realigned'$'\n''15 main;drap_loop;drap_realigned;drap_leaf' ;;
+	nofp_trampoline)
+		CMD=("$WL/nofp_trampoline" 1.5)
+		CHECKS+=$'\n''90 main;eval_caller;[jit];py_eval_like' ;;
+	nofp_gdbjit)
+		CMD=("$WL/nofp_gdbjit" 1.5)
+		CHECKS+=$'\n''90 main;run_block;gdbjit_block' ;;
+	nofp_signal)
+		CMD=("$WL/nofp_signal" 1.5)
+		CHECKS+=$'\n''80 __restore_rt;on_alarm;busy_in_handler' ;;
+	nofp_cxx)
+		CMD=("$WL/nofp_cxx" 1.5)
+		CHECKS+=$'\n''50 main;run(Shape&, std::vector<Point, std::allocator<Point> >&)'
+		CHECKS+=$'\n''1 run(Shape&, std::vector<Point, std::allocator<Point> >&);throw_and_catch();thrower(int)' ;;
 	*)
 		case " $REALPROG_CASES " in
 		*" $1 "*) ;;

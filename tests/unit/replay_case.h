@@ -12,7 +12,7 @@
  *   PCT CHAIN           at least PCT percent of them hold CHAIN (frames separated by ';',
  *                       from the outermost in) as a run of consecutive frames, names
  *                       compared without the suffixes of gcc's copies of a function
- *                       (.constprop.0, .isra.0, .part.0, .cold);
+ *                       (.constprop.0, .isra.0, .part.0, .cold, demangled " [clone .cold]");
  *   PCT re REGEX        at least PCT percent of them match the extended REGEX, as a whole
  *                       line "comm;outer;...;inner" without its count;
  *   PCT among WITHIN re REGEX   the same over the samples whose stack matches WITHIN.
@@ -189,7 +189,8 @@ static int replay_case__folded(const char *capture, const char *slices,
 /* name without a gcc copy's suffix, in place. */
 static void plain_name(char *name)
 {
-	static const char *const suffixes[] = { ".constprop.", ".isra.", ".part.", ".cold" };
+	static const char *const suffixes[] = { ".constprop.", ".isra.", ".part.", ".cold",
+						" [clone " };
 	bool cut = true;
 
 	while (cut) {
