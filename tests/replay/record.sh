@@ -73,7 +73,7 @@ define_case() {
 		CHECKS=$(realprog_checks "$1")
 		# deep stacks of varied data (x264's, Go's), or much code without CFI read for
 		# each sampled address (GHC's): fewer samples keep the case small
-		case $1 in x264|esbuild|shellcheck) FREQ=99 TIME=2000 ;; esac ;;
+		case $1 in x264) FREQ=99 TIME=1000 ;; esbuild|shellcheck) FREQ=99 TIME=2000 ;; esac ;;
 	esac
 }
 
