@@ -490,26 +490,42 @@ static size_t image_put(struct image *img, const void *p, size_t len)
 
 enum { SEC_NULL, SEC_SYMTAB, SEC_STRTAB, SEC_NOTE, SEC_DYNAMIC, SEC_SHSTRTAB, SEC_COUNT };
 
-static size_t put_strtab(struct image *img, const struct module_slice *sl, uint32_t *names,
+/* The symbols a slice's image holds. With none, elf_symbols would look further (a debug
+ * file by build-id, on the machine replaying): a named symbol at address 1, where no code
+ * lies, keeps it to .symtab. */
+struct image_symbols {
+	const struct slice_symbol *syms;
+	size_t nr;
+};
+
+static struct image_symbols image_symbols(const struct module_slice *sl)
+{
+	static const struct slice_symbol none = { .start = 1, .size = 1, .name = (char *)"-" };
+
+	return sl->nr_symbols ? (struct image_symbols){ sl->symbols, sl->nr_symbols }
+			      : (struct image_symbols){ &none, 1 };
+}
+
+static size_t put_strtab(struct image *img, struct image_symbols is, uint32_t *names,
 			 size_t *len)
 {
 	size_t total = 1, at;
 	char *tab;
 
 	*len = 0;
-	for (size_t i = 0; i < sl->nr_symbols; i++)
-		total += strlen(sl->symbols[i].name) + 1;
+	for (size_t i = 0; i < is.nr; i++)
+		total += strlen(is.syms[i].name) + 1;
 	tab = calloc(1, total);
 	if (!tab) {
 		img->failed = true;
 		return 0;
 	}
 	*len = 1;
-	for (size_t i = 0; i < sl->nr_symbols; i++) {
-		size_t n = strlen(sl->symbols[i].name) + 1;
+	for (size_t i = 0; i < is.nr; i++) {
+		size_t n = strlen(is.syms[i].name) + 1;
 
 		names[i] = (uint32_t)*len;
-		memcpy(tab + *len, sl->symbols[i].name, n);
+		memcpy(tab + *len, is.syms[i].name, n);
 		*len += n;
 	}
 	at = image_put(img, tab, total);
@@ -517,13 +533,10 @@ static size_t put_strtab(struct image *img, const struct module_slice *sl, uint3
 	return at;
 }
 
-/* With no symbol, elf_symbols would look further (a debug file by build-id, on the machine
- * replaying): a symbol at address 1, where no code lies, keeps it to .symtab. */
-static size_t put_symtab(struct image *img, const struct module_slice *sl, const uint32_t *names,
+static size_t put_symtab(struct image *img, struct image_symbols is, const uint32_t *names,
 			 size_t *len)
 {
-	size_t n = sl->nr_symbols ? sl->nr_symbols : 1;
-	Elf64_Sym *syms = calloc(n + 1, sizeof(*syms));
+	Elf64_Sym *syms = calloc(is.nr + 1, sizeof(*syms));
 	size_t at;
 
 	*len = 0;
@@ -531,16 +544,16 @@ static size_t put_symtab(struct image *img, const struct module_slice *sl, const
 		img->failed = true;
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < is.nr; i++) {
 		Elf64_Sym *s = &syms[i + 1];
 
 		s->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
 		s->st_shndx = SHN_ABS;
-		s->st_name = sl->nr_symbols ? names[i] : 0;
-		s->st_value = sl->nr_symbols ? sl->symbols[i].start : 1;
-		s->st_size = sl->nr_symbols ? sl->symbols[i].size : 1;
+		s->st_name = names[i];
+		s->st_value = is.syms[i].start;
+		s->st_size = is.syms[i].size;
 	}
-	*len = (n + 1) * sizeof(*syms);
+	*len = (is.nr + 1) * sizeof(*syms);
 	at = image_put(img, syms, *len);
 	free(syms);
 	return at;
@@ -577,7 +590,8 @@ int module_slice__symbols(const struct module_slice *sl, struct elf_symbols **ou
 				       ELFDATA2LSB, EV_CURRENT } };
 	Elf64_Shdr sh[SEC_COUNT] = { 0 };
 	struct image img = { 0 };
-	uint32_t *names = calloc(sl->nr_symbols ? sl->nr_symbols : 1, sizeof(*names));
+	struct image_symbols is = image_symbols(sl);
+	uint32_t *names = calloc(is.nr, sizeof(*names));
 	size_t len = 0;
 	int ret;
 
@@ -602,11 +616,11 @@ int module_slice__symbols(const struct module_slice *sl, struct elf_symbols **ou
 		image_put(&img, &ph, sizeof(ph));
 	}
 	sh[SEC_STRTAB] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_addralign = 1 };
-	sh[SEC_STRTAB].sh_offset = put_strtab(&img, sl, names, &len);
+	sh[SEC_STRTAB].sh_offset = put_strtab(&img, is, names, &len);
 	sh[SEC_STRTAB].sh_size = len;
 	sh[SEC_SYMTAB] = (Elf64_Shdr){ .sh_type = SHT_SYMTAB, .sh_link = SEC_STRTAB, .sh_info = 1,
 				       .sh_entsize = sizeof(Elf64_Sym), .sh_addralign = 8 };
-	sh[SEC_SYMTAB].sh_offset = put_symtab(&img, sl, names, &len);
+	sh[SEC_SYMTAB].sh_offset = put_symtab(&img, is, names, &len);
 	sh[SEC_SYMTAB].sh_size = len;
 	sh[SEC_NOTE] = (Elf64_Shdr){ .sh_type = SHT_NOTE, .sh_addralign = 4 };
 	sh[SEC_NOTE].sh_offset = put_note(&img, sl, &len);
