@@ -35,9 +35,9 @@ struct module_entry {
 struct process_code {
 	uint32_t pid;
 	bool live;            /* a live process's, not a replay's: its memory can be read */
-	struct perf_map *map; /* NULL: not read (replays) */
-	struct jitdump *jitdump; /* NULL as map is */
-	struct code_copies *copies; /* NULL as map is */
+	struct perf_map *map; /* a replay's: fixed, of its recording's reads */
+	struct jitdump *jitdump; /* NULL in replays */
+	struct code_copies *copies;
 	struct gdb_jit *gdb_jit;    /* NULL until found */
 	uint64_t gdb_jit_searched_ns;
 	bool gdb_jit_searched;

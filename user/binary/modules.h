@@ -40,19 +40,21 @@ struct module {
 			   * which may now name another file, or one outside the process's root */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
 	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
-	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays,
-	 * and once the process is gone). */
+	 * symbols or CFI, and names come from perf_map (in replays, a map of the text the
+	 * recording read: perf_map__new_fixed; NULL once the process is gone). */
 	bool anon_code;
 	uint32_t anon_pid; /* anonymous code: its process */
 	struct perf_map *perf_map;
 	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
-	 * and unwinding info of its JIT code; NULL as perf_map is. */
+	 * and unwinding info of its JIT code; NULL in replays, and once the process is gone. */
 	struct jitdump *jitdump;
 	/* Copies of its code read from the process (binary/code_copies.h), for samples walked
-	 * after it exited; NULL as perf_map is. */
+	 * after it exited (in replays, the recording's reads: module_registry__add_code); NULL
+	 * once the process is gone. */
 	struct code_copies *code_copies;
 	/* Its process's code registered through gdb's JIT interface (binary/gdb_jit.h): rows
-	 * and names; NULL until found, and once the process is gone. */
+	 * and names; NULL until found (in replays, until the recording's first object), and
+	 * once the process is gone. */
 	struct gdb_jit *gdb_jit;
 	/* A file's: where it defines each runtime's variable (binary/runtime_symbols.h: gdb's
 	 * JIT descriptor, BEAM's exit), ELF virtual addresses, once looked for
