@@ -353,7 +353,10 @@ static int fill_slice(struct module_registry *reg, struct module *mod, struct to
 	for (size_t i = 0; !err && i < t->nr_addrs; i++) {
 		if (i && t->addrs[i] == t->addrs[i - 1])
 			continue;
-		for (uint64_t pc = t->addrs[i] ? t->addrs[i] - 1 : 0; !err && pc <= t->addrs[i]; pc++) {
+		/* the address, and the one before it (a return address's call) */
+		for (int k = t->addrs[i] ? 1 : 0; !err && k >= 0; k--) {
+			uint64_t pc = t->addrs[i] - (uint64_t)k;
+
 			keep_function_entry(mod->syms, sl, pc);
 			err = keep_symbols_at(mod->syms, sl, &sym_cap, pc);
 			if (!err && table)
