@@ -24,7 +24,7 @@ ENTRY='(_start|_dl_start_user|__clone3|clone3|__clone|clone|__libc_start_call_ma
 COMPLETE="re ^[^;]+;($ENTRY(;|$)|[^[;][^;]*;(__libc_start_main|_dl_start)(;|$))"
 
 # A case: its command (CMD), sampling (FREQ Hz for TIME ms) and checks (CHECKS, one a line).
-WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_signal nofp_cxx"
+WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_jitdump nofp_signal nofp_cxx"
 REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn qemu lli mkl php mono erl shellcheck esbuild sbcl"
 
 define_case() {
@@ -56,6 +56,9 @@ define_case() {
 	nofp_gdbjit)
 		CMD=("$WL/nofp_gdbjit" 1.5)
 		CHECKS+=$'\n''90 main;run_block;gdbjit_block' ;;
+	nofp_jitdump)
+		CMD=("$WL/nofp_jitgen" 1.5 --jitdump)
+		CHECKS+=$'\n''60 main;run_generated;jitgen_a;jitgen_b' ;;
 	nofp_signal)
 		CMD=("$WL/nofp_signal" 1.5)
 		CHECKS+=$'\n''80 __restore_rt;on_alarm;busy_in_handler' ;;
@@ -98,10 +101,12 @@ record_case() {
 	mkdir -p "$dir"
 	printf '%s\n' "$CHECKS" >"$dir/checks"
 	if ! timeout 120 "$HPROF" -q -F "$FREQ" --time "$TIME" --raw "$dir/capture.raw" \
-		--folded "$dir/live.folded" -- "${CMD[@]}" >/dev/null 2>"$dir/hprof.err"; then
+		--folded "$dir/live.folded" -- "${CMD[@]}" >"$dir/stdout" 2>"$dir/hprof.err"; then
 		echo "$name: hprof or the program failed: $(tail -1 "$dir/hprof.err")" >&2
 		return 1
 	fi
+	# nofp_jitgen says which perf map or jitdump it wrote
+	rm -f $(sed -n 's,^\(map\|jitdump\) \(/tmp/\(perf\|jit\)-[0-9]*\.\(map\|dump\)\)$,\2,p' "$dir/stdout")
 	"$TOOL" check "$dir/live.folded" "$dir/checks" ||
 		{ echo "$name: the live run fails the checks: not recorded" >&2; return 1; }
 	"$TOOL" record "$dir/capture.raw" "$dir" || { echo "$name: not recorded" >&2; return 1; }

@@ -36,7 +36,7 @@ struct process_code {
 	uint32_t pid;
 	bool live;            /* a live process's, not a replay's: its memory can be read */
 	struct perf_map *map; /* a replay's: fixed, of its recording's reads */
-	struct jitdump *jitdump; /* NULL in replays */
+	struct jitdump *jitdump; /* a replay's: fixed, of its recording's reads */
 	struct code_copies *copies;
 	struct gdb_jit *gdb_jit;    /* NULL until found */
 	uint64_t gdb_jit_searched_ns;
@@ -255,12 +255,13 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 	if (pc)
 		return pc;
 	pc = calloc(1, sizeof(*pc));
-	/* copies and a perf map in replays too, of what their recordings read
-	 * (module_registry__add_code, __add_perf_map) */
+	/* copies, a perf map and a jitdump in replays too, of what their recordings read
+	 * (module_registry__add_code, __add_perf_map, __add_jitdump) */
 	if (!pc || !(pc->copies = code_copies__new()) ||
 	    (with_perf_map ? perf_map__new(pid, &pc->map) != 0 ||
 				     jitdump__new(pid, NULL, &pc->jitdump) != 0
-			   : perf_map__new_fixed(&pc->map) != 0)) {
+			   : perf_map__new_fixed(&pc->map) != 0 ||
+				     jitdump__new_fixed(&pc->jitdump) != 0)) {
 		if (pc) {
 			perf_map__free(pc->map);
 			jitdump__free(pc->jitdump);
@@ -334,6 +335,29 @@ int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, con
 	if (!pc)
 		return -ENOMEM;
 	return pc->live ? 0 : perf_map__add_text(pc->map, text, len, &consumed);
+}
+
+int module_registry__add_jitdump(struct module_registry *reg, uint32_t pid, uint64_t offset,
+				 const uint8_t *bytes, size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+	struct jitdump *fresh;
+	size_t consumed;
+
+	if (!pc)
+		return -ENOMEM;
+	if (pc->live)
+		return 0;
+	/* a file read from its start: another file, or the same rewritten */
+	if (offset == 0 && jitdump__nr_codes(pc->jitdump) > 0) {
+		if (jitdump__new_fixed(&fresh) != 0)
+			return -ENOMEM;
+		jitdump__free(pc->jitdump);
+		pc->jitdump = fresh;
+		for (size_t i = 0; i < pc->nr_modules; i++)
+			pc->modules[i]->mod.jitdump = fresh;
+	}
+	return jitdump__add_bytes(pc->jitdump, bytes, len, &consumed) == -ENOMEM ? -ENOMEM : 0;
 }
 
 /* A replay's process pid's registrations (fixed: binary/gdb_jit.h), made on first use and

@@ -46,7 +46,8 @@ struct module {
 	uint32_t anon_pid; /* anonymous code: its process */
 	struct perf_map *perf_map;
 	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
-	 * and unwinding info of its JIT code; NULL in replays, and once the process is gone. */
+	 * and unwinding info of its JIT code (in replays, of the bytes the recording read:
+	 * jitdump__new_fixed); NULL once the process is gone. */
 	struct jitdump *jitdump;
 	/* Copies of its code read from the process (binary/code_copies.h), for samples walked
 	 * after it exited (in replays, the recording's reads: module_registry__add_code); NULL
@@ -112,6 +113,10 @@ int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_
  * code from then on. Returns 0 or -ENOMEM. */
 int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, const char *text,
 				  size_t len);
+/* A replay's bytes of process pid's jitdump file at offset, as its recording read them
+ * (0: the file from its start, anew). Returns 0 or -ENOMEM. */
+int module_registry__add_jitdump(struct module_registry *reg, uint32_t pid, uint64_t offset,
+				 const uint8_t *bytes, size_t len);
 /* A replay's BEAM exit address of process pid, as its recording found it
  * (module_registry__beam_exit). Returns 0 or -ENOMEM. */
 int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit);

@@ -94,6 +94,12 @@ int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const ui
 	return write_process_bytes(f, CAPTURE_GDB_JIT_OBJECT, pid, addr, bytes, len);
 }
 
+int capture__write_jitdump(FILE *f, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			   size_t len)
+{
+	return write_process_bytes(f, CAPTURE_JITDUMP, pid, offset, bytes, len);
+}
+
 int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size)
 {
 	return write_process_bytes(f, CAPTURE_GDB_JIT_DROP, pid, addr, &size, sizeof(size));
@@ -150,7 +156,8 @@ bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t l
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n)
 {
-	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT) || len < 16)
+	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT && type != CAPTURE_JITDUMP) ||
+	    len < 16)
 		return false;
 	memcpy(pid, payload, 4);
 	memcpy(addr, payload + 8, 8);

@@ -19,8 +19,8 @@
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
  * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
- * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT and _GDB_JIT_* records, which an hprof that
- * predates them refuses as unknown types. */
+ * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT, _GDB_JIT_* and _JITDUMP records, which an hprof
+ * that predates them refuses as unknown types. */
 #define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
@@ -46,6 +46,9 @@ enum capture_record_type {
 	CAPTURE_GDB_JIT_OBJECT = 9,
 	/* u32 pid, u32 reserved, u64 address, u64 size: an object it unregistered */
 	CAPTURE_GDB_JIT_DROP = 10,
+	/* u32 pid, u32 reserved, u64 offset, the bytes hprof read there from the process's
+	 * jitdump file (complete records; offset 0: the file read from its start, anew) */
+	CAPTURE_JITDUMP = 11,
 };
 
 struct capture_info {
@@ -69,6 +72,8 @@ int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit);
 int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes,
 				  size_t len);
 int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size);
+int capture__write_jitdump(FILE *f, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			   size_t len);
 
 /* Decoding one record's payload (as capture_reader__next gives it): false when the record
  * is of another type or too short for what it says it holds. Pointers point into the
@@ -83,8 +88,8 @@ const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *
 /* The event is copied out (payloads are not aligned); the path ends the record. */
 bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
 			       struct map_event *e, const char **path);
-/* The bytes run to the record's end (CAPTURE_CODE, CAPTURE_GDB_JIT_OBJECT: type says
- * which). */
+/* The bytes run to the record's end (CAPTURE_CODE, CAPTURE_GDB_JIT_OBJECT and
+ * CAPTURE_JITDUMP, whose address is an offset: type says which). */
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n);
 /* The text runs to the record's end. */

@@ -35,7 +35,7 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
 		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
 		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ||
-				type == CAPTURE_GDB_JIT_OBJECT ? 16
+				type == CAPTURE_GDB_JIT_OBJECT || type == CAPTURE_JITDUMP ? 16
 		      : type == CAPTURE_GDB_JIT_DROP ? 24
 		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
 
@@ -75,6 +75,19 @@ static int add_code(struct replay *r, const uint8_t *payload, uint32_t len)
 	if (!capture__decode_code(CAPTURE_CODE, payload, len, &pid, &addr, &bytes, &n))
 		return 0;
 	return module_registry__add_code(session__modules(r->session), pid, addr, bytes, n);
+}
+
+/* Bytes of a jitdump file, as the recording read them. */
+static int add_jitdump(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t offset;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_JITDUMP, payload, len, &pid, &offset, &bytes, &n))
+		return 0;
+	return module_registry__add_jitdump(session__modules(r->session), pid, offset, bytes, n);
 }
 
 /* An object registered through gdb's JIT interface, as the recording read it. */
@@ -159,6 +172,9 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			capture__decode_perf_map(type, payload, len, &pid, &text, &text_len);
 			ret = module_registry__add_perf_map(session__modules(r->session), pid, text,
 							    text_len);
+			break;
+		case CAPTURE_JITDUMP:
+			ret = add_jitdump(r, payload, len);
 			break;
 		case CAPTURE_GDB_JIT_OBJECT:
 			ret = add_gdb_jit_object(r, payload, len);

@@ -91,6 +91,13 @@ void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64
 		w->err = capture__write_gdb_jit_drop(stream(w), pid, addr, size);
 }
 
+void capture_writer__jitdump(struct capture_writer *w, uint32_t pid, uint64_t offset,
+			     const uint8_t *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_jitdump(stream(w), pid, offset, bytes, len);
+}
+
 /* So a report can tell when a file changed since the capture. */
 static int write_build_ids(struct capture_writer *w, struct module_registry *reg)
 {

@@ -33,6 +33,9 @@ void capture_writer__gdb_jit_object(struct capture_writer *w, uint32_t pid, uint
 				    const uint8_t *bytes, size_t len);
 void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64_t addr,
 				  uint64_t size);
+/* Bytes read from process pid's jitdump file at offset (jitdump__set_read_hook). */
+void capture_writer__jitdump(struct capture_writer *w, uint32_t pid, uint64_t offset,
+			     const uint8_t *bytes, size_t len);
 /* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
  * 0 or -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,

@@ -13,6 +13,7 @@
 
 #include "binary/code.h"
 #include "binary/gdb_jit.h"
+#include "binary/jitdump.h"
 #include "binary/modules.h"
 #include "binary/perfmap.h"
 #include "capture/writer.h"
@@ -403,8 +404,8 @@ static void show_status(void *ctx, struct recorder *rec, double elapsed_s, bool 
 	});
 }
 
-/* So do the JIT code the walks read, the perf maps, BEAM's exit and what was registered
- * through gdb's JIT interface: a replay has no process to read them from. */
+/* So do the JIT code the walks read, the perf maps and jitdumps, BEAM's exit and what was
+ * registered through gdb's JIT interface: a replay has no process to read them from. */
 static void write_raw_code(void *ctx, uint32_t pid, uint64_t addr, const uint8_t *bytes,
 			   size_t len)
 {
@@ -427,6 +428,12 @@ static void write_raw_gdb_jit_object(void *ctx, uint32_t pid, uint64_t addr,
 	capture_writer__gdb_jit_object(ctx, pid, addr, bytes, len);
 }
 
+static void write_raw_jitdump(void *ctx, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			      size_t len)
+{
+	capture_writer__jitdump(ctx, pid, offset, bytes, len);
+}
+
 static void write_raw_gdb_jit_drop(void *ctx, uint32_t pid, uint64_t addr, uint64_t size)
 {
 	capture_writer__gdb_jit_drop(ctx, pid, addr, size);
@@ -437,6 +444,7 @@ static void set_raw_hooks(struct session *session, struct capture_writer *raw)
 {
 	code__set_jit_read_hook(raw ? write_raw_code : NULL, raw);
 	perf_map__set_read_hook(raw ? write_raw_perf_map : NULL, raw);
+	jitdump__set_read_hook(raw ? write_raw_jitdump : NULL, raw);
 	gdb_jit__set_hooks(raw ? write_raw_gdb_jit_object : NULL, raw ? write_raw_gdb_jit_drop : NULL,
 			   raw);
 	if (session)
