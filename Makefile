@@ -120,7 +120,8 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 # (remotely, as perf does) over the samples of a capture.
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
-              $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode
+              $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode \
+              $(BUILD)/tools/replay_case
 all: $(TOOLS)
 
 # tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh);
@@ -158,6 +159,11 @@ $(BUILD)/tools/capgrep: $(BUILD)/obj/tests/tools/capgrep.o $(BUILD)/obj/tests/to
 $(BUILD)/tools/deltaproj: $(BUILD)/obj/tests/tools/deltaproj.o $(BUILD)/obj/tests/tools/walkers.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) $(UNWIND_LIBS) -o $@
+
+# tests/tools/replay_case.c: a replay corpus case of a capture (tests/replay/record.sh).
+$(BUILD)/tools/replay_case: $(BUILD)/obj/tests/tools/replay_case.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/bench/bench_unwind: $(BUILD)/obj/tests/tools/walkers.o
 

@@ -50,6 +50,37 @@ static void test_reads(void)
 		      code_copies__read(c, BASE + 100, (uint8_t[4]){ 0 }, 4) == -ENOENT,
 	      "reads: none just before or just after the copy");
 	check(code_copies__bytes(c) == 100 && code_copies__reads(c) == 2, "reads: bytes held and reads counted");
+	check(code_copies__holds(c, BASE + 10, fill(1, 90), 90) &&
+		      !code_copies__holds(c, BASE + 10, fill(1, 91), 91) &&
+		      !code_copies__holds(c, BASE + 10, fill(2, 10), 10) &&
+		      !code_copies__holds(c, BASE - 1, fill(1, 10), 10) && code_copies__reads(c) == 2,
+	      "reads: holds says whether the copies hold these very bytes, counting no read");
+	code_copies__free(c);
+}
+
+/* Slices (binary/slice.h) keep a binary's bytes in an unbounded set: past the bound of a
+ * process's copies, and listed in address order. */
+static void each_copy(void *ctx, uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	uint64_t *sum = ctx;
+
+	(void)bytes;
+	sum[0]++;
+	sum[1] += len;
+	sum[2] = addr;
+}
+
+static void test_unbounded(void)
+{
+	struct code_copies *c = code_copies__new_unbounded();
+	uint64_t sum[3] = { 0 };
+
+	code_copies__add(c, BASE, fill(1, CODE_COPIES_MAX_BYTES), CODE_COPIES_MAX_BYTES);
+	code_copies__add(c, BASE + (64u << 20), fill(2, 4096), 4096);
+	code_copies__each(c, each_copy, sum);
+	check(code_copies__count(c) == 2 && sum[0] == 2 && sum[1] == CODE_COPIES_MAX_BYTES + 4096 &&
+		      sum[2] == BASE + (64u << 20),
+	      "unbounded: copies past the bound are kept, and listed in address order");
 	code_copies__free(c);
 }
 
@@ -134,5 +165,6 @@ int main(void)
 	test_merges();
 	test_bound();
 	test_random();
+	test_unbounded();
 	return failures ? 1 : 0;
 }

@@ -24,4 +24,17 @@ ssize_t code__read(const struct module *mod, const struct mapping *m, uint32_t p
  * the bytes read or -errno (-ENOENT for anonymous code, or a vaddr in no segment). */
 ssize_t code__read_vaddr(const struct module *mod, uint64_t vaddr, uint8_t *buf, size_t len);
 
+/* Called with the bytes of every code__read of a file's code (not JIT code's, and not
+ * code__read_vaddr's: naming's), at their file offset: what a slice of the binary must
+ * hold (binary/slice_writer.h). NULL: none. One hook for the whole program: a tool that
+ * records slices sets it around one replay. */
+typedef void (*code_read_hook_fn)(void *ctx, const struct module *mod, uint64_t offset,
+				  const uint8_t *bytes, size_t len);
+void code__set_file_read_hook(code_read_hook_fn fn, void *ctx);
+/* Called with the bytes of every read of JIT code from a live process (what a raw capture
+ * keeps for replays: capture/format.h's CAPTURE_CODE). NULL: none. One for the program. */
+typedef void (*code_jit_read_hook_fn)(void *ctx, uint32_t pid, uint64_t addr,
+				      const uint8_t *bytes, size_t len);
+void code__set_jit_read_hook(code_jit_read_hook_fn fn, void *ctx);
+
 #endif

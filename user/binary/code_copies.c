@@ -16,12 +16,26 @@ struct code_copies {
 	struct copy *copies; /* sorted by addr, disjoint and not adjacent */
 	size_t nr, cap;
 	uint64_t bytes;
+	uint64_t max_bytes;
 	uint64_t reads;
 };
 
 struct code_copies *code_copies__new(void)
 {
-	return calloc(1, sizeof(struct code_copies));
+	struct code_copies *c = calloc(1, sizeof(struct code_copies));
+
+	if (c)
+		c->max_bytes = CODE_COPIES_MAX_BYTES;
+	return c;
+}
+
+struct code_copies *code_copies__new_unbounded(void)
+{
+	struct code_copies *c = code_copies__new();
+
+	if (c)
+		c->max_bytes = UINT64_MAX;
+	return c;
 }
 
 /* The first copy that ends after addr (index nr if none). */
@@ -70,7 +84,7 @@ static void merge(struct code_copies *c, size_t first, size_t last, uint64_t add
 	}
 	for (size_t i = first; i < last; i++)
 		held += c->copies[i].len;
-	if (c->bytes - held + (hi - lo) > CODE_COPIES_MAX_BYTES || !(merged = malloc(hi - lo))) {
+	if (c->bytes - held + (hi - lo) > c->max_bytes || !(merged = malloc(hi - lo))) {
 		overwrite(c, first, last, addr, bytes, len);
 		return;
 	}
@@ -91,7 +105,7 @@ static void insert(struct code_copies *c, size_t at, uint64_t addr, const uint8_
 {
 	uint8_t *copy;
 
-	if (c->bytes + len > CODE_COPIES_MAX_BYTES ||
+	if (c->bytes + len > c->max_bytes ||
 	    grow_array((void **)&c->copies, &c->cap, c->nr + 1, sizeof(*c->copies)) ||
 	    !(copy = malloc(len)))
 		return;
@@ -138,6 +152,35 @@ ssize_t code_copies__read(struct code_copies *c, uint64_t addr, uint8_t *buf, si
 	memcpy(buf, copy->bytes + (addr - copy->addr), n);
 	c->reads++;
 	return (ssize_t)n;
+}
+
+bool code_copies__holds(const struct code_copies *c, uint64_t addr, const uint8_t *bytes,
+			size_t len)
+{
+	const struct copy *copy;
+	size_t i;
+
+	if (!c || !len)
+		return false;
+	i = first_ending_after(c, addr);
+	if (i == c->nr || c->copies[i].addr > addr)
+		return false;
+	copy = &c->copies[i];
+	return copy->addr + copy->len - addr >= len &&
+	       memcmp(copy->bytes + (addr - copy->addr), bytes, len) == 0;
+}
+
+void code_copies__each(const struct code_copies *c,
+		       void (*fn)(void *ctx, uint64_t addr, const uint8_t *bytes, size_t len),
+		       void *ctx)
+{
+	for (size_t i = 0; c && i < c->nr; i++)
+		fn(ctx, c->copies[i].addr, c->copies[i].bytes, c->copies[i].len);
+}
+
+uint64_t code_copies__count(const struct code_copies *c)
+{
+	return c ? c->nr : 0;
 }
 
 uint64_t code_copies__bytes(const struct code_copies *c)

@@ -63,8 +63,21 @@ struct gdb_jit {
 	size_t nr_keys;
 	bool tried;
 	uint64_t checked_ns;
+	bool fixed; /* a replay's: objects come from gdb_jit__add_object, no list is read */
 	struct gdb_jit_stats stats;
 };
+
+static gdb_jit_object_hook_fn object_hook;
+static gdb_jit_drop_hook_fn drop_hook;
+static void *hook_ctx;
+
+void gdb_jit__set_hooks(gdb_jit_object_hook_fn on_object, gdb_jit_drop_hook_fn on_drop,
+			void *ctx)
+{
+	object_hook = on_object;
+	drop_hook = on_drop;
+	hook_ctx = ctx;
+}
 
 static uint64_t now_ns(void)
 {
@@ -83,6 +96,15 @@ struct gdb_jit *gdb_jit__new(uint32_t pid, uint64_t descriptor)
 	gj->pid = pid;
 	gj->descriptor = descriptor;
 	gj->stats.registrations = 1;
+	return gj;
+}
+
+struct gdb_jit *gdb_jit__new_fixed(void)
+{
+	struct gdb_jit *gj = gdb_jit__new(0, 0);
+
+	if (gj)
+		gj->fixed = gj->tried = true;
 	return gj;
 }
 
@@ -227,13 +249,28 @@ static bool relocate_object(uint8_t *img, size_t size)
 	return true;
 }
 
+/* Compiles the object read into image (its bytes, relocated in place). */
+static void compile_object(struct gdb_jit *gj, uint8_t *image, uint64_t size, struct object *o)
+{
+	char err[160];
+
+	if (relocate_object(image, size))
+		gj->stats.relocated++;
+	if (unwind_table__from_image(image, size, "gdb JIT object", UNWIND_SRC_ALL, &o->table,
+				     err, sizeof(err)) != 0)
+		o->table = NULL;
+	if (elf_symbols__load_image(image, size, &o->syms, err, sizeof(err)) != 0)
+		o->syms = NULL;
+	if (o->table)
+		set_range(o);
+	gj->held += size;
+}
+
 /* Reads and compiles the object at [addr, addr + size). false when refused. */
 static bool read_object(struct gdb_jit *gj, uint64_t addr, uint64_t size, struct object *o)
 {
-	char err[160];
-	uint8_t *image;
-
 	uint8_t ident[SELFMAG];
+	uint8_t *image;
 
 	*o = (struct object){ .symfile_addr = addr, .symfile_size = size, .seen = true };
 	/* the magic first: a bogus entry costs a small read, not an allocation of its size */
@@ -246,17 +283,10 @@ static bool read_object(struct gdb_jit *gj, uint64_t addr, uint64_t size, struct
 		free(image);
 		return false;
 	}
-	if (relocate_object(image, size))
-		gj->stats.relocated++;
-	if (unwind_table__from_image(image, size, "gdb JIT object", UNWIND_SRC_ALL, &o->table,
-				     err, sizeof(err)) != 0)
-		o->table = NULL;
-	if (elf_symbols__load_image(image, size, &o->syms, err, sizeof(err)) != 0)
-		o->syms = NULL;
+	if (object_hook)
+		object_hook(hook_ctx, gj->pid, addr, image, size);
+	compile_object(gj, image, size, o);
 	free(image);
-	if (o->table)
-		set_range(o);
-	gj->held += size;
 	return true;
 }
 
@@ -333,6 +363,9 @@ static void drop_unseen(struct gdb_jit *gj)
 			       sizeof(*gj->retired)) == 0) {
 			gj->held -= gj->objects[i].symfile_size;
 			gj->retired[gj->nr_retired++] = gj->objects[i];
+			if (drop_hook && !gj->fixed)
+				drop_hook(hook_ctx, gj->pid, gj->objects[i].symfile_addr,
+					  gj->objects[i].symfile_size);
 		} else {
 			gj->objects[kept++] = gj->objects[i]; /* kept, rather than freed under a walk */
 		}
@@ -469,10 +502,49 @@ static struct object *lookup(struct gdb_jit *gj, uint64_t addr)
 		return NULL;
 	/* due or not yet read: the descriptor again (cheap when it did not change), also on a
 	 * hit, so that code unregistered and reused is not named after what it was */
-	if (!gj->tried || now_ns() - gj->checked_ns >= GDB_JIT_RECHECK_MS * 1000000ull)
+	if (!gj->fixed && (!gj->tried || now_ns() - gj->checked_ns >= GDB_JIT_RECHECK_MS * 1000000ull))
 		read_list(gj);
 	o = object_at(gj, addr);
 	return o;
+}
+
+int gdb_jit__add_object(struct gdb_jit *gj, uint64_t addr, const uint8_t *bytes, size_t size)
+{
+	struct object o = { .symfile_addr = addr, .symfile_size = size, .seen = true };
+	uint8_t *image;
+
+	if (!gj->fixed || size < sizeof(Elf64_Ehdr) || size > GDB_JIT_MAX_OBJECT_BYTES ||
+	    gj->held + size > GDB_JIT_MAX_BYTES || memcmp(bytes, ELFMAG, SELFMAG) != 0) {
+		gj->stats.refused++;
+		return 0;
+	}
+	if (!(image = malloc(size)) ||
+	    grow_array((void **)&gj->objects, &gj->cap, gj->nr + 1, sizeof(*gj->objects))) {
+		free(image);
+		return -ENOMEM;
+	}
+	memcpy(image, bytes, size);
+	compile_object(gj, image, size, &o);
+	free(image);
+	gj->objects[gj->nr++] = o;
+	if (o.table)
+		gj->stats.objects++;
+	else
+		gj->stats.no_cfi++;
+	if (gj->nr > 1)
+		qsort(gj->objects, gj->nr, sizeof(*gj->objects), compare_start);
+	return 0;
+}
+
+void gdb_jit__drop_object(struct gdb_jit *gj, uint64_t addr, uint64_t size)
+{
+	/* the walk of the sample being handled holds no table of it: freed now, as a live
+	 * table's retired objects are at its next read */
+	free_retired(gj);
+	for (size_t i = 0; i < gj->nr; i++)
+		gj->objects[i].seen = gj->objects[i].symfile_addr != addr ||
+				      gj->objects[i].symfile_size != size;
+	drop_unseen(gj);
 }
 
 int gdb_jit__find(struct gdb_jit *gj, uint64_t addr, const struct unwind_table **table,

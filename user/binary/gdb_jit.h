@@ -13,6 +13,7 @@
 #ifndef HPROF_BINARY_GDB_JIT_H
 #define HPROF_BINARY_GDB_JIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cfi/unwind_table.h"
@@ -43,6 +44,23 @@ struct gdb_jit_stats {
 /* The registrations of process pid, whose descriptor is at address descriptor (not yet
  * read). NULL when out of memory. */
 struct gdb_jit *gdb_jit__new(uint32_t pid, uint64_t descriptor);
+/* Registrations no process backs, that gdb_jit__add_object and __drop_object make: a
+ * replay's, of the objects its recording read (gdb_jit__set_hooks). NULL when out of
+ * memory. */
+struct gdb_jit *gdb_jit__new_fixed(void);
+/* Adds to a fixed gj the object (its bytes as read, unrelocated) registered at addr. The
+ * bytes are hostile, as a process's are. Returns 0 or -ENOMEM. */
+int gdb_jit__add_object(struct gdb_jit *gj, uint64_t addr, const uint8_t *bytes, size_t size);
+/* Drops from gj the object registered at addr with size bytes. */
+void gdb_jit__drop_object(struct gdb_jit *gj, uint64_t addr, uint64_t size);
+/* Called with the bytes of every object read from a live process, as read, and with every
+ * object dropped because its process unregistered it: what a raw capture keeps. NULL:
+ * none. One pair for the program. */
+typedef void (*gdb_jit_object_hook_fn)(void *ctx, uint32_t pid, uint64_t addr,
+				       const uint8_t *bytes, size_t size);
+typedef void (*gdb_jit_drop_hook_fn)(void *ctx, uint32_t pid, uint64_t addr, uint64_t size);
+void gdb_jit__set_hooks(gdb_jit_object_hook_fn on_object, gdb_jit_drop_hook_fn on_drop,
+			void *ctx);
 /* The rows for code at addr: the object's table (its pcs are process addresses) and the
  * range [*start, *end) its rows cover. Returns 0 or -ENOENT. */
 int gdb_jit__find(struct gdb_jit *gj, uint64_t addr, const struct unwind_table **table,

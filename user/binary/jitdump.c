@@ -213,7 +213,8 @@ int jitdump__new(uint32_t pid, const char *path, struct jitdump **out)
 	if (!jd)
 		return -ENOMEM;
 	jd->owner.pid = pid;
-	snprintf(tmp_path, sizeof(tmp_path), "/tmp/jit-%u.dump", jit_file__ns_pid(&jd->owner));
+	if (!path)
+		snprintf(tmp_path, sizeof(tmp_path), "/tmp/jit-%u.dump", jit_file__ns_pid(&jd->owner));
 	jd->path = strdup(path ? path : tmp_path);
 	if (!jd->path) {
 		free(jd);
@@ -223,6 +224,24 @@ int jitdump__new(uint32_t pid, const char *path, struct jitdump **out)
 	jd->by_index.seed = mix(now_ns() ^ (uint64_t)(uintptr_t)jd);
 	*out = jd;
 	return 0;
+}
+
+int jitdump__new_fixed(struct jitdump **out)
+{
+	int err = jitdump__new(0, "", out);
+
+	if (!err)
+		(*out)->by_hand = true;
+	return err;
+}
+
+static jitdump_read_hook_fn read_hook;
+static void *read_hook_ctx;
+
+void jitdump__set_read_hook(jitdump_read_hook_fn fn, void *ctx)
+{
+	read_hook = fn;
+	read_hook_ctx = ctx;
 }
 
 /* The file was rewritten (truncated or replaced): its old records no longer apply. */
@@ -518,12 +537,15 @@ static int read_new(struct jitdump *jd, int fd, uint64_t end)
 {
 	size_t len = end - jd->read_off, got, consumed;
 	uint8_t *buf = malloc(len ? len : 1);
+	uint64_t from = jd->read_off;
 	int err;
 
 	if (!buf)
 		return -ENOMEM;
 	got = jit_file__pread(fd, buf, len, jd->read_off);
 	err = add_bytes(jd, buf, got, &consumed);
+	if (read_hook && consumed)
+		read_hook(read_hook_ctx, jd->owner.pid, from, buf, consumed);
 	free(buf);
 	return err;
 }
@@ -536,6 +558,8 @@ int jitdump__load(struct jitdump *jd)
 
 	jd->tried = true;
 	jd->checked_ns = now_ns();
+	if (jd->by_hand) /* tied to no file */
+		return -ENOENT;
 	fd = jit_file__open(jd->path, &jd->owner, &st);
 	if (fd < 0) {
 		jd->refused = fd == -EPERM;

@@ -79,10 +79,19 @@ struct jitdump_code {
  * (perf finds it through that mapping). Returns 0 or -ENOMEM. */
 int jitdump__new(uint32_t pid, const char *path, struct jitdump **out);
 
+/* A table tied to no file, that only jitdump__add_bytes fills: a replay's, of the bytes its
+ * recording read (jitdump__set_read_hook). Returns 0 or -ENOMEM. */
+int jitdump__new_fixed(struct jitdump **out);
+/* Called with the bytes of every read of a jitdump file, of process pid, at their offset
+ * in the file (0: a file read from its start, anew), as they are added: what a raw capture
+ * keeps for replays. NULL: none. One for the program. */
+typedef void (*jitdump_read_hook_fn)(void *ctx, uint32_t pid, uint64_t offset,
+				     const uint8_t *bytes, size_t len);
+void jitdump__set_read_hook(jitdump_read_hook_fn fn, void *ctx);
 /* Reads the file on first use, and again when its size or identity changed (only the new
  * records of a grown file). The file must pass jit_file.h's rules and be at most
- * JITDUMP_MAX_BYTES. Returns 0, -ENOENT (no file), -EPERM (refused), -EINVAL (a bad header),
- * or another -errno. */
+ * JITDUMP_MAX_BYTES. Returns 0, -ENOENT (no file, or a table given bytes by hand, tied to
+ * none), -EPERM (refused), -EINVAL (a bad header), or another -errno. */
 int jitdump__load(struct jitdump *jd);
 
 /* Adds bytes, the file's next len bytes (from its first byte on the first call), to the

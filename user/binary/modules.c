@@ -12,6 +12,7 @@
 
 #include "binary/code_starts.h"
 #include "binary/jit_file.h"
+#include "binary/slice.h"
 #include "util/grow.h"
 
 /* Rows of binaries' functions compiled as walks need them, across all binaries: a profile
@@ -33,9 +34,10 @@ struct module_entry {
  * by them; dropped when the process exits or execs. */
 struct process_code {
 	uint32_t pid;
-	struct perf_map *map; /* NULL: not read (replays) */
-	struct jitdump *jitdump; /* NULL as map is */
-	struct code_copies *copies; /* NULL as map is */
+	bool live;            /* a live process's, not a replay's: its memory can be read */
+	struct perf_map *map; /* a replay's: fixed, of its recording's reads */
+	struct jitdump *jitdump; /* a replay's: fixed, of its recording's reads */
+	struct code_copies *copies;
 	struct gdb_jit *gdb_jit;    /* NULL until found */
 	uint64_t gdb_jit_searched_ns;
 	bool gdb_jit_searched;
@@ -75,6 +77,9 @@ struct module_registry {
 	size_t cap;
 	uint32_t sweeps;
 	uint64_t reloads;
+	struct module_slices *slices; /* NULL: binaries are read from their files */
+	module_beam_exit_fn beam_exit_hook;
+	void *beam_exit_ctx;
 };
 
 int module_registry__new(struct module_registry **out)
@@ -124,7 +129,12 @@ static int load_vdso_symbols(struct module *mod)
 
 static void load_symbols(struct module *mod)
 {
-	if (mod->unpinned)
+	if (mod->from_slices)
+		mod->load_err = !mod->slice ? -ENOENT
+				: mod->slice->load_err ? mod->slice->load_err
+				: module_slice__symbols(mod->slice, &mod->syms, mod->load_msg,
+							sizeof(mod->load_msg));
+	else if (mod->unpinned)
 		mod->load_err = -ENOENT;
 	else if (strcmp(mod->path, "[vdso]") == 0)
 		mod->load_err = load_vdso_symbols(mod);
@@ -149,6 +159,10 @@ static struct module_entry *add_entry(struct module_registry *reg, const char *p
 	}
 	e->mod.id = MODULE_FIRST_FILE + reg->nr;
 	e->mod.last_used = reg->sweeps;
+	if (reg->slices) {
+		e->mod.from_slices = true;
+		e->mod.slice = module_slices__find(reg->slices, path);
+	}
 	reg->by_id[reg->nr++] = e;
 	return e;
 }
@@ -244,17 +258,23 @@ static struct process_code *process_code(struct module_registry *reg, uint32_t p
 	if (pc)
 		return pc;
 	pc = calloc(1, sizeof(*pc));
-	if (!pc || (with_perf_map && (perf_map__new(pid, &pc->map) != 0 ||
-				      jitdump__new(pid, NULL, &pc->jitdump) != 0 ||
-				      !(pc->copies = code_copies__new())))) {
+	/* copies, a perf map and a jitdump in replays too, of what their recordings read
+	 * (module_registry__add_code, __add_perf_map, __add_jitdump) */
+	if (!pc || !(pc->copies = code_copies__new()) ||
+	    (with_perf_map ? perf_map__new(pid, &pc->map) != 0 ||
+				     jitdump__new(pid, NULL, &pc->jitdump) != 0
+			   : perf_map__new_fixed(&pc->map) != 0 ||
+				     jitdump__new_fixed(&pc->jitdump) != 0)) {
 		if (pc) {
 			perf_map__free(pc->map);
 			jitdump__free(pc->jitdump);
+			code_copies__free(pc->copies);
 		}
 		free(pc);
 		return NULL;
 	}
 	pc->pid = pid;
+	pc->live = with_perf_map;
 	HASH_ADD(hh, reg->processes, pid, sizeof(pc->pid), pc);
 	return pc;
 }
@@ -296,6 +316,101 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	e->mod.gdb_jit = pc->gdb_jit;
 	HASH_ADD_KEYPTR(hh, reg->by_anon, e->anon_key, strlen(e->anon_key), e);
 	return &e->mod;
+}
+
+int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
+			      const uint8_t *bytes, size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc)
+		return -ENOMEM;
+	code_copies__add(pc->copies, addr, bytes, len);
+	return 0;
+}
+
+int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, const char *text,
+				  size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+	size_t consumed;
+
+	if (!pc)
+		return -ENOMEM;
+	return pc->live ? 0 : perf_map__add_text(pc->map, text, len, &consumed);
+}
+
+int module_registry__add_jitdump(struct module_registry *reg, uint32_t pid, uint64_t offset,
+				 const uint8_t *bytes, size_t len)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+	struct jitdump *fresh;
+	size_t consumed;
+
+	if (!pc)
+		return -ENOMEM;
+	if (pc->live)
+		return 0;
+	/* a file read from its start: another file, or the same rewritten */
+	if (offset == 0 && jitdump__nr_codes(pc->jitdump) > 0) {
+		if (jitdump__new_fixed(&fresh) != 0)
+			return -ENOMEM;
+		jitdump__free(pc->jitdump);
+		pc->jitdump = fresh;
+		for (size_t i = 0; i < pc->nr_modules; i++)
+			pc->modules[i]->mod.jitdump = fresh;
+	}
+	return jitdump__add_bytes(pc->jitdump, bytes, len, &consumed) == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* A replay's process pid's registrations (fixed: binary/gdb_jit.h), made on first use and
+ * given to its modules. NULL when out of memory or not a replay's. */
+static struct gdb_jit *replay_gdb_jit(struct module_registry *reg, uint32_t pid)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc || pc->live)
+		return NULL;
+	if (!pc->gdb_jit && (pc->gdb_jit = gdb_jit__new_fixed()) != NULL) {
+		for (size_t i = 0; i < pc->nr_modules; i++)
+			pc->modules[i]->mod.gdb_jit = pc->gdb_jit;
+	}
+	return pc->gdb_jit;
+}
+
+int module_registry__add_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	struct gdb_jit *gj = replay_gdb_jit(reg, pid);
+
+	return gj ? gdb_jit__add_object(gj, addr, bytes, len) : 0;
+}
+
+void module_registry__drop_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					  uint64_t addr, uint64_t size)
+{
+	struct gdb_jit *gj = replay_gdb_jit(reg, pid);
+
+	if (gj)
+		gdb_jit__drop_object(gj, addr, size);
+}
+
+int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit)
+{
+	struct process_code *pc = process_code(reg, pid, false);
+
+	if (!pc)
+		return -ENOMEM;
+	if (!pc->live)
+		pc->beam_exit = exit;
+	return 0;
+}
+
+void module_registry__set_beam_exit_hook(struct module_registry *reg, module_beam_exit_fn fn,
+					 void *ctx)
+{
+	reg->beam_exit_hook = fn;
+	reg->beam_exit_ctx = ctx;
 }
 
 void module_registry__reload_jit(struct module_registry *reg, uint32_t pid)
@@ -393,8 +508,8 @@ struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t p
 	uint64_t descriptor;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
-	if (!pc || !pc->map) /* not a live process's (a replay's) */
-		return NULL;
+	if (!pc || !pc->live) /* a replay's: what its recording read, if anything */
+		return pc ? pc->gdb_jit : NULL;
 	if (pc->gdb_jit)
 		return pc->gdb_jit;
 	if (!search_due(&pc->gdb_jit_searched, &pc->gdb_jit_searched_ns))
@@ -413,12 +528,15 @@ uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
 	uint64_t exit;
 
 	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
-	if (!pc || !pc->map) /* not a live process's (a replay's) */
-		return 0;
+	if (!pc || !pc->live) /* a replay's: as its recording found it, if it did */
+		return pc ? pc->beam_exit : 0;
 	if (pc->beam_exit || !search_due(&pc->beam_searched, &pc->beam_searched_ns))
 		return pc->beam_exit;
-	if (locate(ctx, &exit) == 0)
+	if (locate(ctx, &exit) == 0) {
 		pc->beam_exit = exit;
+		if (reg->beam_exit_hook)
+			reg->beam_exit_hook(reg->beam_exit_ctx, pid, exit);
+	}
 	return pc->beam_exit;
 }
 
@@ -505,6 +623,9 @@ static int compile_table(struct module_registry *reg, struct module *mod)
 	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
 	size_t size;
 
+	if (mod->from_slices)
+		return mod->slice && !mod->anon_code ? module_slice__table(mod->slice, &mod->table)
+						     : -ENOENT;
 	if (strcmp(mod->path, "[vdso]") == 0) {
 		/* Same image as ours (see load_vdso_symbols); its CFI is read from memory. */
 		if (!vdso || !mod->syms || !(size = elf_symbols__image_size(mod->syms)))
@@ -642,6 +763,12 @@ void module_registry__sweep(struct module_registry *reg)
 		drop_unused_tables(reg);
 }
 
+void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices)
+{
+	module_slices__free(reg->slices);
+	reg->slices = slices;
+}
+
 uint32_t module_registry__count(const struct module_registry *reg)
 {
 	return reg->nr;
@@ -678,7 +805,7 @@ void module_registry__memory(const struct module_registry *reg, struct module_me
 		m->table_bytes += table_bytes(t->table);
 	m->code_copy_reads = reg->gone_code_copy_reads;
 	for (pc = reg->processes; pc; pc = pc->hh.next) {
-		m->perf_maps += pc->map != NULL;
+		m->perf_maps += pc->live && pc->map != NULL;
 		m->code_copy_bytes += code_copies__bytes(pc->copies);
 		m->code_copy_reads += code_copies__reads(pc->copies);
 		m->gdb_jit_bytes += gdb_jit__bytes(pc->gdb_jit);
@@ -725,6 +852,7 @@ void module_registry__free(struct module_registry *reg)
 		free(t);
 	}
 	free(reg->by_id);
+	module_slices__free(reg->slices);
 	unwind_row_cache__free(reg->row_cache);
 	free(reg);
 }

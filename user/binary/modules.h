@@ -31,6 +31,8 @@ enum {
 };
 
 struct code_starts;
+struct module_slice;
+struct module_slices;
 
 struct module {
 	uint32_t id;
@@ -40,19 +42,22 @@ struct module {
 			   * which may now name another file, or one outside the process's root */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */
 	/* Anonymous code of one process: frame addresses are absolute, there are no ELF
-	 * symbols or CFI, and names come from perf_map (NULL when not read, as in replays,
-	 * and once the process is gone). */
+	 * symbols or CFI, and names come from perf_map (in replays, a map of the text the
+	 * recording read: perf_map__new_fixed; NULL once the process is gone). */
 	bool anon_code;
 	uint32_t anon_pid; /* anonymous code: its process */
 	struct perf_map *perf_map;
 	/* The process's jitdump file (/tmp/jit-PID.dump, or the jit-PID.dump it maps): names
-	 * and unwinding info of its JIT code; NULL as perf_map is. */
+	 * and unwinding info of its JIT code (in replays, of the bytes the recording read:
+	 * jitdump__new_fixed); NULL once the process is gone. */
 	struct jitdump *jitdump;
 	/* Copies of its code read from the process (binary/code_copies.h), for samples walked
-	 * after it exited; NULL as perf_map is. */
+	 * after it exited (in replays, the recording's reads: module_registry__add_code); NULL
+	 * once the process is gone. */
 	struct code_copies *code_copies;
 	/* Its process's code registered through gdb's JIT interface (binary/gdb_jit.h): rows
-	 * and names; NULL until found, and once the process is gone. */
+	 * and names; NULL until found (in replays, until the recording's first object), and
+	 * once the process is gone. */
 	struct gdb_jit *gdb_jit;
 	/* A file's: where it defines each runtime's variable (binary/runtime_symbols.h: gdb's
 	 * JIT descriptor, BEAM's exit), ELF virtual addresses, once looked for
@@ -70,6 +75,10 @@ struct module {
 	/* where its functions without CFI or symbols start, swept as frames there are named
 	 * (binary/code_starts.h); NULL until then */
 	struct code_starts *code_starts;
+	/* A registry given slices (module_registry__use_slices) reads no file: a binary's
+	 * symbols, rows and code come from its slice, NULL where it has none */
+	bool from_slices;
+	const struct module_slice *slice;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 };
@@ -97,6 +106,35 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* A replay's copy of JIT code its recording read from process pid at addr: the process's
+ * anonymous code reads it from there (binary/code_copies.h), as a live process's does
+ * once it exited. Returns 0 or -ENOMEM. */
+int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
+			      const uint8_t *bytes, size_t len);
+/* A replay's text of process pid's perf map, as its recording read it: names of its JIT
+ * code from then on. Returns 0 or -ENOMEM. */
+int module_registry__add_perf_map(struct module_registry *reg, uint32_t pid, const char *text,
+				  size_t len);
+/* A replay's bytes of process pid's jitdump file at offset, as its recording read them
+ * (0: the file from its start, anew). Returns 0 or -ENOMEM. */
+int module_registry__add_jitdump(struct module_registry *reg, uint32_t pid, uint64_t offset,
+				 const uint8_t *bytes, size_t len);
+/* A replay's BEAM exit address of process pid, as its recording found it
+ * (module_registry__beam_exit). Returns 0 or -ENOMEM. */
+int module_registry__set_beam_exit(struct module_registry *reg, uint32_t pid, uint64_t exit);
+/* A replay's object registered through gdb's JIT interface by process pid at addr, as its
+ * recording read it (gdb_jit__set_hooks), and one its process unregistered. */
+int module_registry__add_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					uint64_t addr, const uint8_t *bytes, size_t len);
+void module_registry__drop_gdb_jit_object(struct module_registry *reg, uint32_t pid,
+					  uint64_t addr, uint64_t size);
+/* Called when a live process's BEAM exit address is found: what a raw capture keeps. */
+typedef void (*module_beam_exit_fn)(void *ctx, uint32_t pid, uint64_t exit);
+void module_registry__set_beam_exit_hook(struct module_registry *reg, module_beam_exit_fn fn,
+					 void *ctx);
+/* Modules made from now on (make this the first call) read their binaries from slices,
+ * never from files (binary/slice.h): a replay of a corpus case. The registry owns slices. */
+void module_registry__use_slices(struct module_registry *reg, struct module_slices *slices);
 /* A process uses mod (resolves an address in it): reads its symbols again if they were
  * dropped. Call before using mod->syms or its unwind table for a live process. */
 void module_registry__use(struct module_registry *reg, struct module *mod);
@@ -120,7 +158,8 @@ int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64
 typedef int (*gdb_jit_locate_fn)(void *ctx, uint64_t *descriptor);
 /* Process pid's registrations through gdb's JIT interface: those found, else, when the
  * last search is GDB_JIT_SEARCH_MS old (a program may load a JIT's library later), what
- * locate finds now. NULL when none is known (and in replays: no process to read). */
+ * locate finds now. NULL when none is known; in replays, the objects the recording read
+ * (module_registry__add_gdb_jit_object), if any. */
 struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t pid,
 					 gdb_jit_locate_fn locate, void *ctx);
 #define GDB_JIT_SEARCH_MS 1000
@@ -129,7 +168,8 @@ struct gdb_jit *module_registry__gdb_jit(struct module_registry *reg, uint32_t p
 typedef int (*beam_exit_locate_fn)(void *ctx, uint64_t *exit);
 /* Process pid's BEAM exit address (0: none known), found as module_registry__gdb_jit finds
  * its descriptor: a search at most every GDB_JIT_SEARCH_MS until found (the emulator sets
- * the variable once it has generated its code), none in replays. */
+ * the variable once it has generated its code); in replays, the one the recording found
+ * (module_registry__set_beam_exit). */
 uint64_t module_registry__beam_exit(struct module_registry *reg, uint32_t pid,
 				   beam_exit_locate_fn locate, void *ctx);
 void module_registry__gdb_jit_stats(const struct module_registry *reg, struct gdb_jit_stats *stats);

@@ -10,6 +10,7 @@
 #include "binary/code.h"
 #include "binary/code_starts.h"
 #include "binary/perfmap.h"
+#include "binary/slice.h"
 #include "binary/symbols.h"
 #include "cfi/unwind_table.h"
 
@@ -42,10 +43,18 @@ static int code_start(struct module *mod, const struct unwind_table *table, uint
 	struct code_source src = { .table = table, .read = read_module_code, .arg = mod };
 	uint64_t file_offset;
 
+	if (mod->from_slices)
+		return mod->slice ? module_slice__code_start(mod->slice, vaddr, start) : -ENOENT;
 	if (mod->anon_code || !mod->syms ||
 	    elf_symbols__segment(mod->syms, vaddr, &src.seg_start, &src.seg_end, &file_offset) != 0)
 		return -ENOENT;
 	return code_starts__find(&mod->code_starts, &src, vaddr, start);
+}
+
+int frame_name__code_start(struct module_registry *modules, struct module *mod, uint64_t vaddr,
+			   uint64_t *start)
+{
+	return code_start(mod, module_registry__unwind_table(modules, mod), vaddr, start);
 }
 
 /* A frame no symbol names: after the function that holds it by CFI, so all its

@@ -18,4 +18,10 @@ char *frame_name__format_provisional(struct module_registry *modules, const stru
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f);
 
+/* For code that neither symbols nor CFI cover: the start its code shows for the function
+ * holding vaddr (binary/code_starts.h), from the slice in a registry given slices.
+ * Returns 0 or -ENOENT. */
+int frame_name__code_start(struct module_registry *modules, struct module *mod, uint64_t vaddr,
+			   uint64_t *start);
+
 #endif

@@ -26,6 +26,7 @@ struct perf_map {
 	bool tried;
 	uint64_t checked_ns;
 	bool ever_read, refused, cut_short;
+	bool fixed; /* no file: filled by perf_map__add_text alone */
 	uint64_t entries, bad_lines;
 };
 
@@ -45,6 +46,24 @@ int perf_map__new(uint32_t pid, struct perf_map **out)
 	(*out)->pid = pid;
 	(*out)->owner.pid = pid;
 	return 0;
+}
+
+int perf_map__new_fixed(struct perf_map **out)
+{
+	int err = perf_map__new(0, out);
+
+	if (!err)
+		(*out)->fixed = true;
+	return err;
+}
+
+static perf_map_read_hook_fn read_hook;
+static void *read_hook_ctx;
+
+void perf_map__set_read_hook(perf_map_read_hook_fn fn, void *ctx)
+{
+	read_hook = fn;
+	read_hook_ctx = ctx;
 }
 
 /* The file was rewritten (truncated or replaced): its old lines no longer apply. */
@@ -224,6 +243,8 @@ static int read_new(struct perf_map *pm, int fd, uint64_t end)
 	got = jit_file__pread(fd, buf, len, pm->read_off);
 	err = perf_map__add_text(pm, buf, got, &consumed);
 	pm->read_off += consumed;
+	if (read_hook && consumed)
+		read_hook(read_hook_ctx, pm->pid, buf, consumed);
 	free(buf);
 	return err;
 }
@@ -245,6 +266,8 @@ int perf_map__load(struct perf_map *pm)
 
 	pm->tried = true;
 	pm->checked_ns = now_ns();
+	if (pm->fixed)
+		return -ENOENT;
 	fd = open_map_file(pm, &st);
 	if (fd < 0) {
 		pm->refused = fd == -EPERM;
@@ -285,7 +308,7 @@ const char *perf_map__lookup(struct perf_map *pm, uint64_t addr)
 	if (!pm)
 		return NULL;
 	name = find(pm, addr);
-	if (name || (pm->tried && now_ns() - pm->checked_ns < PERF_MAP_RECHECK_MS * 1000000ull))
+	if (name || pm->fixed || (pm->tried && now_ns() - pm->checked_ns < PERF_MAP_RECHECK_MS * 1000000ull))
 		return name;
 	perf_map__load(pm);
 	return find(pm, addr);

@@ -27,6 +27,13 @@ struct perf_map_stats {
 
 /* The (not yet read) map of process pid. Returns 0 or -ENOMEM. */
 int perf_map__new(uint32_t pid, struct perf_map **out);
+/* A map no file backs, that only perf_map__add_text fills: a replay's, of the text its
+ * recording read (perf_map__set_read_hook). Returns 0 or -ENOMEM. */
+int perf_map__new_fixed(struct perf_map **out);
+/* Called with the text of every read of a map file, of process pid, as it is added: what a
+ * raw capture keeps for replays. NULL: none. One for the program. */
+typedef void (*perf_map_read_hook_fn)(void *ctx, uint32_t pid, const char *text, size_t len);
+void perf_map__set_read_hook(perf_map_read_hook_fn fn, void *ctx);
 /* Reads /tmp/perf-PID.map on first use, and again when its size or identity changed (only
  * the new lines of a grown file). The file must be a regular file with no other name (a
  * hard link), owned by root or by the process's effective uid. Returns 0, -ENOENT (no file), -EPERM (refused: a stranger's

@@ -72,6 +72,100 @@ int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char
 	return write_record(f, CAPTURE_BUILD_ID, field, sizeof(field), path, strlen(path) + 1);
 }
 
+/* u32 pid, u32 reserved, u64 addr, then what follows. */
+static int write_process_bytes(FILE *f, uint32_t type, uint32_t pid, uint64_t addr,
+			       const void *bytes, size_t len)
+{
+	uint8_t header[16] = { 0 };
+
+	memcpy(header, &pid, 4);
+	memcpy(header + 8, &addr, 8);
+	return write_record(f, type, header, sizeof(header), bytes, len);
+}
+
+int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len)
+{
+	return write_process_bytes(f, CAPTURE_CODE, pid, addr, bytes, len);
+}
+
+int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes,
+				  size_t len)
+{
+	return write_process_bytes(f, CAPTURE_GDB_JIT_OBJECT, pid, addr, bytes, len);
+}
+
+int capture__write_jitdump(FILE *f, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			   size_t len)
+{
+	return write_process_bytes(f, CAPTURE_JITDUMP, pid, offset, bytes, len);
+}
+
+int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size)
+{
+	return write_process_bytes(f, CAPTURE_GDB_JIT_DROP, pid, addr, &size, sizeof(size));
+}
+
+bool capture__decode_gdb_jit_drop(uint32_t type, const uint8_t *payload, uint32_t len,
+				  uint32_t *pid, uint64_t *addr, uint64_t *size)
+{
+	if (type != CAPTURE_GDB_JIT_DROP || len < 24)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(addr, payload + 8, 8);
+	memcpy(size, payload + 16, 8);
+	return true;
+}
+
+int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len)
+{
+	uint32_t header[2] = { pid, 0 };
+
+	return write_record(f, CAPTURE_PERF_MAP, header, sizeof(header), text, len);
+}
+
+int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit)
+{
+	uint8_t payload[16] = { 0 };
+
+	memcpy(payload, &pid, 4);
+	memcpy(payload + 8, &exit, 8);
+	return write_record(f, CAPTURE_BEAM_EXIT, payload, sizeof(payload), NULL, 0);
+}
+
+bool capture__decode_perf_map(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			      const char **text, size_t *text_len)
+{
+	if (type != CAPTURE_PERF_MAP || len < 8)
+		return false;
+	memcpy(pid, payload, 4);
+	*text = (const char *)payload + 8;
+	*text_len = len - 8;
+	return true;
+}
+
+bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t len,
+			       uint32_t *pid, uint64_t *exit)
+{
+	if (type != CAPTURE_BEAM_EXIT || len < 16)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(exit, payload + 8, 8);
+	return true;
+}
+
+bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  uint64_t *addr, const uint8_t **bytes, size_t *n)
+{
+	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT && type != CAPTURE_JITDUMP) ||
+	    len < 16)
+		return false;
+	memcpy(pid, payload, 4);
+	memcpy(addr, payload + 8, 8);
+	*bytes = payload + 16;
+	*n = len - 16;
+	return true;
+}
+
 bool capture__decode_info(uint32_t type, const uint8_t *payload, uint32_t len,
 			  struct capture_info *info)
 {

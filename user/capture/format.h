@@ -18,7 +18,9 @@
 #define CAPTURE_MAGIC "HPROFCAP"
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
- * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits. */
+ * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
+ * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT, _GDB_JIT_* and _JITDUMP records, which an hprof
+ * that predates them refuses as unknown types. */
 #define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
@@ -29,6 +31,24 @@ enum capture_record_type {
 	CAPTURE_SAMPLE = 3,   /* struct hprof_sample with its data */
 	CAPTURE_BUILD_ID = 4, /* u32 id length, u8 id[20], path (NUL-terminated) */
 	CAPTURE_MAP_EVENT = 5, /* struct map_event, path (NUL-terminated) */
+	/* u32 pid, u32 reserved, u64 address, the bytes of JIT code hprof read there from the
+	 * process (binary/code.h): a replay has no process to read them from. Written while a
+	 * sample is handled, so before it. */
+	CAPTURE_CODE = 6,
+	/* u32 pid, u32 reserved, text hprof read from the process's perf map file (complete
+	 * lines): its JIT code's names and bounds, which the walks use */
+	CAPTURE_PERF_MAP = 7,
+	/* u32 pid, u32 reserved, u64 the address where its Erlang processes' stacks end
+	 * (module_registry__beam_exit), once found */
+	CAPTURE_BEAM_EXIT = 8,
+	/* u32 pid, u32 reserved, u64 address, the bytes of an object the process registered
+	 * through gdb's JIT interface (binary/gdb_jit.h), as hprof read it */
+	CAPTURE_GDB_JIT_OBJECT = 9,
+	/* u32 pid, u32 reserved, u64 address, u64 size: an object it unregistered */
+	CAPTURE_GDB_JIT_DROP = 10,
+	/* u32 pid, u32 reserved, u64 offset, the bytes hprof read there from the process's
+	 * jitdump file (complete records; offset 0: the file read from its start, anew) */
+	CAPTURE_JITDUMP = 11,
 };
 
 struct capture_info {
@@ -46,6 +66,14 @@ int capture__write_maps(FILE *f, uint32_t pid, const char *text, size_t len);
 int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len);
 int capture__write_map_event(FILE *f, const struct map_event *e, const char *path);
 int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path);
+int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len);
+int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len);
+int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit);
+int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes,
+				  size_t len);
+int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size);
+int capture__write_jitdump(FILE *f, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			   size_t len);
 
 /* Decoding one record's payload (as capture_reader__next gives it): false when the record
  * is of another type or too short for what it says it holds. Pointers point into the
@@ -60,6 +88,17 @@ const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *
 /* The event is copied out (payloads are not aligned); the path ends the record. */
 bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
 			       struct map_event *e, const char **path);
+/* The bytes run to the record's end (CAPTURE_CODE, CAPTURE_GDB_JIT_OBJECT and
+ * CAPTURE_JITDUMP, whose address is an offset: type says which). */
+bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			  uint64_t *addr, const uint8_t **bytes, size_t *n);
+/* The text runs to the record's end. */
+bool capture__decode_perf_map(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
+			      const char **text, size_t *text_len);
+bool capture__decode_gdb_jit_drop(uint32_t type, const uint8_t *payload, uint32_t len,
+				  uint32_t *pid, uint64_t *addr, uint64_t *size);
+bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t len,
+			       uint32_t *pid, uint64_t *exit);
 /* The path ends the record; *id_len is at most BUILD_ID_MAX. */
 bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t len,
 			      const uint8_t **id, uint32_t *id_len, const char **path);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/modules.h"
+#include "binary/slice.h"
 #include "output/profile.h"
 #include "util/grow.h"
 
@@ -32,7 +33,11 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_MAPS ? 8
 		      : type == CAPTURE_BUILD_ID ? 4 + BUILD_ID_MAX + 1
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
-		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1 : SIZE_MAX;
+		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
+		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ||
+				type == CAPTURE_GDB_JIT_OBJECT || type == CAPTURE_JITDUMP ? 16
+		      : type == CAPTURE_GDB_JIT_DROP ? 24
+		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
 		snprintf(err, errlen, "%s: unknown record type %u", path, type);
@@ -59,6 +64,46 @@ static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
 	return 0;
 }
 
+/* JIT code as the recording read it from its process, for the walks to read again. */
+static int add_code(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t addr;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_CODE, payload, len, &pid, &addr, &bytes, &n))
+		return 0;
+	return module_registry__add_code(session__modules(r->session), pid, addr, bytes, n);
+}
+
+/* Bytes of a jitdump file, as the recording read them. */
+static int add_jitdump(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t offset;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_JITDUMP, payload, len, &pid, &offset, &bytes, &n))
+		return 0;
+	return module_registry__add_jitdump(session__modules(r->session), pid, offset, bytes, n);
+}
+
+/* An object registered through gdb's JIT interface, as the recording read it. */
+static int add_gdb_jit_object(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t addr;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_GDB_JIT_OBJECT, payload, len, &pid, &addr, &bytes, &n))
+		return 0;
+	return module_registry__add_gdb_jit_object(session__modules(r->session), pid, addr, bytes,
+						   n);
+}
+
 /* A shorter copy is the same record with the end of its stack bytes cut out. */
 static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 {
@@ -69,6 +114,12 @@ static int replay_sample(struct replay *r, const uint8_t *payload, uint32_t len)
 	sample = (struct hprof_sample *)r->scratch;
 	if (r->opts.stack_limit && hprof_sample__well_formed(sample, size))
 		hprof_sample__limit_copy(sample, &size, r->opts.stack_limit);
+	if (r->opts.on_sample) {
+		int ret = r->opts.on_sample(r->opts.on_sample_ctx, r->session, sample, size);
+
+		if (ret)
+			return ret;
+	}
 	return session__handle_sample(r->session, sample, size);
 }
 
@@ -89,6 +140,7 @@ static int feed(struct replay *r, char *err, size_t errlen)
 	const uint8_t *payload;
 	const char *text;
 	uint32_t type, len, pid;
+	uint64_t exit, addr, size;
 	size_t text_len;
 	int ret;
 
@@ -112,6 +164,29 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			break;
 		case CAPTURE_BUILD_ID:
 			ret = add_build_id(r, payload, len);
+			break;
+		case CAPTURE_CODE:
+			ret = add_code(r, payload, len);
+			break;
+		case CAPTURE_PERF_MAP:
+			capture__decode_perf_map(type, payload, len, &pid, &text, &text_len);
+			ret = module_registry__add_perf_map(session__modules(r->session), pid, text,
+							    text_len);
+			break;
+		case CAPTURE_JITDUMP:
+			ret = add_jitdump(r, payload, len);
+			break;
+		case CAPTURE_GDB_JIT_OBJECT:
+			ret = add_gdb_jit_object(r, payload, len);
+			break;
+		case CAPTURE_GDB_JIT_DROP:
+			capture__decode_gdb_jit_drop(type, payload, len, &pid, &addr, &size);
+			module_registry__drop_gdb_jit_object(session__modules(r->session), pid, addr,
+							     size);
+			break;
+		case CAPTURE_BEAM_EXIT:
+			capture__decode_beam_exit(type, payload, len, &pid, &exit);
+			ret = module_registry__set_beam_exit(session__modules(r->session), pid, exit);
 			break;
 		}
 		if (ret) {
@@ -141,6 +216,14 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);
+	if (o->slices) {
+		struct module_slices *slices;
+
+		ret = module_slices__read(o->slices, &slices, err, errlen);
+		if (ret)
+			goto cleanup;
+		module_registry__use_slices(session__modules(r->session), slices);
+	}
 	r->scratch = malloc(CAPTURE_MAX_RECORD);
 	if (!r->scratch) {
 		ret = -ENOMEM;

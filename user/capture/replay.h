@@ -10,10 +10,18 @@
 #include "capture/format.h"
 #include "session.h"
 
+/* Called with each sample before the session handles it (a slice writer's look at it). */
+typedef int (*replay_sample_fn)(void *ctx, struct session *s, const struct hprof_sample *sample,
+				size_t size);
+
 struct replay_opts {
 	bool no_dwarf;        /* frame pointers only */
 	uint32_t stack_limit; /* replay as if copies had been at most this long; 0 = as recorded */
 	bool frame_addresses; /* keep return addresses in one function apart (pprof output) */
+	/* a slice file (binary/slice.h): binaries are read from it, never from their files */
+	const char *slices;
+	replay_sample_fn on_sample; /* NULL: none */
+	void *on_sample_ctx;
 };
 
 struct replay;

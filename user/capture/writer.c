@@ -57,6 +57,47 @@ void capture_writer__map_event(struct capture_writer *w, const struct map_event 
 		w->err = capture__write_map_event(stream(w), e, path);
 }
 
+void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
+			  const uint8_t *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_code(stream(w), pid, addr, bytes, len);
+}
+
+void capture_writer__perf_map(struct capture_writer *w, uint32_t pid, const char *text,
+			      size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_perf_map(stream(w), pid, text, len);
+}
+
+void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t exit)
+{
+	if (!w->err)
+		w->err = capture__write_beam_exit(stream(w), pid, exit);
+}
+
+void capture_writer__gdb_jit_object(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				    const uint8_t *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_gdb_jit_object(stream(w), pid, addr, bytes, len);
+}
+
+void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				  uint64_t size)
+{
+	if (!w->err)
+		w->err = capture__write_gdb_jit_drop(stream(w), pid, addr, size);
+}
+
+void capture_writer__jitdump(struct capture_writer *w, uint32_t pid, uint64_t offset,
+			     const uint8_t *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_jitdump(stream(w), pid, offset, bytes, len);
+}
+
 /* So a report can tell when a file changed since the capture. */
 static int write_build_ids(struct capture_writer *w, struct module_registry *reg)
 {

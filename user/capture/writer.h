@@ -19,6 +19,23 @@ void capture_writer__maps(struct capture_writer *w, uint32_t pid, const char *te
 void capture_writer__sample(struct capture_writer *w, const struct hprof_sample *s, size_t len);
 void capture_writer__map_event(struct capture_writer *w, const struct map_event *e,
 			       const char *path);
+/* JIT code read from process pid at addr (binary/code.h's hook). */
+void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
+			  const uint8_t *bytes, size_t len);
+/* Text read from process pid's perf map file (perf_map__set_read_hook). */
+void capture_writer__perf_map(struct capture_writer *w, uint32_t pid, const char *text,
+			      size_t len);
+/* Process pid's BEAM exit address, found (module_registry__set_beam_exit_hook). */
+void capture_writer__beam_exit(struct capture_writer *w, uint32_t pid, uint64_t exit);
+/* An object process pid registered through gdb's JIT interface, as read, and one it
+ * unregistered (gdb_jit__set_hooks). */
+void capture_writer__gdb_jit_object(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				    const uint8_t *bytes, size_t len);
+void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				  uint64_t size);
+/* Bytes read from process pid's jitdump file at offset (jitdump__set_read_hook). */
+void capture_writer__jitdump(struct capture_writer *w, uint32_t pid, uint64_t offset,
+			     const uint8_t *bytes, size_t len);
 /* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
  * 0 or -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,

@@ -29,6 +29,7 @@
 #include "cfi/reader.h"
 #include "cfi/go_pclntab.h"
 #include "cfi/rows.h"
+#include "cfi/table.h"
 #include "util/file_view.h"
 
 /* Steps over FDEs that hold no pc (empty ranges, duplicates of the next start) that one
@@ -93,6 +94,9 @@ struct unwind_table {
 	 * with equal rules share a row and leave no end marker between them */
 	uint64_t *fde_starts;
 	size_t nr_fde_starts;
+	/* a table made of a slice's functions: stretches that switch stacks, ascending */
+	uint64_t (*switches)[2];
+	size_t nr_switches;
 	struct unwind_stats stats;
 };
 
@@ -283,6 +287,7 @@ void unwind_table__free(struct unwind_table *t)
 	free(t->rows);
 	free(t->wide);
 	free(t->fde_starts);
+	free(t->switches);
 	free(t);
 }
 
@@ -306,6 +311,22 @@ static size_t first_row_above(const struct unwind_row *rows, size_t n, uint64_t 
 static const struct unwind_row *lazy_find(struct lazy_table *lz, uint64_t pc,
 					  struct compiled_fn **fn_out);
 
+/* pc lies in a stretch a slice says switches stacks. */
+static bool in_switch(const struct unwind_table *t, uint64_t pc)
+{
+	size_t lo = 0, hi = t->nr_switches;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->switches[mid][1] <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nr_switches && t->switches[lo][0] <= pc;
+}
+
 const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t pc)
 {
 	size_t lo;
@@ -313,7 +334,7 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *t, uint64
 
 	if (t && t->lazy)
 		return lazy_find(t->lazy, pc, NULL);
-	if (!t || t->nr_rows == 0)
+	if (!t || t->nr_rows == 0 || in_switch(t, pc))
 		return NULL;
 	lo = first_row_above(t->rows, t->nr_rows, pc);
 	if (lo == 0)
@@ -326,6 +347,8 @@ bool unwind_table__switches_stack(const struct unwind_table *t, uint64_t pc)
 {
 	struct go_func f;
 
+	if (t && !t->lazy)
+		return in_switch(t, pc);
 	return t && t->lazy && t->lazy->has_go && !t->lazy->changed &&
 	       go_pclntab__func_at(&t->lazy->go, pc, &f) && (f.flag & GO_FUNC_SPWRITE);
 }
@@ -881,4 +904,53 @@ cleanup:
 	if (!t)
 		free(lz);
 	return err;
+}
+
+
+bool cfi_table__lazy_function(const struct unwind_table *t, uint64_t pc,
+			      struct unwind_fn_rows *out)
+{
+	struct compiled_fn *fn;
+
+	if (!t || !t->lazy || !lazy_find(t->lazy, pc, &fn))
+		return false;
+	*out = (struct unwind_fn_rows){ .lo = fn->lo, .end = fn->end, .open_end = fn->open_end,
+					.rows = fn->rows, .nr_rows = fn->nr_rows,
+					.wide = fn->wide, .nr_wide = fn->nr_wide };
+	return true;
+}
+
+bool cfi_table__whole(const struct unwind_table *t, struct cfi_whole_table *out)
+{
+	if (!t || t->lazy)
+		return false;
+	*out = (struct cfi_whole_table){ .rows = t->rows, .nr_rows = t->nr_rows, .wide = t->wide,
+					 .nr_wide = t->nr_wide, .fde_starts = t->fde_starts,
+					 .nr_fde_starts = t->nr_fde_starts,
+					 .switches = t->switches, .nr_switches = t->nr_switches };
+	return true;
+}
+
+struct unwind_table *cfi_table__adopt(const struct cfi_whole_table *w)
+{
+	struct unwind_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->rows = (struct unwind_row *)w->rows;
+	t->nr_rows = w->nr_rows;
+	t->wide = (struct unwind_row_wide *)w->wide;
+	t->nr_wide = w->nr_wide;
+	t->fde_starts = (uint64_t *)w->fde_starts;
+	t->nr_fde_starts = w->nr_fde_starts;
+	t->switches = (uint64_t (*)[2])w->switches;
+	t->nr_switches = w->nr_switches;
+	t->stats.fdes = w->nr_fde_starts;
+	for (size_t i = 0; i < w->nr_rows; i++)
+		t->stats.rows += w->rows[i].cfa_kind != UNWIND_CFA_END;
+	t->stats.table_bytes = sizeof(*t) + t->nr_rows * sizeof(*t->rows) +
+			       t->nr_wide * sizeof(*t->wide) +
+			       t->nr_fde_starts * sizeof(*t->fde_starts) +
+			       t->nr_switches * sizeof(*t->switches);
+	return t;
 }

@@ -76,6 +76,31 @@ void unwind_row_cache__stats(const struct unwind_row_cache *cache,
 int unwind_table__open(const char *path, struct unwind_row_cache *cache,
 		       struct unwind_table **out, char *err, size_t errlen);
 
+/* One function's rows as a table holds them: what a slice of a binary keeps of its CFI
+ * (binary/slice.h), so that a replay walks the same rows without the file. */
+struct unwind_fn_rows {
+	uint64_t lo, end;   /* the rows cover [lo, end) */
+	bool open_end;      /* the last row runs on past end, to the next function's first */
+	const struct unwind_row *rows; /* ascending pcs in [lo, end], an end marker at most last */
+	size_t nr_rows;
+	const struct unwind_row_wide *wide; /* what the rows' side-table indexes refer to */
+	size_t nr_wide;
+};
+
+/* The rows of the function holding pc, as unwind_table__find found them. The pointers stay
+ * valid as unwind_table__find's do. Returns 0 or -ENOENT when no rows cover pc. */
+int unwind_table__function_rows(const struct unwind_table *table, uint64_t pc,
+				struct unwind_fn_rows *out);
+
+/* A table made whole of functions' rows (fns ascending by lo, none starting before the
+ * previous one's end), each with the bounds and end it had, and of stretches [lo, hi) where
+ * code switches stacks (unwind_table__switches_stack: no rows there). The rows are copied.
+ * Input is hostile (a slice file): -EINVAL for functions out of order, rows outside their
+ * function or side-table indexes out of range. */
+int unwind_table__from_functions(const struct unwind_fn_rows *fns, size_t nr_fns,
+				 const uint64_t (*switches)[2], size_t nr_switches,
+				 struct unwind_table **out);
+
 /* Accepts NULL. */
 void unwind_table__free(struct unwind_table *table);
 

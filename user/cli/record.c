@@ -11,6 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "binary/code.h"
+#include "binary/gdb_jit.h"
+#include "binary/jitdump.h"
+#include "binary/modules.h"
+#include "binary/perfmap.h"
 #include "capture/writer.h"
 #include "cli/commands.h"
 #include "output/outputs.h"
@@ -416,6 +421,54 @@ static void show_status(void *ctx, struct recorder *rec, double elapsed_s, bool 
 	});
 }
 
+/* So do the JIT code the walks read, the perf maps and jitdumps, BEAM's exit and what was
+ * registered through gdb's JIT interface: a replay has no process to read them from. */
+static void write_raw_code(void *ctx, uint32_t pid, uint64_t addr, const uint8_t *bytes,
+			   size_t len)
+{
+	capture_writer__code(ctx, pid, addr, bytes, len);
+}
+
+static void write_raw_perf_map(void *ctx, uint32_t pid, const char *text, size_t len)
+{
+	capture_writer__perf_map(ctx, pid, text, len);
+}
+
+static void write_raw_beam_exit(void *ctx, uint32_t pid, uint64_t exit)
+{
+	capture_writer__beam_exit(ctx, pid, exit);
+}
+
+static void write_raw_gdb_jit_object(void *ctx, uint32_t pid, uint64_t addr,
+				     const uint8_t *bytes, size_t len)
+{
+	capture_writer__gdb_jit_object(ctx, pid, addr, bytes, len);
+}
+
+static void write_raw_jitdump(void *ctx, uint32_t pid, uint64_t offset, const uint8_t *bytes,
+			      size_t len)
+{
+	capture_writer__jitdump(ctx, pid, offset, bytes, len);
+}
+
+static void write_raw_gdb_jit_drop(void *ctx, uint32_t pid, uint64_t addr, uint64_t size)
+{
+	capture_writer__gdb_jit_drop(ctx, pid, addr, size);
+}
+
+/* The hooks that write into raw (NULL: none). */
+static void set_raw_hooks(struct session *session, struct capture_writer *raw)
+{
+	code__set_jit_read_hook(raw ? write_raw_code : NULL, raw);
+	perf_map__set_read_hook(raw ? write_raw_perf_map : NULL, raw);
+	jitdump__set_read_hook(raw ? write_raw_jitdump : NULL, raw);
+	gdb_jit__set_hooks(raw ? write_raw_gdb_jit_object : NULL, raw ? write_raw_gdb_jit_drop : NULL,
+			   raw);
+	if (session)
+		module_registry__set_beam_exit_hook(session__modules(session),
+						    raw ? write_raw_beam_exit : NULL, raw);
+}
+
 /* After recording: the outputs, the capture, the summary. Returns 0 or -errno. */
 static int finish(struct record_opts *o, struct session *session, struct recorder *rec,
 		  struct capture_writer **raw)
@@ -443,6 +496,7 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 			.duration_ns = o->out.duration_ns,
 		};
 
+		set_raw_hooks(session, NULL); /* the writer goes */
 		err = capture_writer__finish(*raw, session__modules(session), &info);
 		*raw = NULL;
 	}
@@ -462,6 +516,7 @@ static void write_raw_maps(void *ctx, uint32_t pid, const char *text, size_t len
 {
 	capture_writer__maps(ctx, pid, text, len);
 }
+
 
 int cmd_record(int argc, char **argv)
 {
@@ -500,8 +555,10 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	status.session = session;
 	status.time_s = o.time_ms / 1000.0;
-	if (raw)
+	if (raw) {
 		session__set_maps_hook(session, write_raw_maps, raw);
+		set_raw_hooks(session, raw);
+	}
 	if (o.command) {
 		err = child__spawn(&child, o.command);
 		if (err) {
@@ -550,6 +607,7 @@ cleanup:
 	child__close_pipes(&child); /* a command still held sees EOF and exits 127 */
 	if (child.pid && !child.exited)
 		child__wait(&child, &exit_signal);
+	set_raw_hooks(session, NULL);
 	capture_writer__free(raw);
 	status_line__free(status.line);
 	recorder__free(rec);
