@@ -394,8 +394,9 @@ static __always_inline bool deeper_than_ceiling(__u64 sp, const struct hprof_thr
 	       stack_end >= known->base && ceiling >= 2 * HPROF_BASE_WINDOW;
 }
 
-/* Reads the window below the base into dst: whole, else its upper half or quarter (the
- * frames next to the base; a large frame's buffer below them may never have been touched).
+/* Reads the window below the base into dst: whole, else its upper half or quarter, else the
+ * part of the base's page below it (the frames next to the base; a large frame's buffer
+ * below them, or the pages below a shallow thread's frames, may never have been touched).
  * Fixed sizes: a page-wise copy's loop here took the verifier past its budget. */
 static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, __u64 base)
 {
@@ -407,8 +408,15 @@ static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, 
 					(void *)(base - HPROF_BASE_WINDOW / 2)) != 0) {
 			size = HPROF_BASE_WINDOW / 4;
 			if (bpf_probe_read_user(dst, HPROF_BASE_WINDOW / 4,
-						(void *)(base - HPROF_BASE_WINDOW / 4)) != 0)
-				return;
+						(void *)(base - HPROF_BASE_WINDOW / 4)) != 0) {
+				/* a thread that never went a page deep (an OpenMP worker whose
+				 * GEMM runs on a workspace of its own): the base's own page */
+				size = base & (HPROF_STACK_CHUNK - 1);
+				barrier_var(size);
+				if (size < 8 || size > HPROF_BASE_WINDOW / 4 ||
+				    bpf_probe_read_user(dst, size, (void *)(base - size)) != 0)
+					return;
+			}
 		}
 	}
 	s->interrupted_len = size;
@@ -426,6 +434,22 @@ static __always_inline bool off_thread_stack(__u64 sp, const struct hprof_thread
 {
 	return known && known->base && ceiling >= 2 * HPROF_BASE_WINDOW &&
 	       (sp >= known->base || (stack_end && stack_end < known->base));
+}
+
+/* Where a thread whose base is not known yet has its first frames, when sp is off its stack:
+ * glibc keeps a thread's TCB, where its fs base points, at the top of the thread's stack
+ * mapping, its first frames right below. 0 when sp is on the main thread's stack (its end
+ * is argv's start), on the mapping the fs base lies in (the thread's own stack), or there
+ * is no fs base. A wrong guess costs a window no walk finds frames in. */
+static __always_inline __u64 guessed_base(__u64 sp, __u64 stack_end, __u64 ceiling)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fs = task->thread.fsbase, arg_start = BPF_CORE_READ(task, mm, arg_start);
+
+	if (!fs || !stack_end || stack_end == arg_start || (fs >= sp && fs < stack_end) ||
+	    ceiling < 2 * HPROF_BASE_WINDOW)
+		return 0;
+	return fs & ~7ull;
 }
 
 /* A stack deeper than the ceiling, or sp off the thread's stack: up to the ceiling less
@@ -453,7 +477,7 @@ static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *
 static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 					    const struct hprof_thread_stack *known, __u64 stack_end)
 {
-	__u64 want;
+	__u64 want, guess;
 
 	if (deeper_than_ceiling(s->user_sp, known, stack_end, copy_ceiling())) {
 		copy_with_base_window(s, dst, known->base, copy_ceiling(), 0);
@@ -462,6 +486,12 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 	if (off_thread_stack(s->user_sp, known, stack_end, copy_ceiling())) {
 		count(KC_COPY_OFF_STACK);
 		copy_with_base_window(s, dst, known->base, copy_ceiling(), stack_end);
+		return;
+	}
+	guess = (known && known->base) ? 0 : guessed_base(s->user_sp, stack_end, copy_ceiling());
+	if (guess) {
+		count(KC_COPY_OFF_STACK);
+		copy_with_base_window(s, dst, guess, copy_ceiling(), stack_end);
 		return;
 	}
 	want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());

@@ -135,9 +135,9 @@ fi
 # --- A makecontext/swapcontext coroutine. Its stack is complete when it reaches the
 # coroutine's outermost frame: the function makecontext started (coro_entry), whose return
 # address is glibc's __start_context (which never returns: it switches to uc_link or exits).
-# On the mmap'd stack the thread's learned base lies far above sp, beyond the ceiling, and
-# must not be used; on a stack inside main's frame (onstack) it lies within the ceiling, and
-# the copy up to it holds the whole coroutine.
+# On the mmap'd stack the thread's learned base lies elsewhere: the copy ends with the
+# coroutine's own stack, and the window below the base follows; on a stack inside main's
+# frame (onstack) it lies within the ceiling, and the copy up to it holds the whole coroutine.
 for where in mmap onstack; do
 	name=nofp_coro
 	record nofp_coro 3 "$where" || continue
@@ -168,8 +168,11 @@ for where in mmap onstack; do
 		check "nofp_coro (onstack): the coroutine's copies end at the thread's learned base (${n:-?} of ${in_coro#*/} samples)" \
 			[ "${n:-0}" -ge $((${in_coro%/*} / 2)) ]
 	else
-		n=$(copies "$TMP/coro_$where.err" "to the end of the stack")
-		check "nofp_coro (mmap): the coroutine's copies end with its own stack (${n:-?} of ${in_coro#*/} samples)" \
+		# sp off the thread's stack: the copy ends with the coroutine's own stack, the
+		# window below the thread's base follows (code that moved rsp away finds its
+		# callers there)
+		n=$(copies "$TMP/coro_$where.err" "off it")
+		check "nofp_coro (mmap): the coroutine's copies are off the thread's stack, with the window below its base (${n:-?} of ${in_coro#*/} samples)" \
 			[ "${n:-0}" -ge $((${in_coro%/*} / 2)) ]
 	fi
 	strict=$(share_among "$f" $name ';coro_entry' "$coro_complete")

@@ -20,15 +20,15 @@ def spin(n):
 
 
 def light():
-    return spin(1000)
+    return spin(100000)
 
 
 def medium():
-    return spin(2000)
+    return spin(200000)
 
 
 def heavy():
-    return spin(4000)
+    return spin(400000)
 
 
 def sampler(main_id, stop, counts):
