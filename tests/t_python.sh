@@ -121,3 +121,11 @@ awk -v own="$TMP/shares.own" '
 shares_rc=$?
 check "python: shares within 2 points of the program's own sampler, over >= 1000 samples each ($(paste -sd' ' "$TMP/shares.cmp"))" \
 	test "$shares_rc" -eq 0
+
+# A --raw capture keeps what was read of the processes: hprof report names the same Python
+# frames, with no process to read (the recorded one is gone; its pid may be another's).
+"$HPROF" -F 499 --raw "$TMP/py.raw" --folded "$TMP/py_rec.folded" -- "$py" "$WORKLOAD" \
+	"$TMP/raw.chains" 2 "$TMP/raw.ready" >/dev/null 2>"$TMP/py_rec.err"
+"$HPROF" report "$TMP/py.raw" --folded "$TMP/py_rep.folded" >/dev/null 2>"$TMP/py_rep.err"
+check "python: hprof report of a capture gives the recording's stacks, Python frames and all ($(grep -c 'chain\.spin' "$TMP/py_rep.folded") stacks through chain.spin)" \
+	bash -c "cmp -s '$TMP/py_rec.folded' '$TMP/py_rep.folded' && grep -q 'chain\.spin' '$TMP/py_rep.folded'"

@@ -41,6 +41,7 @@ struct session {
 	session_sample_fn sink;          /* NULL: samples count in profile */
 	void *sink_ctx;
 	struct python_procs *python;     /* NULL: Python frames are not placed (--python=off) */
+	struct python_memory *python_memory; /* CPython processes' memory, as read */
 	struct python_stack python_stack;
 };
 
@@ -81,9 +82,11 @@ int session__new(bool dwarf, struct session **out)
 	ksyms__load("/proc/kallsyms", &s->ksyms);
 	err = profile__new(s->modules, s->ksyms, &s->profile);
 	if (!err)
-		err = python_stack__init(&s->python_stack, s->modules);
+		err = (s->python_memory = python_memory__new()) ? 0 : -ENOMEM;
 	if (!err)
-		err = python_procs__new(&s->python);
+		err = python_stack__init(&s->python_stack, s->modules, s->python_memory);
+	if (!err)
+		err = python_procs__new(s->python_memory, &s->python);
 	if (err)
 		goto cleanup;
 	*out = s;
@@ -164,6 +167,18 @@ void session__set_replay(struct session *s)
 {
 	s->resolver.replay = true;
 	process_table__set_replay(s->processes);
+	python_memory__set_replay(s->python_memory);
+}
+
+void session__set_python_memory_hook(struct session *s, python_memory_hook_fn fn, void *ctx)
+{
+	python_memory__set_hook(s->python_memory, fn, ctx);
+}
+
+int session__add_python_memory(struct session *s, uint32_t pid, uint64_t addr,
+			       const void *bytes, size_t len)
+{
+	return python_memory__add(s->python_memory, pid, addr, bytes, len);
 }
 
 void session__track_process(struct session *s, uint32_t pid)
@@ -187,6 +202,7 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 		if (s->python)
 			python_procs__gone(s->python, e->pid);
 		python_stack__process_gone(&s->python_stack, e->pid);
+		python_memory__forget_pid(s->python_memory, e->pid);
 		module_registry__reload_jit(s->modules, e->pid);
 		profile__settle_names(s->profile, e->pid);
 		module_registry__process_gone(s->modules, e->pid);
@@ -900,6 +916,7 @@ void session__free(struct session *s)
 	process_table__free(s->processes);
 	python_procs__free(s->python);
 	python_stack__fini(&s->python_stack);
+	python_memory__free(s->python_memory);
 	profile__free(s->profile);
 	ksyms__free(s->ksyms);
 	module_registry__free(s->modules);

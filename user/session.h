@@ -29,6 +29,11 @@ int session__new(bool dwarf, struct session **out);
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size);
 /* Called with what walks teach about each thread (see unwind/hybrid.h). */
 void session__set_stack_base_hook(struct session *s, hybrid_thread_fn fn, void *ctx);
+/* Called with every read of a CPython process's memory (for --raw: a replay reads them
+ * back, through session__add_python_memory). */
+void session__set_python_memory_hook(struct session *s, python_memory_hook_fn fn, void *ctx);
+int session__add_python_memory(struct session *s, uint32_t pid, uint64_t addr,
+			       const void *bytes, size_t len);
 /* Called with what the kernel needs to read each CPython process's frames. */
 void session__set_python_hook(struct session *s, python_proc_hook_fn fn, void *ctx);
 enum session_python {

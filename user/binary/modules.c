@@ -180,6 +180,7 @@ struct module *module_registry__get(struct module_registry *reg, const char *pat
 		return NULL;
 	slash = strrchr(e->mod.path, '/');
 	e->mod.name = slash ? slash + 1 : e->mod.path;
+	e->mod.by_path = true;
 	HASH_ADD_KEYPTR(hh, reg->by_path, e->mod.path, strlen(e->mod.path), e);
 	load_symbols(&e->mod);
 	return &e->mod;
@@ -470,10 +471,18 @@ struct python_names *module_registry__python_names(const struct module_registry 
 int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64_t *vaddr)
 {
 	if (!mod->runtime_symbols_looked) {
+		/* a pinned file's, or a replay's by its path; a live process's file not pinned
+		 * is not read by path */
+		const char *file = NULL;
+
+		if (mod->load_path[0])
+			file = mod->load_path;
+		else if (mod->by_path && !mod->from_slices)
+			file = mod->path;
+
 		mod->runtime_symbols_looked = true;
-		/* a pinned file's; a file not pinned is not read by path */
-		if (mod->anon_code || mod->unpinned || !mod->load_path[0] ||
-		    runtime_symbols__in_file(mod->load_path, mod->runtime_symbols) != 0)
+		if (mod->anon_code || mod->unpinned || !file ||
+		    runtime_symbols__in_file(file, mod->runtime_symbols) != 0)
 			memset(mod->runtime_symbols, 0, sizeof(mod->runtime_symbols));
 	}
 	*vaddr = which < RUNTIME_SYMBOL_COUNT ? mod->runtime_symbols[which] : 0;

@@ -38,6 +38,7 @@ struct module {
 	uint32_t id;
 	char *path;       /* as /proc/PID/maps names it; for anonymous code, the perf map's */
 	char load_path[32]; /* "/proc/self/fd/N" of the pinned file; "" to read path */
+	bool by_path;     /* made by module_registry__get (a replay's): its file read by path */
 	bool unpinned;    /* a live process's file that could not be pinned: never read by path,
 			   * which may now name another file, or one outside the process's root */
 	const char *name; /* basename of path; for anonymous code, "[jit]" or "[anon:NAME]" */

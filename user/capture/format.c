@@ -83,6 +83,12 @@ static int write_process_bytes(FILE *f, uint32_t type, uint32_t pid, uint64_t ad
 	return write_record(f, type, header, sizeof(header), bytes, len);
 }
 
+int capture__write_python_memory(FILE *f, uint32_t pid, uint64_t addr, const void *bytes,
+				 size_t len)
+{
+	return write_process_bytes(f, CAPTURE_PYTHON_MEMORY, pid, addr, bytes, len);
+}
+
 int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len)
 {
 	return write_process_bytes(f, CAPTURE_CODE, pid, addr, bytes, len);
@@ -156,7 +162,8 @@ bool capture__decode_beam_exit(uint32_t type, const uint8_t *payload, uint32_t l
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n)
 {
-	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT && type != CAPTURE_JITDUMP) ||
+	if ((type != CAPTURE_CODE && type != CAPTURE_GDB_JIT_OBJECT && type != CAPTURE_JITDUMP &&
+	     type != CAPTURE_PYTHON_MEMORY) ||
 	    len < 16)
 		return false;
 	memcpy(pid, payload, 4);

@@ -49,6 +49,10 @@ enum capture_record_type {
 	/* u32 pid, u32 reserved, u64 offset, the bytes hprof read there from the process's
 	 * jitdump file (complete records; offset 0: the file read from its start, anew) */
 	CAPTURE_JITDUMP = 11,
+	/* u32 pid, u32 reserved, u64 address, the bytes hprof read there from a CPython process
+	 * (python/memory.h: its version, runtime, code objects and their strings), one record
+	 * a read, written while a sample is handled, so before it */
+	CAPTURE_PYTHON_MEMORY = 12,
 };
 
 struct capture_info {
@@ -66,6 +70,8 @@ int capture__write_maps(FILE *f, uint32_t pid, const char *text, size_t len);
 int capture__write_sample(FILE *f, const struct hprof_sample *sample, size_t len);
 int capture__write_map_event(FILE *f, const struct map_event *e, const char *path);
 int capture__write_build_id(FILE *f, const uint8_t *id, uint32_t len, const char *path);
+int capture__write_python_memory(FILE *f, uint32_t pid, uint64_t addr, const void *bytes,
+				 size_t len);
 int capture__write_code(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes, size_t len);
 int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len);
 int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit);
@@ -88,8 +94,8 @@ const struct hprof_sample *capture__decode_sample(uint32_t type, const uint8_t *
 /* The event is copied out (payloads are not aligned); the path ends the record. */
 bool capture__decode_map_event(uint32_t type, const uint8_t *payload, uint32_t len,
 			       struct map_event *e, const char **path);
-/* The bytes run to the record's end (CAPTURE_CODE, CAPTURE_GDB_JIT_OBJECT and
- * CAPTURE_JITDUMP, whose address is an offset: type says which). */
+/* The bytes run to the record's end (CAPTURE_CODE, CAPTURE_GDB_JIT_OBJECT,
+ * CAPTURE_PYTHON_MEMORY and CAPTURE_JITDUMP, whose address is an offset: type says which). */
 bool capture__decode_code(uint32_t type, const uint8_t *payload, uint32_t len, uint32_t *pid,
 			  uint64_t *addr, const uint8_t **bytes, size_t *n);
 /* The text runs to the record's end. */

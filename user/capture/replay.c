@@ -35,7 +35,8 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 		      : type == CAPTURE_SAMPLE ? sizeof(struct hprof_sample)
 		      : type == CAPTURE_MAP_EVENT ? sizeof(struct map_event) + 1
 		      : type == CAPTURE_CODE || type == CAPTURE_BEAM_EXIT ||
-				type == CAPTURE_GDB_JIT_OBJECT || type == CAPTURE_JITDUMP ? 16
+				type == CAPTURE_GDB_JIT_OBJECT || type == CAPTURE_JITDUMP ||
+				type == CAPTURE_PYTHON_MEMORY ? 16
 		      : type == CAPTURE_GDB_JIT_DROP ? 24
 		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
 
@@ -88,6 +89,19 @@ static int add_jitdump(struct replay *r, const uint8_t *payload, uint32_t len)
 	if (!capture__decode_code(CAPTURE_JITDUMP, payload, len, &pid, &offset, &bytes, &n))
 		return 0;
 	return module_registry__add_jitdump(session__modules(r->session), pid, offset, bytes, n);
+}
+
+/* A CPython process's memory, as the recording read it. */
+static int add_python_memory(struct replay *r, const uint8_t *payload, uint32_t len)
+{
+	const uint8_t *bytes;
+	uint64_t addr;
+	uint32_t pid;
+	size_t n;
+
+	if (!capture__decode_code(CAPTURE_PYTHON_MEMORY, payload, len, &pid, &addr, &bytes, &n))
+		return 0;
+	return session__add_python_memory(r->session, pid, addr, bytes, n);
 }
 
 /* An object registered through gdb's JIT interface, as the recording read it. */
@@ -178,6 +192,9 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			break;
 		case CAPTURE_GDB_JIT_OBJECT:
 			ret = add_gdb_jit_object(r, payload, len);
+			break;
+		case CAPTURE_PYTHON_MEMORY:
+			ret = add_python_memory(r, payload, len);
 			break;
 		case CAPTURE_GDB_JIT_DROP:
 			capture__decode_gdb_jit_drop(type, payload, len, &pid, &addr, &size);

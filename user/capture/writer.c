@@ -57,6 +57,13 @@ void capture_writer__map_event(struct capture_writer *w, const struct map_event 
 		w->err = capture__write_map_event(stream(w), e, path);
 }
 
+void capture_writer__python_memory(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				   const void *bytes, size_t len)
+{
+	if (!w->err)
+		w->err = capture__write_python_memory(stream(w), pid, addr, bytes, len);
+}
+
 void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
 			  const uint8_t *bytes, size_t len)
 {

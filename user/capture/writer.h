@@ -20,6 +20,9 @@ void capture_writer__sample(struct capture_writer *w, const struct hprof_sample 
 void capture_writer__map_event(struct capture_writer *w, const struct map_event *e,
 			       const char *path);
 /* JIT code read from process pid at addr (binary/code.h's hook). */
+/* What hprof read of a CPython process's memory (capture/format.h CAPTURE_PYTHON_MEMORY). */
+void capture_writer__python_memory(struct capture_writer *w, uint32_t pid, uint64_t addr,
+				   const void *bytes, size_t len);
 void capture_writer__code(struct capture_writer *w, uint32_t pid, uint64_t addr,
 			  const uint8_t *bytes, size_t len);
 /* Text read from process pid's perf map file (perf_map__set_read_hook). */

@@ -456,6 +456,12 @@ static void write_raw_gdb_jit_drop(void *ctx, uint32_t pid, uint64_t addr, uint6
 	capture_writer__gdb_jit_drop(ctx, pid, addr, size);
 }
 
+static void write_raw_python_memory(void *ctx, uint32_t pid, uint64_t addr, const void *bytes,
+				    size_t len)
+{
+	capture_writer__python_memory(ctx, pid, addr, bytes, len);
+}
+
 /* The hooks that write into raw (NULL: none). */
 static void set_raw_hooks(struct session *session, struct capture_writer *raw)
 {
@@ -464,9 +470,11 @@ static void set_raw_hooks(struct session *session, struct capture_writer *raw)
 	jitdump__set_read_hook(raw ? write_raw_jitdump : NULL, raw);
 	gdb_jit__set_hooks(raw ? write_raw_gdb_jit_object : NULL, raw ? write_raw_gdb_jit_drop : NULL,
 			   raw);
-	if (session)
+	if (session) {
 		module_registry__set_beam_exit_hook(session__modules(session),
 						    raw ? write_raw_beam_exit : NULL, raw);
+		session__set_python_memory_hook(session, raw ? write_raw_python_memory : NULL, raw);
+	}
 }
 
 /* After recording: the outputs, the capture, the summary. Returns 0 or -errno. */

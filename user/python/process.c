@@ -6,7 +6,7 @@
 #include <uthash.h>
 
 #include "binary/modules.h"
-#include "util/process_memory.h"
+#include "python/memory.h"
 
 struct entry {
 	uint32_t pid;
@@ -17,15 +17,19 @@ struct entry {
 };
 
 struct python_procs {
+	struct python_memory *memory;
 	struct entry *by_pid;
 	python_proc_hook_fn hook;
 	void *hook_ctx;
 };
 
-int python_procs__new(struct python_procs **out)
+int python_procs__new(struct python_memory *memory, struct python_procs **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->memory = memory;
+	return 0;
 }
 
 void python_procs__set_hook(struct python_procs *t, python_proc_hook_fn fn, void *ctx)
@@ -36,13 +40,14 @@ void python_procs__set_hook(struct python_procs *t, python_proc_hook_fn fn, void
 
 /* The version the binary was built as: Py_Version (3.11+) read from the process, where
  * the file defines it, else the file's name. */
-static int binary_version(uint32_t pid, struct module *mod, const struct mapping *m,
-			  uint32_t *version_hex)
+static int binary_version(struct python_memory *memory, uint32_t pid, struct module *mod,
+			  const struct mapping *m, uint32_t *version_hex)
 {
 	uint64_t vaddr, value;
 
 	if (module__runtime_symbol(mod, RUNTIME_PY_VERSION, &vaddr) == 0) {
-		if (!process_memory__read(pid, vaddr + (uint64_t)m->bias, &value, sizeof(value)))
+		if (!python_memory__read(memory, pid, vaddr + (uint64_t)m->bias, &value,
+					 sizeof(value)))
 			return -EIO;
 		*version_hex = (uint32_t)value;
 		return 0;
@@ -51,8 +56,9 @@ static int binary_version(uint32_t pid, struct module *mod, const struct mapping
 }
 
 /* Fills p from the file of mapping m, which defines the runtime and the evaluator. */
-static void recognise(uint32_t pid, struct module *mod, const struct mapping *m,
-		      struct python_proc *p, struct hprof_python_proc *kernel)
+static void recognise(struct python_memory *memory, uint32_t pid, struct module *mod,
+		      const struct mapping *m, struct python_proc *p,
+		      struct hprof_python_proc *kernel)
 {
 	uint8_t runtime_bytes[PYTHON_DEBUG_OFFSETS_SIZE];
 	uint64_t runtime, code_type = 0, eval, eval_end;
@@ -64,11 +70,11 @@ static void recognise(uint32_t pid, struct module *mod, const struct mapping *m,
 	    module__runtime_symbol(mod, RUNTIME_PY_EVAL, &eval) != 0 ||
 	    module__runtime_symbol(mod, RUNTIME_PY_EVAL_END, &eval_end) != 0 ||
 	    module__runtime_symbol(mod, RUNTIME_PY_CODE_TYPE, &code_type) != 0 ||
-	    binary_version(pid, mod, m, &version_hex) != 0)
+	    binary_version(memory, pid, mod, m, &version_hex) != 0)
 		return;
 	runtime += (uint64_t)m->bias;
 	/* 3.13+ describe themselves at the start of _PyRuntime */
-	if (process_memory__read(pid, runtime, runtime_bytes, sizeof(runtime_bytes)))
+	if (python_memory__read(memory, pid, runtime, runtime_bytes, sizeof(runtime_bytes)))
 		len = sizeof(runtime_bytes);
 	if (python_layout__for_version(version_hex, len ? runtime_bytes : NULL, len, &p->layout))
 		return;
@@ -83,7 +89,8 @@ static void recognise(uint32_t pid, struct module *mod, const struct mapping *m,
 
 /* The file of proc that defines _PyRuntime and the evaluator, as the dynamic linker would
  * bind them: the executable's own, else the library mapped first. */
-static void look(struct entry *e, struct process *proc, const struct resolver *resolver,
+static void look(struct python_memory *memory, struct entry *e, struct process *proc,
+		 const struct resolver *resolver,
 		 struct hprof_python_proc *kernel)
 {
 	size_t n = address_space__count(proc->as);
@@ -98,7 +105,7 @@ static void look(struct entry *e, struct process *proc, const struct resolver *r
 		    module__runtime_symbol(mod, RUNTIME_PY_RUNTIME, &vaddr) != 0 ||
 		    module__runtime_symbol(mod, RUNTIME_PY_EVAL, &vaddr) != 0)
 			continue;
-		recognise(proc->pid, mod, m, &e->p, kernel);
+		recognise(memory, proc->pid, mod, m, &e->p, kernel);
 		return;
 	}
 }
@@ -123,7 +130,7 @@ const struct python_proc *python_procs__get(struct python_procs *t, struct proce
 	/* a CPython found stays what it is until the process execs (a new entry) */
 	if (e->p.state == PYTHON_PROC_KNOWN)
 		return &e->p;
-	look(e, proc, resolver, &kernel);
+	look(t->memory, e, proc, resolver, &kernel);
 	if (e->p.state == PYTHON_PROC_KNOWN && t->hook) {
 		t->hook(t->hook_ctx, e->pid, &kernel);
 		e->told = true;

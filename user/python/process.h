@@ -13,6 +13,7 @@
 #include "proc/resolver.h"
 #include "python.h"
 #include "python/layout.h"
+#include "python/memory.h"
 
 enum python_proc_state {
 	PYTHON_PROC_ABSENT,  /* no CPython in the process */
@@ -35,7 +36,8 @@ struct python_procs;
 /* Tells the kernel pid's CPython (NULL: it has none now). */
 typedef void (*python_proc_hook_fn)(void *ctx, uint32_t pid, const struct hprof_python_proc *p);
 
-int python_procs__new(struct python_procs **out);
+/* Reads of the processes go through memory, which outlives the table. */
+int python_procs__new(struct python_memory *memory, struct python_procs **out);
 void python_procs__set_hook(struct python_procs *t, python_proc_hook_fn fn, void *ctx);
 /* What proc runs, looked at anew when its mappings changed since the last call. NULL only
  * when out of memory. */

@@ -7,7 +7,6 @@
 
 #include "binary/naming.h"
 #include "util/grow.h"
-#include "util/process_memory.h"
 
 /* Code objects cached across all processes: enough for large programs' hot code, bounded
  * for those that make code objects all the time. */
@@ -30,17 +29,26 @@ const char *python_reason__name(enum python_reason r)
 	return r < PYTHON_REASON_COUNT ? reason_names[r] : "?";
 }
 
-int python_stack__init(struct python_stack *ps, struct module_registry *modules)
+int python_stack__init(struct python_stack *ps, struct module_registry *modules,
+		       struct python_memory *memory)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->modules = modules;
+	ps->memory = memory;
 	ps->names = module_registry__python_names(modules);
 	return python_code_cache__new(PYTHON_CODE_CACHE_BYTES, &ps->codes);
 }
 
+struct read_ctx {
+	struct python_memory *memory;
+	uint32_t pid;
+};
+
 static bool read_process(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	return process_memory__read(*(const uint32_t *)ctx, addr, buf, len);
+	const struct read_ctx *c = ctx;
+
+	return python_memory__read(c->memory, c->pid, addr, buf, len);
 }
 
 static bool is_eval_frame(const struct python_proc *pp, const struct frame *f)
@@ -78,6 +86,7 @@ static int name_frames(struct python_stack *ps, const struct python_proc *pp, ui
 		       const struct python_chain *chain, struct frame *py, bool *entry,
 		       bool *hidden, uint32_t *nr)
 {
+	struct read_ctx rc = { .memory = ps->memory, .pid = pid };
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < chain->nr && i < HPROF_PY_MAX_FRAMES; i++) {
@@ -86,7 +95,7 @@ static int name_frames(struct python_stack *ps, const struct python_proc *pp, ui
 		struct python_location loc;
 		uint64_t id = 0;
 		int err = python_code_cache__name(ps->codes, pid, &pp->layout, pp->code_type, &f,
-						  read_process, &pid, &name);
+						  read_process, &rc, &name);
 
 		if (err)
 			return err;

@@ -13,6 +13,7 @@
 #include "binary/modules.h"
 #include "binary/python_names.h"
 #include "python/code.h"
+#include "python/memory.h"
 #include "python/process.h"
 #include "sample.h"
 
@@ -44,6 +45,7 @@ const char *python_reason__name(enum python_reason r);
 
 struct python_stack {
 	struct module_registry *modules;
+	struct python_memory *memory; /* what code objects are read through */
 	struct python_code_cache *codes;
 	struct python_names *names;
 	bool keep_interpreter; /* keep the interpreter's frames between Python frames */
@@ -52,7 +54,8 @@ struct python_stack {
 	size_t scratch_cap;
 };
 
-int python_stack__init(struct python_stack *ps, struct module_registry *modules);
+int python_stack__init(struct python_stack *ps, struct module_registry *modules,
+		       struct python_memory *memory);
 /* Places sample's Python frames into its user stack frames[0..*n) (innermost first, as
  * resolved: module and file address), at most max frames. A sample whose frames cannot be
  * placed exactly keeps its native stack, counted under a reason. Returns 0 or -ENOMEM. */
