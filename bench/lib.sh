@@ -32,6 +32,19 @@ perf_folded() {
 	END { flush() }'
 }
 
+# perf_record_folded NAME OUT PERF-RECORD-OPTIONS...: perf record (499 Hz) of CMD, folded to OUT.
+perf_record_folded() {
+	local name=$1 out=$2
+	shift 2
+	perf record -q -F 499 "$@" -o "$TMP/$name.data" -- "${CMD[@]}" >/dev/null 2>"$TMP/$name.perf.err" ||
+		echo "$name: perf record failed: $(head -c 300 "$TMP/$name.perf.err")" >&2
+	perf script --no-inline -F comm,ip,sym,dso -i "$TMP/$name.data" 2>/dev/null | perf_folded >"$out"
+	rm -f "$TMP/$name.data"
+}
+
+# below SHARE OTHER: true when the share "m/t" is below the share OTHER: m / t < m2 / t2.
+below() { [ $((${1%/*} * ${2#*/})) -lt $((${2%/*} * ${1#*/})) ]; }
+
 # pct "m/t": the share as a percentage with one decimal.
 pct() { awk -v s="$1" 'BEGIN { split(s, a, "/"); printf "%.1f%%", a[2] ? 100 * a[1] / a[2] : 0 }'; }
 

@@ -22,6 +22,9 @@ packages=(
 	lld                        # tests/t_layouts.sh: LLD's segment layout (file offset != vaddr)
 	# real programs profiled by tests/realprog.sh and bench/b_realprog.sh; perf for the bench
 	xz-utils zstd gzip sqlite3 perl openssl nodejs linux-perf
+	# real Python programs in bench/b_python_real.sh, on Debian's python3.11: a PyTorch
+	# training loop (CPU), numpy's array work, a Flask app's test client, pip's resolver
+	python3-torch python3-numpy python3-flask python3-pip
 	# and those whose hot code has no CFI: nasm kernels (x264, dav1d, rav1e, libjpeg-turbo's
 	# tjbench), JIT code (pcre2grep, luajit, HotSpot's compiled Java, oneDNN's GEMM kernels,
 	# qemu-user's translated blocks); aomenc (aom-tools) encodes dav1d's AV1 input
