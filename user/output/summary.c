@@ -158,6 +158,8 @@ static void print_python(const struct python_stats *py, FILE *out)
 			python_reason__name(i), py->reasons[i]);
 		sep = ",";
 	}
+	if (py->frames_unreadable)
+		fprintf(out, "; %" PRIu64 " frames of code unreadable", py->frames_unreadable);
 	if (py->reasons[PYTHON_TRUNCATED])
 		fprintf(out, "; %" PRIu64 " cut at %d Python frames", py->reasons[PYTHON_TRUNCATED],
 			HPROF_PY_MAX_FRAMES);
@@ -173,6 +175,7 @@ static void json_python(struct json_writer *w, const struct python_stats *py)
 	json_count(w, "samples", py->samples);
 	json_count(w, "with_frames", py->with_frames);
 	json_count(w, "frames", py->frames);
+	json_count(w, "frames_unreadable", py->frames_unreadable);
 	json__key(w, "reasons");
 	json__begin_object(w);
 	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)

@@ -78,16 +78,21 @@ static enum python_reason kernel_reason(enum hprof_py_status status)
 	}
 }
 
+/* The name of a Python frame whose code object could not be read. */
+#define UNREADABLE_CODE "[python: code unreadable]"
+
 /* Names the chain's Python frames into py[0..chain->nr): MODULE_PYTHON frames; entry[i]
  * set where frame i is the outermost of a call of the evaluator; hidden[i] where frame i is
  * one the interpreter is still setting up, which runs no code yet: it pairs with its
  * evaluator frame but is not shown, as CPython's own frame walks skip it. */
 static int name_frames(struct python_stack *ps, const struct python_proc *pp, uint32_t pid,
 		       const struct python_chain *chain, struct frame *py, bool *entry,
-		       bool *hidden, uint32_t *nr)
+		       bool *hidden, uint32_t *nr, uint32_t *unreadable)
 {
 	struct read_ctx rc = { .memory = ps->memory, .pid = pid };
 	uint32_t n = 0;
+
+	*unreadable = 0;
 
 	for (uint32_t i = 0; i < chain->nr && i < HPROF_PY_MAX_FRAMES; i++) {
 		struct hprof_py_frame f = chain->frames[i];
@@ -97,8 +102,15 @@ static int name_frames(struct python_stack *ps, const struct python_proc *pp, ui
 		int err = python_code_cache__name(ps->codes, pid, &pp->layout, pp->code_type, &f,
 						  read_process, &rc, &name);
 
-		if (err)
+		if (err == -ENOMEM)
 			return err;
+		if (err) {
+			/* freed, or never a code object: the frame stays, unnamed, so that the
+			 * callers around it keep their names and the pairing holds */
+			(*unreadable)++;
+			name = (struct python_frame_name){ .module = "", .qualname = UNREADABLE_CODE,
+							   .filename = "" };
+		}
 		loc = (struct python_location){ .module = name.module, .function = name.qualname,
 						.file = name.filename,
 						.firstlineno = name.firstlineno,
@@ -228,7 +240,7 @@ int python_stack__place(struct python_stack *ps, const struct python_proc *pp, u
 			const struct python_chain *chain, struct frame *frames, uint32_t *n,
 			uint32_t max, uint32_t *origin, enum python_reason *why)
 {
-	uint32_t np = 0, evals = 0, groups, total;
+	uint32_t np = 0, evals = 0, groups, total, unreadable;
 	struct frame py[HPROF_PY_MAX_FRAMES];
 	bool entry[HPROF_PY_MAX_FRAMES], hidden[HPROF_PY_MAX_FRAMES];
 	int err;
@@ -246,11 +258,12 @@ int python_stack__place(struct python_stack *ps, const struct python_proc *pp, u
 		count_reason(ps, kernel_reason(chain->status), why);
 		return 0;
 	}
-	err = name_frames(ps, pp, pid, chain, py, entry, hidden, &np);
-	if (err == -ENOMEM)
+	err = name_frames(ps, pp, pid, chain, py, entry, hidden, &np, &unreadable);
+	if (err)
 		return err;
-	if (err || np == 0) {
-		count_reason(ps, err ? PYTHON_CODE_UNREADABLE : PYTHON_IDLE, why);
+	/* a chain none of whose code could be read names nothing: its native frames stay */
+	if (np == 0 || unreadable == np) {
+		count_reason(ps, np ? PYTHON_CODE_UNREADABLE : PYTHON_IDLE, why);
 		return 0;
 	}
 	for (uint32_t i = 0; i < *n; i++)
@@ -273,6 +286,7 @@ int python_stack__place(struct python_stack *ps, const struct python_proc *pp, u
 	*n = total;
 	ps->stats.with_frames++;
 	ps->stats.frames += np;
+	ps->stats.frames_unreadable += unreadable;
 	if (chain->status == HPROF_PY_TRUNCATED)
 		count_reason(ps, PYTHON_TRUNCATED, why);
 	return 0;

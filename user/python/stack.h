@@ -26,7 +26,7 @@ enum python_reason {
 	PYTHON_READ_FAILED,    /* the kernel could not read its thread state or frames */
 	PYTHON_CYCLE,          /* its frame chain looped */
 	PYTHON_TRUNCATED,      /* deeper than the kernel reads: the outermost frames missing */
-	PYTHON_CODE_UNREADABLE, /* a code object could not be read, or was not one any more */
+	PYTHON_CODE_UNREADABLE, /* no code object of its chain could be read, or was one */
 	PYTHON_MISMATCH,       /* the native stack's evaluator frames and the Python frames'
 				* calls of it do not pair up */
 	PYTHON_UNKNOWN_VERSION, /* a CPython of a version or build hprof does not know */
@@ -37,6 +37,8 @@ struct python_stats {
 	uint64_t samples;      /* of processes running a CPython */
 	uint64_t with_frames;  /* ... whose stacks got Python frames */
 	uint64_t frames;       /* Python frames placed */
+	uint64_t frames_unreadable; /* ... of them, named [python: code unreadable]: their code
+				     * object was freed before it was read, or is none */
 	uint64_t reasons[PYTHON_REASON_COUNT];
 };
 

@@ -331,6 +331,10 @@ struct walker {
 	bool may_scan; /* not within a scan's trial walk */
 	/* trial walks left for return addresses that follow no call (return_address_checked) */
 	uint8_t ra_trials;
+	/* The sp of the first frame's caller when the first frame kept no frame (CFA = sp + 8):
+	 * it saved nothing on the stack, so r12-r15, callee-saved, still hold their sampled
+	 * values there; 0: no such caller. */
+	uint64_t drap_caller_sp;
 };
 
 /* Trial walks a walk may make for return addresses that follow no call. */
@@ -387,14 +391,17 @@ static enum unwind_end bx_value(const struct walker *w, uint64_t bx_at, uint64_t
 }
 
 /* The sampled value of a DRAP register, the CFA's base in a rule of kind cfa: known in the
- * first frame only. */
-static bool drap_value(const struct walker *w, uint8_t cfa, bool leaf, uint64_t *value)
+ * first frame, and for r12-r15 (callee-saved) in the caller of a first frame that kept no
+ * frame (dav1d's assembly: a frameless kernel called by a function whose CFA is r14 + 32). */
+static bool drap_value(const struct walker *w, uint8_t cfa, bool leaf, uint64_t sp,
+		       uint64_t *value)
 {
 	unsigned reg = cfa == UNWIND_CFA_R10_OFFSET
 			       ? 0
 			       : UNWIND_DWARF_R12 - UNWIND_DWARF_R10 + (unsigned)(cfa - UNWIND_CFA_R12_OFFSET);
+	bool kept = cfa != UNWIND_CFA_R10_OFFSET && w->drap_caller_sp && sp == w->drap_caller_sp;
 
-	if (!leaf || !w->sampled->drap_valid || w->first_is_return)
+	if ((!leaf && !kept) || !w->sampled->drap_valid || w->first_is_return)
 		return false;
 	*value = w->sampled->drap[reg];
 	return true;
@@ -412,7 +419,7 @@ static enum unwind_end compute_cfa(const struct walker *w, const struct cached_r
 	case UNWIND_CFA_R13_OFFSET:
 	case UNWIND_CFA_R14_OFFSET:
 	case UNWIND_CFA_R15_OFFSET:
-		if (!drap_value(w, rules->cfa, leaf, cfa))
+		if (!drap_value(w, rules->cfa, leaf, regs->sp, cfa))
 			return UNWIND_END_UNSUPPORTED;
 		*cfa += rules->cfa_offset;
 		return UNWIND_END_COMPLETE;
@@ -1386,6 +1393,9 @@ static enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cache
 
 	/* plain rules never come here: the walk's loop steps them and calls analysed_return */
 	end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
+	if (leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&
+	    rules->cfa_offset == 8)
+		w->drap_caller_sp = caller.sp;
 	/* where a runtime's stacks end (analysis_rules): the walk ends, complete */
 	*outermost = end == UNWIND_END_COMPLETE && ra_undefined;
 	if (*outermost)
@@ -1502,6 +1512,9 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			const struct frame_regs callee = { ip, sp, bp, BX_LOST, bp_valid };
 
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
+			if (n == 1 && !first_is_return && end == UNWIND_END_COMPLETE &&
+			    rules->cfa == UNWIND_CFA_SP_OFFSET && rules->cfa_offset == 8)
+				w.drap_caller_sp = sp;
 			/* an analysis's step stands only if it could be stepped and its return
 			 * address follows a call */
 			if (__builtin_expect(rules->found == UNWIND_FOUND_ANALYSIS, 0) &&
