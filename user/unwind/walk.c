@@ -488,7 +488,10 @@ static enum unwind_end recover_bp(const struct cached_rules *rules, const struct
 		if (!regs->bp_valid)
 			return UNWIND_END_COMPLETE;
 		slot = regs->bp + rules->rbp_offset;
-		if (slot < regs->sp)
+		/* A function saves rbp in its own frame, below its CFA: a slot at or above it
+		 * is a rule left stale past the epilogue's restore (GCC's DRAP epilogue, at its
+		 * ret), and rbp already holds the caller's value. */
+		if (slot < regs->sp || slot >= cfa)
 			return UNWIND_END_COMPLETE;
 		caller->bp_valid = true;
 		return read_u64(copy, slot, &caller->bp) ? UNWIND_END_COMPLETE
