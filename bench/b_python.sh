@@ -10,8 +10,8 @@
 # 3. Warm naming per Python frame: build/bench/bench_pynames (code cache hit and name
 #    interned, as user/python/stack.c does). Goal: <= 100 ns.
 # 4. hprof's memory on a CPython exec'ing freshly compiled code in a loop for EXEC_SECONDS
-#    (default 60): RSS and heap from HPROF_DEBUG=memory:5 lines, the first against the last.
-#    Goal: flat (the code cache is bounded; names are interned by content).
+#    (default 60; 0 skips it): RSS and heap from HPROF_DEBUG=memory:5 lines, the first
+#    against the last. Goal: flat (the code cache is bounded; names are interned by content).
 # PYTHON (default /usr/bin/python3.11, else python3). Timings on a shared machine are
 # noisy: read the ratios, taken in the same run.
 source "$(dirname "$0")/../tests/lib.sh"
@@ -134,6 +134,7 @@ echo "== 3. warm naming per Python frame (bench_pynames, synthetic 3.12 image)"
 build/bench/bench_pynames -f "$DEPTH" -d 10 -n 500
 build/bench/bench_pynames -f "$DEPTH" -d "$DEPTH" -n 500
 
+[ "$EXEC_SECONDS" = 0 ] && exit 0
 echo "== 4. hprof's memory over ${EXEC_SECONDS} s of exec in a loop ($PYTHON)"
 HPROF_DEBUG=memory:5 "$HPROF" -F "$FREQ" --folded "$TMP/exec.folded" -- \
 	"$PYTHON" "$TMP/execloop.py" "$EXEC_SECONDS" >"$TMP/exec.out" 2>"$TMP/exec.err"

@@ -14,6 +14,30 @@
 
 _Static_assert(HPROF_PY_MAX_FRAMES <= 255, "nr_python is 8 bits");
 
+/* The bytes from a frame's start that hold the fields read (their largest offset plus 8):
+ * a field further in reads as 0. hprof_python_proc.frame_read says how many of them a
+ * version's fields need. */
+#define HPROF_PY_FRAME_READ 128
+/* From 3.11 a thread's frames lie on its data stack, callers below callees, chunk by chunk
+ * (the evaluator's own C-stack frames of 3.12+ and generators' frames aside): a frame is
+ * read with the frames below it in one block, from its chunk's start (datastack_chunk)
+ * where it lies within HPROF_PY_BLOCK_MAX of it, else from its page's start, and the
+ * callers found in the block are read from that copy. */
+#define HPROF_PY_PAGE 4096
+/* The most bytes of a chunk read in one block (a chunk is 16 KiB unless one frame needs
+ * more; about 100 frames of a small function) */
+#define HPROF_PY_BLOCK_MAX (15 * 1024)
+/* The most bytes of a thread state read in one piece (thread_id, the frame pointer and
+ * datastack_chunk: one read where there were two), and of a code object for its check
+ * (the check word and co_name before 3.12). */
+#define HPROF_PY_TSTATE_READ 512
+#define HPROF_PY_CODE_READ 128
+/* Distinct code objects whose checks one walk remembers: a recursion (the same code in
+ * frame after frame) reads its code object's check once per sample, not once per frame. A
+ * live frame holds a reference to its code, so within one sample one address is one
+ * object; across samples nothing is remembered. */
+#define HPROF_PY_CHECK_MEMO 4
+
 /* How a version's frames chain and where one native call of the evaluator ends. */
 enum hprof_py_frames {
 	/* 3.8-3.10: PyFrameObject, f_back; f_lasti an int (bytes in 3.8-3.9, code units in
@@ -55,8 +79,21 @@ struct hprof_python_proc {
 	/* co_name, whose str's hash (at HPROF_PY_STR_HASH) is folded in with them; 0: not
 	 * folded (3.12+, whose word at code_check holds co_version, a serial of its own) */
 	__u32 code_name;
+	/* bytes from a frame's start that hold the fields read (frame_code ... frame_entry),
+	 * at most HPROF_PY_FRAME_READ: only they are read */
+	__u32 frame_read;
+	/* tstate_read bytes of a thread state from tstate_read_lo hold tstate_thread_id,
+	 * tstate_frame and tstate_datastack: read in one piece, HPROF_PY_TSTATE_READ at most */
+	__u32 tstate_read_lo, tstate_read;
+	/* PyThreadState.datastack_chunk (3.11+): the chunk of the data stack the innermost
+	 * frames lie in, read with them from its start; 0: not read */
+	__u32 tstate_datastack;
+	/* code_read bytes of a code object from code_read_lo hold code_check and code_name:
+	 * read in one piece, HPROF_PY_CODE_READ at most */
+	__u32 code_read_lo, code_read;
+	__u32 reserved;
 };
-_Static_assert(sizeof(struct hprof_python_proc) == 72, "python_procs value is shared with BPF");
+_Static_assert(sizeof(struct hprof_python_proc) == 104, "python_procs value is shared with BPF");
 
 /* One Python frame of a sample, innermost first. */
 struct hprof_py_frame {

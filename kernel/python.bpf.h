@@ -26,14 +26,45 @@ struct {
 	__type(value, __u64);
 } python_tstates SEC(".maps");
 
-/* The largest offset of a frame field read, plus its 8 bytes: one read per frame. */
-#define PY_FRAME_READ 128
+/* A frame's copy: the block read with it (HPROF_PY_BLOCK_MAX at most) at 0, or a frame read
+ * alone at PY_SINGLE. A power of two, so that an offset masked with PY_BUF_SIZE - 1 stays
+ * in the buffer (the 8 bytes past it take a word read at its end). */
+#define PY_BUF_SIZE 16384
+#define PY_SINGLE (PY_BUF_SIZE - 2 * HPROF_PY_FRAME_READ)
+/* frame_read (at most HPROF_PY_FRAME_READ) masked, as the verifier wants a read's size */
+#define PY_SPAN_MASK (2 * HPROF_PY_FRAME_READ - 1)
 
-/* Each CPU's copy of the frame being read: kept off the BPF stack, which the sample's
- * handler and bpf_loop's callbacks share. */
+_Static_assert(HPROF_PY_BLOCK_MAX <= PY_SINGLE, "a block and a lone frame do not overlap");
+_Static_assert((HPROF_PY_PAGE & (HPROF_PY_PAGE - 1)) == 0, "the page is a power of two");
+_Static_assert((HPROF_PY_TSTATE_READ & (HPROF_PY_TSTATE_READ - 1)) == 0 &&
+		       (HPROF_PY_CODE_READ & (HPROF_PY_CODE_READ - 1)) == 0,
+	       "offsets into the thread state's and code object's copies are masked");
+
+/* Each CPU's copy of the frames being read and the checks of one walk: kept off the BPF
+ * stack, which the sample's handler and bpf_loop's callbacks share, and out of the
+ * verifier's sight (a scalar written to the stack is tracked, state by state: the memo
+ * there multiplied the states past the verifier's limit). */
 struct py_frame_buf {
-	__u8 bytes[PY_FRAME_READ];
+	__u8 bytes[PY_BUF_SIZE + 8];
+	/* the thread state's bytes read, and a code object's for its check; twice as large as
+	 * they need be, so that a size masked as the verifier wants it fits */
+	__u8 tstate[2 * HPROF_PY_TSTATE_READ];
+	__u8 code[2 * HPROF_PY_CODE_READ];
+	/* code objects whose checks this walk read, the newest first; cleared by each walk */
+	__u64 memo_code[HPROF_PY_CHECK_MEMO];
+	__u32 memo_check[HPROF_PY_CHECK_MEMO];
+	/* where a copy is and how long, passed through memory (blind): read back they are
+	 * scalars of no history, so that the verifier does not track the addresses they came
+	 * from (the frame, the block, the chunk) precisely, a state for each range these took
+	 * in each step, past its limit */
+	__u64 blind;
 };
+
+static __always_inline __u64 blind(struct py_frame_buf *buf, __u64 v)
+{
+	buf->blind = v;
+	return *(volatile __u64 *)&buf->blind;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -78,16 +109,41 @@ static long py_thread_step(__u64 i, void *ctx)
 	return 0;
 }
 
-/* The thread's PyThreadState, 0 with *status set when there is none to read. */
+/* Reads proc->tstate_read bytes of the thread state at tstate to buf->tstate. */
+static __always_inline bool read_tstate(const struct hprof_python_proc *proc,
+					struct py_frame_buf *buf, __u64 tstate)
+{
+	__u32 len = proc->tstate_read;
+
+	if (len == 0 || len > HPROF_PY_TSTATE_READ)
+		return false;
+	/* (the compiler would drop the mask the verifier needs, knowing len's bound) */
+	barrier_var(len);
+	return bpf_probe_read_user(buf->tstate, len & (2 * HPROF_PY_TSTATE_READ - 1),
+				   (void *)(tstate + proc->tstate_read_lo)) == 0;
+}
+
+/* The word of the thread state's copy at off (one of the fields read). */
+static __always_inline __u64 tstate_word(const struct hprof_python_proc *proc,
+					 const struct py_frame_buf *buf, __u32 off)
+{
+	return *(const __u64 *)(buf->tstate +
+				((off - proc->tstate_read_lo) & (HPROF_PY_TSTATE_READ - 1)));
+}
+
+/* The thread's PyThreadState, its fields read to buf->tstate; 0 with *status set when
+ * there is none to read. */
 static __always_inline __u64 py_thread_state(const struct hprof_python_proc *proc, __u32 tid,
-					     __u64 fs_base, enum hprof_py_status *status)
+					     __u64 fs_base, struct py_frame_buf *buf,
+					     enum hprof_py_status *status)
 {
 	struct py_thread_search t = { .proc = proc, .fs_base = fs_base };
 	__u64 *cached = bpf_map_lookup_elem(&python_tstates, &tid);
-	__u64 interp, thread_id;
+	__u64 interp;
 
-	if (cached && *cached && read_word(*cached + proc->tstate_thread_id, &thread_id) &&
-	    thread_id == fs_base)
+	/* the one read of the walk's thread state, its thread_id checked in it */
+	if (cached && *cached && read_tstate(proc, buf, *cached) &&
+	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base)
 		return *cached;
 	if (!read_word(proc->runtime + proc->runtime_interp, &interp) || interp == 0 ||
 	    !read_word(interp + proc->interp_threads, &t.tstate)) {
@@ -97,6 +153,10 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 	bpf_loop(HPROF_PY_MAX_THREADS, py_thread_step, &t, 0);
 	if (!t.found) {
 		*status = t.failed ? HPROF_PY_READ_FAILED : HPROF_PY_NO_THREAD;
+		return 0;
+	}
+	if (!read_tstate(proc, buf, t.tstate)) {
+		*status = HPROF_PY_READ_FAILED;
 		return 0;
 	}
 	bpf_map_update_elem(&python_tstates, &tid, &t.tstate, BPF_ANY);
@@ -110,19 +170,123 @@ struct py_frame_walk {
 	__u8 *dst;       /* where frame n goes: struct hprof_py_frame each */
 	__u64 frame;     /* the next frame to read; 0: the chain ended */
 	__u64 mark;      /* Brent's kept frame */
+	__u64 last;      /* the frame read before this one; 0: none */
+	__u64 chunk;     /* the data stack chunk of the innermost frames; 0: not known */
+	__u64 block_lo;  /* the block in buf: block_len bytes of the process's from block_lo */
+	__u64 block_len;
 	__u32 until_mark, mark_span;
 	__u32 n;
 	__u32 status;
+	__u32 frame_read; /* bytes of a frame read: proc->frame_read, bounded */
 	struct py_frame_buf *buf;
 };
 
-static __always_inline __u64 buf_word(const struct py_frame_walk *w, __u32 off)
+/* The word at at + off of buf (at: where the frame's copy starts); 0 for a field past
+ * HPROF_PY_FRAME_READ, as a frame read in full would give. */
+static __always_inline __u64 buf_word(const struct py_frame_walk *w, __u32 at, __u32 off)
 {
-	__u64 v = 0;
+	/* one 8-byte load, aligned or not (x86 and arm64 JITs take either; a memcpy of
+	 * unknown alignment is 8 byte loads and 14 shifts and ors, per field, per frame) */
+	if (off <= HPROF_PY_FRAME_READ - 8)
+		return *(const __u64 *)(w->buf->bytes + ((at + off) & (PY_BUF_SIZE - 1)));
+	return 0;
+}
 
-	if (off <= PY_FRAME_READ - 8)
-		__builtin_memcpy(&v, w->buf->bytes + off, sizeof(v));
-	return v;
+/* Where in buf the copy of w->frame's first frame_read bytes starts, after a read if the
+ * block holds no such copy; -1 when it cannot be read. From 3.11 a frame is read with the
+ * frames below it on the data stack, its callers then taken from that block: from the
+ * start of the thread's current chunk (datastack_chunk) where the frame lies within
+ * HPROF_PY_BLOCK_MAX of it, else from the start of its page, for the first frame and one
+ * just below the one before it (the data stack's next caller). Any other (3.8-3.10's heap
+ * frame objects, 3.12+'s evaluator frames on the C stack, a frame in another chunk or a
+ * generator) is read alone, and the block stays for the frames after it. No read touches
+ * a page the frame's own read would not, but that from the chunk's start, which the
+ * frames of the chunk up to this one have used; should it fail (memory that is not what
+ * it says), the page's read is tried. */
+static __always_inline long frame_copy(struct py_frame_walk *w)
+{
+	__u64 frame = w->frame, at = frame - w->block_lo, lo, len;
+	__u32 span = w->frame_read & PY_SPAN_MASK;
+
+	if (w->block_len >= span && at <= w->block_len - span)
+		return at;
+	if (w->proc->kind == HPROF_PY_FRAME_OBJECT ||
+	    (w->last != 0 && (frame >= w->last || w->last - frame > HPROF_PY_PAGE))) {
+		if (bpf_probe_read_user(w->buf->bytes + PY_SINGLE, span & PY_SPAN_MASK,
+					(void *)frame))
+			return -1;
+		return PY_SINGLE;
+	}
+	w->block_len = 0;
+	if (w->chunk && frame >= w->chunk && frame - w->chunk <= HPROF_PY_BLOCK_MAX - span) {
+		len = blind(w->buf, frame - w->chunk + span);
+		if (len <= HPROF_PY_BLOCK_MAX &&
+		    !bpf_probe_read_user(w->buf->bytes, len, (void *)w->chunk)) {
+			w->block_lo = w->chunk;
+			w->block_len = len;
+			return frame - w->chunk;
+		}
+	}
+	lo = frame & ~(__u64)(HPROF_PY_PAGE - 1);
+	len = blind(w->buf, frame - lo + span);
+	if (len > HPROF_PY_PAGE + HPROF_PY_FRAME_READ)
+		return -1;
+	if (bpf_probe_read_user(w->buf->bytes, len, (void *)lo))
+		return -1;
+	w->block_lo = lo;
+	w->block_len = len;
+	return frame - lo;
+}
+
+/* The word of a code object's copy at off (code_check or code_name). */
+static __always_inline __u64 code_word(const struct hprof_python_proc *proc,
+				       const struct py_frame_buf *buf, __u32 off)
+{
+	return *(const __u64 *)(buf->code + ((off - proc->code_read_lo) & (HPROF_PY_CODE_READ - 1)));
+}
+
+/* The check of the code object at code (non-zero): remembered within the walk, else read
+ * (common/python.h). false when it cannot be read. */
+static __always_inline bool code_check(struct py_frame_walk *w, __u64 code, __u32 *check)
+{
+	const struct hprof_python_proc *proc = w->proc;
+	struct py_frame_buf *buf = w->buf;
+	__u64 word;
+	__u32 len;
+
+	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++) {
+		if (buf->memo_code[i] == code) {
+			*check = buf->memo_check[i];
+			return true;
+		}
+	}
+	/* the check word and co_name in one read */
+	len = proc->code_read;
+	if (len == 0 || len > HPROF_PY_CODE_READ)
+		return false;
+	barrier_var(len);
+	if (bpf_probe_read_user(buf->code, len & (2 * HPROF_PY_CODE_READ - 1),
+				(void *)(code + proc->code_read_lo)))
+		return false;
+	word = code_word(proc, buf, proc->code_check);
+	/* before 3.12 no word of a code object tells it from another of the same shape made
+	 * at its address (a template compiled in a loop): its name's hash does */
+	if (proc->code_name) {
+		__u64 hash;
+
+		if (!read_word(code_word(proc, buf, proc->code_name) + HPROF_PY_STR_HASH, &hash))
+			return false;
+		word ^= hash;
+	}
+	*check = hprof_py__check(word);
+	/* the oldest goes */
+	for (int i = HPROF_PY_CHECK_MEMO - 1; i > 0; i--) {
+		buf->memo_code[i] = buf->memo_code[i - 1];
+		buf->memo_check[i] = buf->memo_check[i - 1];
+	}
+	buf->memo_code[0] = code;
+	buf->memo_check[0] = *check;
+	return true;
 }
 
 static __always_inline void mark_last_entry(struct py_frame_walk *w)
@@ -141,29 +305,36 @@ static long py_frame_step(__u64 i, void *ctx)
 	struct py_frame_walk *w = ctx;
 	const struct hprof_python_proc *proc = w->proc;
 	struct hprof_py_frame f;
-	__u64 code, instr, word;
-	__u32 n = w->n;
+	__u64 code, instr;
+	__u32 n = w->n, check;
+	long at;
 	__u8 entry;
 
 	if (w->frame == 0) {
 		w->status = HPROF_PY_OK;
 		return 1;
 	}
-	if (w->frame == w->mark ||
-	    bpf_probe_read_user(w->buf->bytes, PY_FRAME_READ, (void *)w->frame)) {
-		w->status = w->frame == w->mark ? HPROF_PY_CYCLE : HPROF_PY_READ_FAILED;
+	if (w->frame == w->mark) {
+		w->status = HPROF_PY_CYCLE;
 		return 1;
 	}
+	at = frame_copy(w);
+	if (at < 0) {
+		w->status = HPROF_PY_READ_FAILED;
+		return 1;
+	}
+	at = blind(w->buf, at);
 	if (--w->until_mark == 0) {
 		w->mark = w->frame;
 		w->mark_span *= 2;
 		w->until_mark = w->mark_span;
 	}
-	code = buf_word(w, proc->frame_code);
-	instr = buf_word(w, proc->frame_instr);
-	entry = proc->frame_entry < PY_FRAME_READ ?
-			w->buf->bytes[proc->frame_entry & (PY_FRAME_READ - 1)] : 0;
-	w->frame = buf_word(w, proc->frame_previous);
+	code = buf_word(w, at, proc->frame_code);
+	instr = buf_word(w, at, proc->frame_instr);
+	entry = proc->frame_entry < HPROF_PY_FRAME_READ ?
+			w->buf->bytes[(at + proc->frame_entry) & (PY_BUF_SIZE - 1)] : 0;
+	w->last = w->frame;
+	w->frame = buf_word(w, at, proc->frame_previous);
 	if (proc->kind == HPROF_PY_FRAME_CSTACK_SHIM && entry == HPROF_PY_OWNED_BY_CSTACK) {
 		/* the evaluator's own frame under the ones a call of it ran */
 		mark_last_entry(w);
@@ -173,24 +344,12 @@ static long py_frame_step(__u64 i, void *ctx)
 		w->status = HPROF_PY_TRUNCATED;
 		return 1;
 	}
-	if (code == 0 || !read_word(code + proc->code_check, &word)) {
+	if (code == 0 || !code_check(w, code, &check)) {
 		w->status = HPROF_PY_READ_FAILED;
 		return 1;
 	}
-	/* before 3.12 no word of a code object tells it from another of the same shape made
-	 * at its address (a template compiled in a loop): its name's hash does */
-	if (proc->code_name) {
-		__u64 name, hash;
-
-		if (!read_word(code + proc->code_name, &name) ||
-		    !read_word(name + HPROF_PY_STR_HASH, &hash)) {
-			w->status = HPROF_PY_READ_FAILED;
-			return 1;
-		}
-		word ^= hash;
-	}
 	f.code = code;
-	f.check = hprof_py__check(word);
+	f.check = check;
 	if (proc->kind == HPROF_PY_FRAME_OBJECT) {
 		f.instr = (__u32)instr & HPROF_PY_INSTR_MASK;
 		f.instr |= HPROF_PY_ENTRY;
@@ -199,7 +358,11 @@ static long py_frame_step(__u64 i, void *ctx)
 		if (proc->kind == HPROF_PY_FRAME_IS_ENTRY && entry)
 			f.instr |= HPROF_PY_ENTRY;
 	}
-	__builtin_memcpy(w->dst + n * sizeof(f), &f, sizeof(f));
+	/* stored a field at a time: dst need not be aligned, and a memcpy of unknown
+	 * alignment is a store per byte */
+	*(__u64 *)(w->dst + n * sizeof(f)) = f.code;
+	*(__u32 *)(w->dst + n * sizeof(f) + 8) = f.instr;
+	*(__u32 *)(w->dst + n * sizeof(f) + 12) = f.check;
 	w->n = n + 1;
 	return 0;
 }
@@ -212,7 +375,7 @@ static __always_inline void read_python_frames(struct hprof_sample *s, __u8 *dst
 	struct task_struct *task = bpf_get_current_task_btf();
 	enum hprof_py_status status = HPROF_PY_OK;
 	struct py_frame_walk w = { .dst = dst };
-	__u64 tstate, frame = 0, start;
+	__u64 tstate, frame, start;
 	__u32 zero = 0;
 
 	if (!proc)
@@ -223,19 +386,32 @@ static __always_inline void read_python_frames(struct hprof_sample *s, __u8 *dst
 		proc->start_time = start;
 	if (proc->start_time != start)
 		return;
-	tstate = py_thread_state(proc, s->tid, task->thread.fsbase, &status);
-	if (tstate && !read_word(tstate + proc->tstate_frame, &frame))
-		status = HPROF_PY_READ_FAILED;
-	if (tstate && status == HPROF_PY_OK && proc->cframe_frame != HPROF_PY_NO_CFRAME &&
-	    (frame == 0 || !read_word(frame + proc->cframe_frame, &frame)))
-		status = HPROF_PY_READ_FAILED;
 	w.buf = bpf_map_lookup_elem(&python_frame_bufs, &zero);
-	if (!w.buf)
+	if (!w.buf) {
 		status = HPROF_PY_READ_FAILED;
-	if (!tstate || status != HPROF_PY_OK)
 		goto out;
+	}
+	tstate = py_thread_state(proc, s->tid, task->thread.fsbase, w.buf, &status);
+	if (!tstate)
+		goto out;
+	frame = tstate_word(proc, w.buf, proc->tstate_frame);
+	if (proc->tstate_datastack)
+		w.chunk = tstate_word(proc, w.buf, proc->tstate_datastack);
+	/* 3.11-3.12: the thread state points at the C frame, which points at the frame */
+	if (proc->cframe_frame != HPROF_PY_NO_CFRAME &&
+	    (frame == 0 || !read_word(frame + proc->cframe_frame, &frame))) {
+		status = HPROF_PY_READ_FAILED;
+		goto out;
+	}
+	/* nothing of an earlier sample's walk is trusted: a code object freed since and another
+	 * made at its address would take its check */
+	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++)
+		w.buf->memo_code[i] = 0;
 	w.proc = proc;
 	w.frame = frame;
+	w.frame_read = proc->frame_read;
+	if (w.frame_read < 8 || w.frame_read > HPROF_PY_FRAME_READ)
+		w.frame_read = HPROF_PY_FRAME_READ;
 	w.until_mark = w.mark_span = 2;
 	w.status = HPROF_PY_TRUNCATED;
 	/* room for the evaluator's own frames (3.12+), which are read but not kept, and for

@@ -33,6 +33,9 @@ int main(void)
 #endif
 	P("tstate_next", offsetof(PyThreadState, next));
 	P("tstate_thread_id", offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030b0000
+	P("tstate_datastack", offsetof(PyThreadState, datastack_chunk));
+#endif
 #if PY_VERSION_HEX < 0x030b0000
 	P("tstate_frame", offsetof(PyThreadState, frame));
 	P("frame_code", offsetof(PyFrameObject, f_code));

@@ -65,16 +65,32 @@ static struct image build_runtime(const struct python_layout *l)
 	return im;
 }
 
-/* A code object whose checked word is word. Before 3.12 its name, whose hash is folded in
- * too, is a str of hash 0: the check stays hprof_py__check(word). */
+/* The hash of the name of the code object whose checked word is word (before 3.12). */
+static uint64_t name_hash(uint64_t word)
+{
+	return word * 0x9e3779b97f4a7c15ull;
+}
+
+/* A code object whose checked word is word; before 3.12 with a name whose hash is
+ * name_hash(word). */
 static uint64_t make_code(const struct python_layout *l, uint64_t word)
 {
 	uint64_t code = alloc(512);
 
 	put64(code + l->code_check, word);
-	if (l->check_name)
-		put64(code + l->check_name, alloc(64));
+	if (l->check_name) {
+		uint64_t name = alloc(64);
+
+		put64(code + l->check_name, name);
+		put64(name + HPROF_PY_STR_HASH, name_hash(word));
+	}
 	return code;
+}
+
+/* The check a frame of make_code(l, word)'s code carries (common/python.h). */
+static uint32_t code_check(const struct python_layout *l, uint64_t word)
+{
+	return hprof_py__check(l->check_name ? word ^ name_hash(word) : word);
 }
 
 /* A frame running code at instruction unit (f_lasti for 3.8-3.10, else an offset in bytes
@@ -82,7 +98,7 @@ static uint64_t make_code(const struct python_layout *l, uint64_t word)
 static uint64_t make_frame(const struct python_layout *l, uint64_t code, uint32_t unit,
 			   uint8_t entry, uint64_t previous)
 {
-	uint64_t f = alloc(PYTHON_FRAME_READ);
+	uint64_t f = alloc(HPROF_PY_FRAME_READ);
 
 	put64(f + l->frame_code, code);
 	put64(f + l->frame_previous, previous);
@@ -104,12 +120,13 @@ static void read_thread(const struct image *im, uint64_t fs_base)
 	python_thread__frames(&im->proc, fs_base, read_image, NULL, &out);
 }
 
-static bool frame_is(uint32_t i, uint64_t code, uint32_t unit, bool entry, uint64_t word)
+static bool frame_is(const struct python_layout *l, uint32_t i, uint64_t code, uint32_t unit,
+		     bool entry, uint64_t word)
 {
 	const struct hprof_py_frame *f = &out.frames[i];
 
 	return i < out.nr && f->code == code && (f->instr & HPROF_PY_INSTR_MASK) == unit &&
-	       ((f->instr & HPROF_PY_ENTRY) != 0) == entry && f->check == hprof_py__check(word);
+	       ((f->instr & HPROF_PY_ENTRY) != 0) == entry && f->check == code_check(l, word);
 }
 
 /* Three frames in two calls of the evaluator (3.8-3.10: three calls), innermost first. */
@@ -137,8 +154,8 @@ static void check_version(uint32_t minor)
 	read_thread(&im, FS_MAIN);
 	check(out.status == HPROF_PY_OK && out.nr == 3, "3.%u: the thread's three frames (%u, status %d)",
 	      minor, out.nr, out.status);
-	check(frame_is(0, c0, 32, object, 0x1111) && frame_is(1, c1, 64, true, 0x2222) &&
-		      frame_is(2, c2, 96, true, 0x3333),
+	check(frame_is(&l, 0, c0, 32, object, 0x1111) && frame_is(&l, 1, c1, 64, true, 0x2222) &&
+		      frame_is(&l, 2, c2, 96, true, 0x3333),
 	      "3.%u: code, instruction, check and entry of each, innermost first", minor);
 	check(reads <= 2 + 4 + 2 + 2 * 6, "3.%u: read in %u reads", minor, reads);
 
@@ -236,6 +253,67 @@ static void check_hostile(uint32_t minor)
 	check(out.status == HPROF_PY_READ_FAILED && out.nr == 0, "3.%u: no runtime: READ_FAILED", minor);
 }
 
+/* 3.11+: a recursion on one data stack chunk, frames one after the other, callers below:
+ * read in one block from the chunk's start, each code object's check read once; the same
+ * frames with a chunk pointer that misleads (unreadable, or past them); a code object
+ * changed between two walks (freed, another made at its address) gets its new check. */
+static void check_data_stack(uint32_t minor)
+{
+	struct python_layout l = layout(minor);
+	struct image im;
+	uint64_t code[2], chunk, chain = 0;
+	const uint32_t depth = 60;
+	unsigned first;
+	bool all = true;
+
+	reset();
+	im = build_runtime(&l);
+	code[0] = make_code(&l, 0xa1);
+	code[1] = make_code(&l, 0xb2);
+	chunk = alloc(32); /* _PyStackChunk's header */
+	for (uint32_t i = 0; i < depth; i++)
+		chain = make_frame(&l, code[i % 2], 2 * i, l.kind == HPROF_PY_FRAME_IS_ENTRY && i == 0,
+				   chain);
+	put64(im.frame_slot, chain);
+	put64(im.tstate + l.tstate_datastack, chunk);
+	read_thread(&im, FS_MAIN);
+	for (uint32_t k = 0; k < depth; k++) {
+		uint32_t i = depth - 1 - k;
+
+		all &= frame_is(&l, k, code[i % 2], 2 * i, i == 0 && l.kind == HPROF_PY_FRAME_IS_ENTRY,
+				i % 2 ? 0xb2 : 0xa1);
+	}
+	check(out.status == HPROF_PY_OK && out.nr == depth && all,
+	      "3.%u: %u frames on a data stack chunk, each as laid out (%u, status %d)", minor,
+	      depth, out.nr, out.status);
+	/* the thread search (2 + 2 per state), the thread state, the C frame (3.11-3.12), the
+	 * block, one read per code object (two before 3.12: its name's hash) */
+	check(reads <= 2 + 4 + 1 + 1 + 1 + 2 * (l.check_name ? 2 : 1), "3.%u: ... in %u reads",
+	      minor, reads);
+	first = reads;
+
+	/* a chunk pointer that misleads: the page's reads instead */
+	put64(im.tstate + l.tstate_datastack, BASE - 4096);
+	read_thread(&im, FS_MAIN);
+	check(out.status == HPROF_PY_OK && out.nr == depth &&
+		      frame_is(&l, depth - 1, code[0], 0, l.kind == HPROF_PY_FRAME_IS_ENTRY, 0xa1),
+	      "3.%u: a chunk that cannot be read: the frames all the same (%u reads)", minor, reads);
+	put64(im.tstate + l.tstate_datastack, chain + 8);
+	read_thread(&im, FS_MAIN);
+	check(out.status == HPROF_PY_OK && out.nr == depth && reads > first,
+	      "3.%u: a chunk past the frame: the frames all the same (%u reads)", minor, reads);
+
+	/* nothing is remembered from one walk to the next */
+	put64(im.tstate + l.tstate_datastack, chunk);
+	put64(code[0] + l.code_check, 0xc3);
+	if (l.check_name)
+		put64(*(uint64_t *)at(code[0] + l.check_name) + HPROF_PY_STR_HASH, name_hash(0xc3));
+	read_thread(&im, FS_MAIN);
+	check(out.status == HPROF_PY_OK && frame_is(&l, 1, code[0], 2 * (depth - 2), false, 0xc3) &&
+		      !frame_is(&l, 1, code[0], 2 * (depth - 2), false, 0xa1),
+	      "3.%u: a code object changed between two walks: its new check", minor);
+}
+
 /* 3.12+: a chain of the evaluator's own frames only is followed 2 * HPROF_PY_MAX_FRAMES + 1
  * steps, as the kernel does, keeping none. */
 static void check_shims(uint32_t minor)
@@ -300,6 +378,8 @@ int main(void)
 		check_version(minor);
 		check_hostile(minor);
 	}
+	for (uint32_t minor = 11; minor <= 13; minor++)
+		check_data_stack(minor);
 	check_shims(12);
 	check_shims(13);
 	check_random();

@@ -15,6 +15,7 @@
  *   tstate_thread_id  PyThreadState.thread_id
  *   tstate_frame      PyThreadState.frame (3.8-3.10), .cframe (3.11-3.12)
  *   cframe_frame      _PyCFrame.current_frame (3.11-3.12)
+ *   tstate_datastack  PyThreadState.datastack_chunk (3.11+)
  *   frame_code        PyFrameObject.f_code (3.8-3.10), _PyInterpreterFrame.f_code (3.11+)
  *   frame_previous    PyFrameObject.f_back, _PyInterpreterFrame.previous
  *   frame_instr       PyFrameObject.f_lasti, _PyInterpreterFrame.prev_instr
@@ -57,6 +58,7 @@ static const struct python_layout tables[] = {
 		.version = 0x030b, .kind = HPROF_PY_FRAME_IS_ENTRY,
 		.runtime_interp = 40, .interp_threads = 16, .tstate_next = 8,
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
+		.tstate_datastack = 296,
 		.frame_code = 32, .frame_previous = 48, .frame_instr = 56, .frame_entry = 68,
 		.code_size = 16, .code_name = 120, .code_qualname = 128, .code_filename = 112,
 		.code_firstlineno = 72, .code_linetable = 136, .code_adaptive = 184,
@@ -67,6 +69,7 @@ static const struct python_layout tables[] = {
 		.version = 0x030c, .kind = HPROF_PY_FRAME_CSTACK_SHIM,
 		.runtime_interp = 40, .interp_threads = 72, .tstate_next = 8,
 		.tstate_thread_id = 136, .tstate_frame = 56, .cframe_frame = 0,
+		.tstate_datastack = 232,
 		.frame_code = 0, .frame_previous = 8, .frame_instr = 56, .frame_entry = 70,
 		.code_size = 16, .code_name = 120, .code_qualname = 128, .code_filename = 112,
 		.code_firstlineno = 68, .code_version = 92, .code_linetable = 136,
@@ -120,6 +123,22 @@ static void derived_fields(struct python_layout *l)
 	l->code_header = end;
 }
 
+/* The bytes of a thread state the kernel reads in one piece, from *lo: thread_id, the frame
+ * pointer and datastack_chunk. */
+static uint32_t tstate_span(const struct python_layout *l, uint32_t *lo)
+{
+	uint32_t first = l->tstate_thread_id, last = l->tstate_thread_id;
+
+	first = l->tstate_frame < first ? l->tstate_frame : first;
+	last = max_u32(last, l->tstate_frame);
+	if (l->tstate_datastack) {
+		first = l->tstate_datastack < first ? l->tstate_datastack : first;
+		last = max_u32(last, l->tstate_datastack);
+	}
+	*lo = first;
+	return last + 8 - first;
+}
+
 /* _Py_DebugOffsets of 3.13 (Include/internal/pycore_runtime.h), as 64-bit words after the
  * 8-byte cookie: the index of each field hprof uses. */
 enum {
@@ -134,6 +153,7 @@ enum {
 	DO_TSTATE_NEXT = 20,
 	DO_TSTATE_FRAME = 22,
 	DO_TSTATE_THREAD_ID = 23,
+	DO_TSTATE_DATASTACK = 25,
 	DO_FRAME_SIZE = 27, /* interpreter_frame: size, previous, executable, instr_ptr,
 			     * localsplus, owner */
 	DO_FRAME_PREVIOUS = 28,
@@ -181,7 +201,7 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 {
 	uint64_t w[DO_WORDS];
 	struct python_layout l = {0};
-	uint32_t bytes_size, str_size;
+	uint32_t bytes_size, str_size, lo;
 	int err = 0;
 
 	if (!runtime || len < 8 + sizeof(w) || memcmp(runtime, "xdebugpy", 8))
@@ -200,6 +220,7 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	err |= field(w, DO_TSTATE_SIZE, DO_TSTATE_NEXT, &l.tstate_next);
 	err |= field(w, DO_TSTATE_SIZE, DO_TSTATE_FRAME, &l.tstate_frame);
 	err |= field(w, DO_TSTATE_SIZE, DO_TSTATE_THREAD_ID, &l.tstate_thread_id);
+	err |= field(w, DO_TSTATE_SIZE, DO_TSTATE_DATASTACK, &l.tstate_datastack);
 	err |= field(w, DO_FRAME_SIZE, DO_FRAME_PREVIOUS, &l.frame_previous);
 	err |= field(w, DO_FRAME_SIZE, DO_FRAME_EXECUTABLE, &l.frame_code);
 	err |= field(w, DO_FRAME_SIZE, DO_FRAME_INSTR, &l.frame_instr);
@@ -239,7 +260,7 @@ static int from_debug_offsets(uint32_t version_hex, const void *runtime, size_t 
 	/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
 	l.str_compact_data = str_size + 16;
 	derived_fields(&l);
-	if (l.code_header > PYTHON_CODE_HEADER_MAX)
+	if (l.code_header > PYTHON_CODE_HEADER_MAX || tstate_span(&l, &lo) > HPROF_PY_TSTATE_READ)
 		return -EINVAL;
 	*out = l;
 	return 0;
@@ -265,9 +286,17 @@ int python_layout__for_version(uint32_t version_hex, const void *runtime, size_t
 	return from_debug_offsets(version_hex, runtime, len, out);
 }
 
+/* The end of a frame's word at off, 0 where it lies past HPROF_PY_FRAME_READ (read as 0). */
+static uint32_t word_end(uint32_t off)
+{
+	return off <= HPROF_PY_FRAME_READ - 8 ? off + 8 : 0;
+}
+
 void python_layout__kernel(const struct python_layout *l, uint64_t runtime_addr,
 			   struct hprof_python_proc *out)
 {
+	uint32_t end, lo, hi;
+
 	memset(out, 0, sizeof(*out));
 	out->runtime = runtime_addr;
 	out->version = l->version;
@@ -284,6 +313,23 @@ void python_layout__kernel(const struct python_layout *l, uint64_t runtime_addr,
 	out->frame_entry = l->frame_entry;
 	out->code_check = l->code_check;
 	out->code_name = l->check_name;
+	/* a frame is read up to its last field, not HPROF_PY_FRAME_READ bytes of it */
+	end = max_u32(word_end(l->frame_code), word_end(l->frame_previous));
+	end = max_u32(end, word_end(l->frame_instr));
+	if (l->kind != HPROF_PY_FRAME_OBJECT && l->frame_entry < HPROF_PY_FRAME_READ)
+		end = max_u32(end, l->frame_entry + 1);
+	out->frame_read = end ? end : 8;
+	out->tstate_datastack = l->tstate_datastack;
+	out->tstate_read = tstate_span(l, &out->tstate_read_lo);
+	/* the check word and co_name in one piece */
+	lo = l->code_check;
+	hi = l->code_check + 8;
+	if (l->check_name) {
+		lo = l->check_name < lo ? l->check_name : lo;
+		hi = max_u32(hi, l->check_name + 8);
+	}
+	out->code_read_lo = lo;
+	out->code_read = hi - lo;
 }
 
 int python_version__from_path(const char *path, uint32_t *version_hex)
@@ -330,6 +376,8 @@ void python_layout__print(const struct python_layout *l, FILE *f)
 	P(tstate_next);
 	P(tstate_thread_id);
 	P(tstate_frame);
+	if (l->tstate_datastack)
+		P(tstate_datastack);
 	if (l->cframe_frame != HPROF_PY_NO_CFRAME)
 		P(cframe_frame);
 	P(frame_code);

@@ -32,6 +32,7 @@ struct python_layout {
 	uint32_t tstate_thread_id; /* PyThreadState.thread_id */
 	uint32_t tstate_frame;     /* PyThreadState.frame / cframe / current_frame */
 	uint32_t cframe_frame;     /* _PyCFrame.current_frame, else HPROF_PY_NO_CFRAME */
+	uint32_t tstate_datastack; /* PyThreadState.datastack_chunk (3.11+), else 0 */
 	uint32_t frame_code;       /* f_code / f_executable */
 	uint32_t frame_previous;   /* f_back / previous */
 	uint32_t frame_instr;      /* f_lasti / prev_instr / instr_ptr */

@@ -16,10 +16,6 @@
 #include "python.h"
 #include "python/code.h"
 
-/* Bytes of a frame read in one piece, as the kernel's PY_FRAME_READ: a field further in
- * reads as 0 there, and so here. */
-#define PYTHON_FRAME_READ 128
-
 /* One thread's Python frames, innermost first (as a sample carries them). */
 struct python_thread_frames {
 	struct hprof_py_frame frames[HPROF_PY_MAX_FRAMES];
