@@ -196,17 +196,6 @@ static enum hprof_py_status walk(const struct hprof_python_proc *proc, uint64_t 
 			out->nr = n;
 			return HPROF_PY_READ_FAILED;
 		}
-		/* before 3.12, as the kernel: co_name's hash folded in */
-		if (proc->code_name) {
-			uint64_t name, hash;
-
-			if (!read_word(read, ctx, code + proc->code_name, &name) ||
-			    !read_word(read, ctx, name + HPROF_PY_STR_HASH, &hash)) {
-				out->nr = n;
-				return HPROF_PY_READ_FAILED;
-			}
-			word ^= hash;
-		}
 		f.code = code;
 		if (proc->kind == HPROF_PY_FRAME_OBJECT) {
 			/* every frame is run by an evaluator call of its own */
