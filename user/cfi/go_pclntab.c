@@ -75,10 +75,14 @@ int go_pclntab__parse(const uint8_t *b, size_t size, struct go_pclntab *out)
 static bool section_header(const uint8_t *img, size_t size, const Elf64_Ehdr *eh, uint64_t i,
 			   Elf64_Shdr *sh)
 {
+	uint64_t off;
+
+	/* a hostile e_shoff may wrap the sum: it must not reach the pointer */
 	if (eh->e_shentsize != sizeof(*sh) || i > size / sizeof(*sh) ||
-	    !fits(size, eh->e_shoff + i * sizeof(*sh), sizeof(*sh)))
+	    __builtin_add_overflow(eh->e_shoff, i * sizeof(*sh), &off) ||
+	    !fits(size, off, sizeof(*sh)))
 		return false;
-	memcpy(sh, img + eh->e_shoff + i * sizeof(*sh), sizeof(*sh));
+	memcpy(sh, img + off, sizeof(*sh));
 	return true;
 }
 
