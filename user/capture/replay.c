@@ -65,57 +65,31 @@ static int add_build_id(struct replay *r, const uint8_t *payload, uint32_t len)
 	return 0;
 }
 
-/* JIT code as the recording read it from its process, for the walks to read again. */
-static int add_code(struct replay *r, const uint8_t *payload, uint32_t len)
+/* Bytes the recording read of process pid at addr (an offset in its jitdump file for
+ * CAPTURE_JITDUMP), handed to what reads them again: JIT code for the walks, a jitdump and
+ * gdb JIT objects for names and rows, a CPython process's memory for its frames. */
+static int add_process_bytes(struct replay *r, uint32_t type, const uint8_t *payload,
+			     uint32_t len)
 {
+	struct module_registry *modules = session__modules(r->session);
 	const uint8_t *bytes;
 	uint64_t addr;
 	uint32_t pid;
 	size_t n;
 
-	if (!capture__decode_code(CAPTURE_CODE, payload, len, &pid, &addr, &bytes, &n))
+	if (!capture__decode_code(type, payload, len, &pid, &addr, &bytes, &n))
 		return 0;
-	return module_registry__add_code(session__modules(r->session), pid, addr, bytes, n);
-}
-
-/* Bytes of a jitdump file, as the recording read them. */
-static int add_jitdump(struct replay *r, const uint8_t *payload, uint32_t len)
-{
-	const uint8_t *bytes;
-	uint64_t offset;
-	uint32_t pid;
-	size_t n;
-
-	if (!capture__decode_code(CAPTURE_JITDUMP, payload, len, &pid, &offset, &bytes, &n))
-		return 0;
-	return module_registry__add_jitdump(session__modules(r->session), pid, offset, bytes, n);
-}
-
-/* A CPython process's memory, as the recording read it. */
-static int add_python_memory(struct replay *r, const uint8_t *payload, uint32_t len)
-{
-	const uint8_t *bytes;
-	uint64_t addr;
-	uint32_t pid;
-	size_t n;
-
-	if (!capture__decode_code(CAPTURE_PYTHON_MEMORY, payload, len, &pid, &addr, &bytes, &n))
-		return 0;
-	return session__add_python_memory(r->session, pid, addr, bytes, n);
-}
-
-/* An object registered through gdb's JIT interface, as the recording read it. */
-static int add_gdb_jit_object(struct replay *r, const uint8_t *payload, uint32_t len)
-{
-	const uint8_t *bytes;
-	uint64_t addr;
-	uint32_t pid;
-	size_t n;
-
-	if (!capture__decode_code(CAPTURE_GDB_JIT_OBJECT, payload, len, &pid, &addr, &bytes, &n))
-		return 0;
-	return module_registry__add_gdb_jit_object(session__modules(r->session), pid, addr, bytes,
-						   n);
+	switch (type) {
+	case CAPTURE_CODE:
+		return module_registry__add_code(modules, pid, addr, bytes, n);
+	case CAPTURE_JITDUMP:
+		return module_registry__add_jitdump(modules, pid, addr, bytes, n);
+	case CAPTURE_GDB_JIT_OBJECT:
+		return module_registry__add_gdb_jit_object(modules, pid, addr, bytes, n);
+	case CAPTURE_PYTHON_MEMORY:
+		return session__add_python_memory(r->session, pid, addr, bytes, n);
+	}
+	return 0;
 }
 
 /* A shorter copy is the same record with the end of its stack bytes cut out. */
@@ -180,22 +154,20 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			ret = add_build_id(r, payload, len);
 			break;
 		case CAPTURE_CODE:
-			ret = add_code(r, payload, len);
+		case CAPTURE_JITDUMP:
+		case CAPTURE_GDB_JIT_OBJECT:
+		case CAPTURE_PYTHON_MEMORY:
+			ret = add_process_bytes(r, type, payload, len);
 			break;
+
 		case CAPTURE_PERF_MAP:
 			capture__decode_perf_map(type, payload, len, &pid, &text, &text_len);
 			ret = module_registry__add_perf_map(session__modules(r->session), pid, text,
 							    text_len);
 			break;
-		case CAPTURE_JITDUMP:
-			ret = add_jitdump(r, payload, len);
-			break;
-		case CAPTURE_GDB_JIT_OBJECT:
-			ret = add_gdb_jit_object(r, payload, len);
-			break;
-		case CAPTURE_PYTHON_MEMORY:
-			ret = add_python_memory(r, payload, len);
-			break;
+
+
+
 		case CAPTURE_GDB_JIT_DROP:
 			capture__decode_gdb_jit_drop(type, payload, len, &pid, &addr, &size);
 			module_registry__drop_gdb_jit_object(session__modules(r->session), pid, addr,

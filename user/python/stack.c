@@ -181,7 +181,8 @@ static uint32_t splice(const struct python_stack *ps, const struct python_proc *
 			continue;
 		}
 		spare_eval = spare_eval && !eval;
-		if (is_trampoline(ps, &frames[i]))
+		/* -X perf's trampolines exist from 3.12 on: older ones name no frame */
+		if (pp->version >= 0x030c && is_trampoline(ps, &frames[i]))
 			continue;
 		/* the interpreter's own call machinery between two Python frames */
 		if (between && !ps->keep_interpreter && frames[i].module == pp->eval_module &&
