@@ -54,6 +54,10 @@ packages=(
 	libmicrohttpd-dev
 	# the serve tests run a real Prometheus server against hprof and `promtool check metrics`
 	prometheus
+	# inline frames and source lines: elfutils' libdw reads .debug_info/.debug_line (DWARF 5,
+	# dwz's supplementary files, split DWARF), and libdebuginfod fetches debug files as gdb and
+	# perf do; elfutils (eu-addr2line), debuginfod (a loopback server) and dwz check them in tests
+	libdw-dev libdebuginfod-dev elfutils debuginfod dwz
 )
 
 # A Rust binary linked by rust-lld for tests/t_layouts.sh: Debian's rustc and cargo, unless
