@@ -183,6 +183,71 @@ static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t 
 	return true;
 }
 
+/* Every frame of the FP chain from index from on whose frame record gave its caller (all
+ * but the outermost) keeps rbp as its frame pointer where its rows say how: a chain
+ * through a function whose CFI says it keeps none took data for a frame record, so the
+ * frames beyond are not the stack's, however plausible their return addresses (stale ones
+ * of earlier calls, in code built without frame pointers). Code without rows is taken as
+ * the chain has it: the analysis of a return address in JIT code (HotSpot's template
+ * interpreter, whose frames are chained by rbp) judges the code after the call, not the
+ * frame. */
+static bool chain_keeps_frame_pointers(const struct job *j, uint32_t from)
+{
+	const struct hprof_sample *s = j->sample;
+	struct unwind_rules rules;
+
+	for (uint32_t i = from; i + 1 < s->nr_user; i++) {
+		uint64_t pc = hprof_sample__user_ip(s, i);
+
+		if (rules_at(j->space, i == 0 ? pc : pc - 1, &rules) &&
+		    !rbp_is_frame_pointer(rules.cfa, rules.rbp, rules.rbp_offset))
+			return false;
+	}
+	return true;
+}
+
+/* The caller's sp at the FP chain's outermost frame: above the frame record at record,
+ * which owner keeps (the chain's frame before the outermost, or the walk's last frame when
+ * the chain joined it there), by owner's rules. Usually CFA = rbp + 16. A realigned frame
+ * (GCC's DRAP) has its record below a gap: the CFA is the word its rules name,
+ * CFA = *(rbp - N), and a walk started at record + 16 would read its caller's return
+ * address 16-48 bytes off. Code without rules (JIT code) keeps the plain record. False
+ * when the rules say owner keeps no frame pointer. */
+static bool caller_sp_above_record(const struct job *j, const struct unwind_frame *owner,
+				   uint64_t record, uint64_t *sp)
+{
+	struct unwind_rules rules;
+
+	if (!rules_at(j->space, owner->exact ? owner->pc : owner->pc - 1, &rules)) {
+		*sp = record + 16;
+		return true;
+	}
+	if (rules.cfa == UNWIND_CFA_BP_OFFSET) {
+		*sp = record + (uint64_t)rules.cfa_offset;
+		return true;
+	}
+	if (rules.cfa == UNWIND_CFA_EXPR_DEREF_BP && rules.rbp == UNWIND_RBP_AT_BP &&
+	    rules.rbp_offset == 0 && job__read_u64(j, record + (uint64_t)rules.cfa_offset, sp))
+		return *sp > record;
+	return false;
+}
+
+/* The frame of the FP chain whose record holds the chain's outermost return address, when
+ * the chain is taken from index from on after the frame joined (the walk's last frame, or
+ * the sample's own context when from is 0). */
+static struct unwind_frame record_owner(const struct job *j, uint32_t from,
+					const struct unwind_frame *joined)
+{
+	const struct hprof_sample *s = j->sample;
+	uint32_t owner = s->nr_user - 2;
+
+	if (s->nr_user < 2)
+		return (struct unwind_frame){ 0 };
+	if (owner + 1 == from)
+		return *joined;
+	return (struct unwind_frame){ .pc = hprof_sample__user_ip(s, owner), .exact = owner == 0 };
+}
+
 /* The frame (pc, or the call before a return address) is where a stack starts: its rows
  * say it has no return address (_start, a thread's clone3), or it is ELF entry code,
  * which may have no CFI at all (the dynamic loader's _start). */
@@ -246,7 +311,7 @@ static bool fp_may_continue(enum unwind_end end)
 {
 	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_COPY_HOLE || end == UNWIND_END_NO_CFI ||
 	       end == UNWIND_END_UNSUPPORTED || end == UNWIND_END_UNMAPPED ||
-	       end == UNWIND_END_BAD_FRAME;
+	       end == UNWIND_END_BAD_FRAME || end == UNWIND_END_ZERO_RA;
 }
 
 /* The chain's frames from index from on; *all_mapped says whether every one is in an
@@ -324,10 +389,11 @@ static bool finish_from_thread(const struct job *j, struct unwind_frame *out, ui
  * chain's outermost frame, whose registers the frame record gives: the caller's sp is
  * just above the record, its rbp the value saved in it. Appends the frames beyond that
  * frame to out and returns true when the walk reaches the entry. */
-static bool finish_fp_chain(const struct job *j, struct unwind_frame *out, uint32_t *added)
+static bool finish_fp_chain(const struct job *j, const struct unwind_frame *owner,
+			    struct unwind_frame *out, uint32_t *added)
 {
 	const struct hprof_sample *sample = j->sample;
-	uint64_t record = sample->fp_tail_frame, saved_bp, ra;
+	uint64_t record = sample->fp_tail_frame, saved_bp, ra, caller_sp;
 	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
 	struct hybrid *h = j->h;
 	struct unwind_result result;
@@ -341,11 +407,11 @@ static bool finish_fp_chain(const struct job *j, struct unwind_frame *out, uint3
 		return finish_from_thread(j, out, added);
 	if (!job__read_u64(j, record, &saved_bp) || !job__read_u64(j, record + 8, &ra))
 		return finish_from_thread(j, out, added);
-	if (ra != outermost)
+	if (ra != outermost || !caller_sp_above_record(j, owner, record, &caller_sp))
 		return false;
 	/* A return address: its frame's rules are the call instruction's, at ra - 1. */
 	regs = (struct unwind_regs){
-		.ip = outermost - 1, .sp = record + 16, .bp = saved_bp, .bp_valid = true,
+		.ip = outermost - 1, .sp = caller_sp, .bp = saved_bp, .bp_valid = true,
 	};
 	hybrid__walk(h, j->space, &regs, sample->tail_len ? &j->tail : &j->stack, h->walked,
 		     HYBRID_TAIL_MAX_FRAMES, &result);
@@ -363,13 +429,13 @@ static bool finish_fp_chain(const struct job *j, struct unwind_frame *out, uint3
 
 /* The chain ends at the entry: by a walk from its end, or by its own last frame's rules
  * or entry code. */
-static bool fp_chain_reaches_entry(const struct job *j, struct unwind_frame *out,
-				   uint32_t *added)
+static bool fp_chain_reaches_entry(const struct job *j, const struct unwind_frame *owner,
+				   struct unwind_frame *out, uint32_t *added)
 {
 	const struct hprof_sample *sample = j->sample;
 	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
 
-	if (finish_fp_chain(j, out, added))
+	if (finish_fp_chain(j, owner, out, added))
 		return true;
 	if (starts_stack(j->space, outermost, sample->nr_user > 1))
 		return true;
@@ -429,6 +495,7 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	const struct unwind_regs regs = hybrid__sample_regs(sample);
 	struct hybrid *h = j->h;
 	const struct unwind_frame *last;
+	struct unwind_frame owner;
 	struct unwind_result result;
 	uint32_t n, join, fp, tail;
 	bool all_mapped;
@@ -456,14 +523,15 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	last = &h->walked[result.nr_frames - 1];
 	join = stitch_point(j, &result.last,
 			    frame_uses_frame_pointer(j->space, last->pc, last->exact));
-	if (join == 0)
+	if (join == 0 || !chain_keeps_frame_pointers(j, join))
 		return n;
 	fp = add_fp_frames(j, join, out + n, &all_mapped);
 	if (all_mapped && cut_at_stack_end(j, out + n, join, &fp)) {
 		*method = METHOD_DWARF_FP;
 		return n + fp;
 	}
-	if (fp == 0 || !all_mapped || !fp_chain_reaches_entry(j, out + n + fp, &tail))
+	owner = record_owner(j, join, last);
+	if (fp == 0 || !all_mapped || !fp_chain_reaches_entry(j, &owner, out + n + fp, &tail))
 		return n;
 	*method = METHOD_DWARF_FP;
 	return n + fp + tail;
@@ -480,13 +548,14 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 	struct hybrid *h = j->h;
 	bool all_mapped, fp_complete, leaf_fp;
 	uint32_t n, walked, tail;
+	struct unwind_frame owner;
 
 	n = add_fp_frames(j, 0, out, &all_mapped);
 	fp_complete = fp_chain_is_complete(j, all_mapped);
 	if (fp_complete)
 		h->stats.fp_complete++;
 	leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, sample->user_ip, true);
-	if (fp_complete && leaf_fp) {
+	if (fp_complete && leaf_fp && (!h->dwarf || chain_keeps_frame_pointers(j, 1))) {
 		cut_at_stack_end(j, out, 0, &n);
 		*method = METHOD_FP;
 		return n;
@@ -506,14 +575,16 @@ static uint32_t pick_user_stack(const struct job *j, struct unwind_frame *out,
 		return walked;
 	}
 	/* The walk could not start or join the chain: the chain alone, if the leaf agrees. */
-	if (leaf_fp && all_mapped && finish_fp_chain(j, out + n, &tail)) {
+	owner = record_owner(j, 0, NULL);
+	if (leaf_fp && all_mapped && chain_keeps_frame_pointers(j, 1) &&
+	    finish_fp_chain(j, &owner, out + n, &tail)) {
 		*method = METHOD_DWARF_FP;
 		return cut_at_stack_end(j, out, 0, &n) ? n : n + tail;
 	}
 	/* A complete-looking chain beats a walk that ran out of copy, even when the leaf keeps
 	 * no frame pointer (a libc leaf called from code with frame pointers, copied leaf
 	 * only): it then lacks the leaf's caller, but every frame it has is right. */
-	if (fp_complete) {
+	if (fp_complete && chain_keeps_frame_pointers(j, 1)) {
 		cut_at_stack_end(j, out, 0, &n);
 		*method = METHOD_FP;
 		return n;

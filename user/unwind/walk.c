@@ -16,6 +16,7 @@ static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_BAD_FRAME] = "CFA did not move up",
 	[UNWIND_END_DEPTH] = "too deep",
 	[UNWIND_END_COPY_HOLE] = "unreadable page in the copy",
+	[UNWIND_END_ZERO_RA] = "zero return address",
 };
 
 const char *unwind_end__name(enum unwind_end end)
@@ -1447,6 +1448,19 @@ analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struc
 
 /* The first frame's rules: at the sampled pc, or for a trial walk, at the call before its
  * return address. */
+/* A zero return address ends a stack only in a frame that can be its outermost: a
+ * binary's entry code, or where a runtime's stack ends (BEAM's exit address). Anywhere
+ * else it is a word the walk should not have reached: a frame found at the wrong CFA (a
+ * realigned frame's caller started at its frame record, say) reads a zero from the middle
+ * of a frame, and a stack cut there would pass for complete. Threads and programs start in
+ * frames whose CFI marks the return address undefined (clone3, _start). */
+static bool may_be_outermost(const struct walker *w, const struct unwind_frame *f)
+{
+	const struct unwind_space *space = w->space;
+
+	return space->is_entry_code && space->is_entry_code(space->ctx, f->pc, !f->exact);
+}
+
 static struct cached_rules *start_rules(struct walker *w, uint64_t id, uint64_t ip)
 {
 	return w->first_is_return ? find_rules(w, id, ip - 1) : first_rules(w, id, ip);
@@ -1571,8 +1585,11 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		}
 		if (end != UNWIND_END_COMPLETE)
 			break;
-		if (ip == 0) /* a zero return address also ends a stack */
+		if (ip == 0) {
+			if (!may_be_outermost(&w, &frames[n - 1]))
+				end = UNWIND_END_ZERO_RA;
 			break;
+		}
 		end = UNWIND_END_DEPTH;
 		if (n == max)
 			break;

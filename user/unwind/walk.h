@@ -46,7 +46,9 @@ struct stack_copy {
 
 /* Why a walk stopped. Everything but COMPLETE leaves the stack truncated. */
 enum unwind_end {
-	UNWIND_END_COMPLETE = 0,  /* reached a frame whose return address is undefined */
+	UNWIND_END_COMPLETE = 0,  /* reached a frame whose return address is undefined, or a zero
+				   * one in entry code, a thread's start routine or at a runtime's
+				   * stack end */
 	UNWIND_END_COPY_SHORT,    /* needed a read outside the copied stack */
 	UNWIND_END_NO_CFI,        /* no unwind row covers a pc */
 	UNWIND_END_UNSUPPORTED,   /* the row's rule is one hprof cannot evaluate */
@@ -54,6 +56,7 @@ enum unwind_end {
 	UNWIND_END_BAD_FRAME,     /* the CFA did not move up the stack */
 	UNWIND_END_DEPTH,         /* UNWIND_MAX_FRAMES reached */
 	UNWIND_END_COPY_HOLE,     /* needed a read from a page the kernel could not copy */
+	UNWIND_END_ZERO_RA,       /* a zero return address in a frame that cannot be outermost */
 	UNWIND_END_COUNT,
 };
 
