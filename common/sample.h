@@ -326,9 +326,38 @@ static inline __u64 hprof_sample__holes_within(__u64 holes, __u64 base, __u64 le
 }
 
 /* Cuts a well-formed record of *size bytes to the copy --stack-size limit would have
- * given: at most limit bytes of stack, then of the second copy: the interrupted stack's
- * lowest bytes, the window below the base's highest (the frames next to the base). The
- * window at the FP chain's end moves down with what follows it. */
+ * given: a copy to the learned base in two parts (hprof_sample__split_copy); else at most
+ * limit bytes of stack, then of the second copy: the interrupted stack's lowest bytes, the
+ * window below the base's highest (the frames next to the base). The window at the FP
+ * chain's end moves down with what follows it. */
+/* A copy from sp to the thread's learned base, longer than limit, cut as the kernel cuts a
+ * stack deeper than its ceiling (copy_with_base_window): limit less HPROF_BASE_WINDOW from
+ * sp, then the window below the base as the second copy. False (nothing done) when the copy
+ * is not of that kind, or the window would hold a hole (returns 0; 1 when cut). */
+static inline int hprof_sample__split_copy(struct hprof_sample *s, __u64 *size, __u32 limit)
+{
+	__u8 *stack = (__u8 *)hprof_sample__stack(s);
+	__u32 first = (limit - HPROF_BASE_WINDOW) & ~7u, window = HPROF_BASE_WINDOW;
+	__u64 window_sp = s->user_sp + s->stack_len - window;
+	__u32 window_page = (__u32)(window_sp / HPROF_STACK_CHUNK - s->user_sp / HPROF_STACK_CHUNK);
+
+	if (!(s->flags & SAMPLE_COPY_LEARNED) || (s->flags & SAMPLE_COPY_BASE_WINDOW) ||
+	    s->interrupted_len || limit < 2 * HPROF_BASE_WINDOW || s->stack_len <= limit ||
+	    (window_page < 64 && (s->stack_holes >> window_page)))
+		return 0;
+	__builtin_memmove(stack + first, stack + s->stack_len - window, window);
+	__builtin_memmove(stack + first + window, hprof_sample__tail(s),
+			  s->tail_len + s->nr_python * (__u64)sizeof(struct hprof_py_frame));
+	*size -= s->stack_len - first - window;
+	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, first);
+	s->stack_len = first;
+	s->interrupted_sp = window_sp;
+	s->interrupted_len = window;
+	s->interrupted_holes = 0;
+	s->flags |= SAMPLE_COPY_BASE_WINDOW;
+	return 1;
+}
+
 static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size, __u32 limit)
 {
 	__u8 *stack = (__u8 *)hprof_sample__stack(s);
@@ -338,7 +367,7 @@ static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size,
 	__u64 cut = (__u64)s->stack_len + s->interrupted_len - stack_len - interrupted_len;
 	__u32 skip = 0; /* bytes cut from the second copy's start */
 
-	if (cut == 0)
+	if (cut == 0 || hprof_sample__split_copy(s, size, limit))
 		return;
 	if ((s->flags & SAMPLE_COPY_BASE_WINDOW) && interrupted_len < s->interrupted_len) {
 		skip = (s->interrupted_len - interrupted_len + 7) & ~7u;

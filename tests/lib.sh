@@ -248,6 +248,13 @@ stack_completeness() {
 # complete_share FILE: "complete/total" (stack_completeness).
 complete_share() { stack_completeness "$1" | head -1; }
 
+# false_complete FILE: samples whose stack hprof did not cut with a named reason, yet whose
+# outermost frame is no entry (stack_completeness's "outermost frame" lines): stacks that
+# pass for complete short of their start. Right stacks give 0, whatever the share.
+false_complete() {
+	stack_completeness "$1" | awk '$2 == "outermost" && $3 == "frame" { n += $1 } END { print n + 0 }'
+}
+
 # incomplete_why FILE [N]: the N (5) commonest ways FILE's stacks were incomplete, with counts.
 incomplete_why() { stack_completeness "$1" | tail -n +2 | sort -rn | head -"${2:-5}"; }
 
@@ -301,10 +308,12 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # Debian ships it: stripped of .symtab and .debug_frame, only Go's .gopclntab describes its
 # code; goroutines on many stacks, the collector on the threads' g0 stacks), sbcl (Lisp
 # compiled into SBCL's dynamic space, a mapping of its core file, no ELF: JIT code, on a
-# stack of its own entered from C), each ~2 s of CPU work; hprof
+# stack of its own entered from C), aomenc (libaom's AV1 encoder: code without frame
+# pointers, realigned frames, and stacks deeper than the copy's ceiling, whose two copied
+# parts leave a gap), each ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl aomenc"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -340,6 +349,7 @@ print(n)') ;;
 		CMD=("$(cat "$dir/lld_rust.path")" 3) ;;
 	lld_chain) CMD=("$WL/lld_chain" 3) ;;
 	x264)     CMD=(/usr/bin/x264 --threads 1 --quiet -o /dev/null "$dir/video.y4m") ;;
+	aomenc)   CMD=(/usr/bin/aomenc --cpu-used=8 --threads=1 --limit=24 -q --ivf -o /dev/null "$dir/video.y4m") ;;
 	rav1e)    CMD=(/usr/bin/rav1e -s 10 --threads 1 --limit 8 --quiet -o /dev/null "$dir/video.y4m") ;;
 	tjbench)  CMD=(/usr/bin/tjbench "$dir/image.ppm" 90 -subsamp 420 -benchtime 1 -warmup 0 -nowrite -quiet) ;;
 	dav1d)

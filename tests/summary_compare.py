@@ -56,12 +56,14 @@ def main():
     check("kernel-only in execve or exit", int(m[5]), data["kernel_only_in_execve_or_exit"])
 
     m = line(r"^hprof: user stacks by method: (.*) \(FP chains finished from their end: (\d+) by "
-             r"the DWARF walk, (\d+) with the thread's learned frames\)")
+             r"the DWARF walk, (\d+) with the thread's learned frames; deep stacks walked across "
+             r"their copy's gap by learned frames: (\d+)\)")
     for name, value in re.findall(r"(\S+) ([0-9.]+)%", m[1]):
         check(f"method {name}", value, pct(data["user_stacks_by_method"][name]["percent"]))
     check("FP chains finished by DWARF", int(m[2]), data["fp_chains_finished_by_dwarf"])
     check("FP chains finished with learned frames", int(m[3]),
           data["fp_chains_finished_with_learned_frames"])
+    check("gaps crossed by learned frames", int(m[4]), data["gaps_crossed_by_learned_frames"])
 
     m = re.search(r"^hprof: truncated stacks:(.*)$", text, re.M)
     listed = dict(re.findall(r" (\[[^\]]*\]) (\d+);", m[1])) if m else {}

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Real programs from Debian's packages (compressors, interpreters, sqlite3, openssl, node),
-# the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e
+# the LLD-linked binaries of t_layouts, and programs whose hot code has no CFI (x264, dav1d, rav1e, aomenc
 # and libjpeg-turbo's assembly, MKL's kernels; PCRE2's, LuaJIT's, HotSpot's, oneDNN's,
 # QEMU's, LLVM's, PHP's, Mono's and BEAM's JIT code, GHC's Haskell code in shellcheck and
 # pandoc, Go code described by .gopclntab alone in esbuild, Lisp in SBCL's core): at least
 # 99% of each program's samples must come back with a complete user stack, one reaching the
-# program's or thread's entry (stack_completeness in lib.sh).
+# program's or thread's entry (stack_completeness in lib.sh), and none may pass for complete
+# short of an entry (false_complete).
 source "$(dirname "$0")/lib.sh"
 require_bpf "realprog"
 
@@ -46,6 +47,8 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		sed -n 's/^hprof: \(user stacks by method: [^(]*\).*/\1/p; s/^hprof: \(code without CFI: .*\)/\1/p' \
 			"$TMP/$name.err" | sed "s/^/#   /" ;;
 	esac
+	false=$(false_complete "$TMP/$name.folded")
+	check "$name: no stack passes for complete short of an entry ($false samples)" [ "$false" = 0 ]
 	if at_least 99 "$share" && [ "${share#*/}" -ge 200 ]; then
 		ok "$name: >= 99% of samples have a complete user stack ($share)"
 	else

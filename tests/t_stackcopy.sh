@@ -366,6 +366,32 @@ if record nofp_deepstack 3; then
 		[ "${windows:-0}" -ge $((${deep#*/} / 2)) ]
 	same_report nofp_deepstack "it carries the windows below the base"
 fi
+# --- A stack deeper than the ceiling whose gap, between the copy from sp and the window
+# below the base, holds return addresses: a dozen 3-KiB descend frames lie there. The walk
+# crosses it by the frames the thread's shallower stacks (copied whole) showed at those sps,
+# where the code agrees, and where it cannot it says so: no stack passes for complete short
+# of main, and the deep leaf's stacks hold exactly its 52 descend frames.
+descends() { printf 'descend;%.0s' $(seq "$1"); }
+GAP_DEEP="^nofp_gap;$START;$(descends 52)spin_deep$KERNEL\$"
+GAP_SHALLOW="^nofp_gap;$START;$(descends 24)spin_shallow$KERNEL\$"
+if record nofp_gap 3; then
+	f="$TMP/nofp_gap.folded"
+	deep=$(share_among "$f" nofp_gap ';spin_deep(;|$)' "$GAP_DEEP")
+	check "nofp_gap: >= 99% of the samples ~165 KiB deep are complete, 52 descend frames ($deep)" \
+		eval 'at_least 99 "$deep" && [ "${deep#*/}" -ge 300 ]'
+	wrong=$(awk -v deep="$GAP_DEEP" -v shallow="$GAP_SHALLOW" '/;spin_(deep|shallow)(;|$)/ &&
+		!/\[truncated/ { s = $0; sub(/ [0-9]+$/, "", s); if (s !~ deep && s !~ shallow) n += $NF }
+		END { print n + 0 }' "$f")
+	check "nofp_gap: no stack of either leaf has another chain, short of truncated ($wrong samples)" \
+		[ "$wrong" = 0 ]
+	false=$(false_complete "$f")
+	check "nofp_gap: no stack passes for complete short of an entry ($false samples)" [ "$false" = 0 ]
+	crossed=$(sed -n "s/.*across their copy's gap by learned frames: \([0-9]*\)).*/\1/p" "$TMP/nofp_gap.err")
+	check "nofp_gap: the deep walks crossed the gap by learned frames (${crossed:-?} in -v)" \
+		[ "${crossed:-0}" -ge $((${deep#*/} / 2)) ]
+	same_report nofp_gap "its deep stacks cross the gap the same way"
+fi
+
 # With a 8-KiB copy the deep samples cannot be walked: they must say so, not pass for stacks
 # that end at odd_sp_spin. odd_sp_spin, the first function of the workload's .text, lies
 # within the 256 bytes past the entry point that hprof takes for start-up code where no

@@ -215,6 +215,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__uint(w, st->unwind.fp_tails);
 	json__key(w, "fp_chains_finished_with_learned_frames");
 	json__uint(w, st->unwind.fp_tails_learned);
+	json__key(w, "gaps_crossed_by_learned_frames");
+	json__uint(w, st->unwind.gaps_crossed);
 	json_nocfi(w, &st->nocfi);
 	json__key(w, "truncated_by_reason");
 	json__begin_object(w);
@@ -585,8 +587,9 @@ void summary__print(const struct run_summary *r, FILE *out)
 		fprintf(out, " %s %.1f%%", hybrid__method_name(m),
 			percent(st->methods[m], user_samples));
 	fprintf(out, " (FP chains finished from their end: %" PRIu64 " by the DWARF walk, %" PRIu64
-			" with the thread's learned frames)\n",
-		st->unwind.fp_tails, st->unwind.fp_tails_learned);
+			" with the thread's learned frames; deep stacks walked across their copy's gap"
+			" by learned frames: %" PRIu64 ")\n",
+		st->unwind.fp_tails, st->unwind.fp_tails_learned, st->unwind.gaps_crossed);
 	print_nocfi(&st->nocfi, out);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(out, "hprof: truncated stacks:");

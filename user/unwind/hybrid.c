@@ -23,6 +23,9 @@ struct hybrid {
 	 * proved right, the frames beyond the chain's end. */
 	uint64_t walk_base;
 	bool tail_learned;
+	/* a whole deep stack's frames, by sp, for its thread's later copies with a gap */
+	bool deep_learned;
+	struct thread_deep_frames deep;
 	uint32_t nr_tail;
 	struct unwind_frame tail[THREAD_TAIL_FRAMES];
 };
@@ -183,6 +186,15 @@ static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t 
 	return true;
 }
 
+/* Rules whose CFA says the frame is found without rbp: its function keeps no frame
+ * pointer. A CFA hprof cannot evaluate (an expression: SBCL's runtime) or kept in a DRAP
+ * register says nothing either way. */
+static bool cfa_is_not_bp(uint8_t cfa)
+{
+	return cfa == UNWIND_CFA_SP_OFFSET || cfa == UNWIND_CFA_BX_OFFSET ||
+	       cfa == UNWIND_CFA_EXPR_PLT || cfa == UNWIND_CFA_EXPR_DEREF_SP;
+}
+
 /* Every frame of the FP chain from index from on whose frame record gave its caller (all
  * but the outermost) keeps rbp as its frame pointer where its rows say how: a chain
  * through a function whose CFI says it keeps none took data for a frame record, so the
@@ -199,8 +211,7 @@ static bool chain_keeps_frame_pointers(const struct job *j, uint32_t from)
 	for (uint32_t i = from; i + 1 < s->nr_user; i++) {
 		uint64_t pc = hprof_sample__user_ip(s, i);
 
-		if (rules_at(j->space, i == 0 ? pc : pc - 1, &rules) &&
-		    !rbp_is_frame_pointer(rules.cfa, rules.rbp, rules.rbp_offset))
+		if (rules_at(j->space, i == 0 ? pc : pc - 1, &rules) && cfa_is_not_bp(rules.cfa))
 			return false;
 	}
 	return true;
@@ -211,25 +222,24 @@ static bool chain_keeps_frame_pointers(const struct job *j, uint32_t from)
  * the chain joined it there), by owner's rules. Usually CFA = rbp + 16. A realigned frame
  * (GCC's DRAP) has its record below a gap: the CFA is the word its rules name,
  * CFA = *(rbp - N), and a walk started at record + 16 would read its caller's return
- * address 16-48 bytes off. Code without rules (JIT code) keeps the plain record. False
- * when the rules say owner keeps no frame pointer. */
+ * address 16-48 bytes off. Code without rules (JIT code), or rules that say nothing of
+ * rbp, keeps the plain record. False when the rules say owner keeps no frame pointer. */
 static bool caller_sp_above_record(const struct job *j, const struct unwind_frame *owner,
 				   uint64_t record, uint64_t *sp)
 {
 	struct unwind_rules rules;
 
-	if (!rules_at(j->space, owner->exact ? owner->pc : owner->pc - 1, &rules)) {
-		*sp = record + 16;
+	*sp = record + 16;
+	if (!rules_at(j->space, owner->exact ? owner->pc : owner->pc - 1, &rules))
 		return true;
-	}
 	if (rules.cfa == UNWIND_CFA_BP_OFFSET) {
 		*sp = record + (uint64_t)rules.cfa_offset;
 		return true;
 	}
-	if (rules.cfa == UNWIND_CFA_EXPR_DEREF_BP && rules.rbp == UNWIND_RBP_AT_BP &&
-	    rules.rbp_offset == 0 && job__read_u64(j, record + (uint64_t)rules.cfa_offset, sp))
-		return *sp > record;
-	return false;
+	if (rules.cfa == UNWIND_CFA_EXPR_DEREF_BP)
+		return rules.rbp == UNWIND_RBP_AT_BP && rules.rbp_offset == 0 &&
+		       job__read_u64(j, record + (uint64_t)rules.cfa_offset, sp) && *sp > record;
+	return !cfa_is_not_bp(rules.cfa);
 }
 
 /* The frame of the FP chain whose record holds the chain's outermost return address, when
@@ -327,7 +337,7 @@ static uint32_t add_fp_frames(const struct job *j, uint32_t from, struct unwind_
 		uint64_t pc = hprof_sample__user_ip(sample, i);
 
 		out[n++] = (struct unwind_frame){
-			.pc = pc, .exact = i == 0,
+			.pc = pc, .exact = i == 0, .depth = UNWIND_DEPTH_UNKNOWN,
 			.found = i == 0 ? UNWIND_FOUND_CONTEXT : UNWIND_FOUND_FP_CHAIN,
 		};
 		if (!j->space->is_mapped(j->space->walk.ctx, pc))
@@ -485,6 +495,159 @@ static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
 	return false;
 }
 
+/* Stacks at least this deep (from sp to the outermost frame's CFA) teach their frames for
+ * later copies of the thread that leave a gap (thread_deep_frames): well below any
+ * ceiling the kernel would split a copy at. */
+#define DEEP_STACK_BYTES (32u << 10)
+/* Frames found across the gap in one walk, at most: each is one learned frame. */
+#define MAX_GAP_CROSSINGS THREAD_DEEP_FRAMES
+
+/* Keeps the frames of a walk that read a deep stack whole, from sp to the entry, by the sp
+ * of each: the outermost THREAD_DEEP_FRAMES, where a later copy's gap lies. */
+static void learn_deep_frames(struct hybrid *h, const struct hprof_sample *sample,
+			      const struct unwind_frame *frames, uint32_t n, uint64_t outermost_sp)
+{
+	uint32_t first = n > THREAD_DEEP_FRAMES + 1 ? n - THREAD_DEEP_FRAMES : 1;
+
+	if (outermost_sp - sample->user_sp < DEEP_STACK_BYTES || sample->interrupted_len)
+		return;
+	h->deep.nr = 0;
+	for (uint32_t i = first; i < n; i++) {
+		if (frames[i].depth == UNWIND_DEPTH_UNKNOWN || frames[i].exact)
+			continue;
+		h->deep.frames[h->deep.nr].sp = sample->user_sp + frames[i].depth;
+		h->deep.frames[h->deep.nr++].pc = frames[i].pc;
+	}
+	h->deep_learned = true;
+}
+
+/* The caller of the walk's last frame last (registers at, its rows rules), when its return
+ * address lies in the gap between a deep stack's two copied parts: the frame the thread's
+ * walk of its whole stack found at that sp, if the code agrees. A direct call before it
+ * must go to last's function; a return address that follows no call is no caller. Sets
+ * *caller to the caller's registers, its pc a return address. */
+static bool caller_across_gap(const struct job *j, const struct thread_info *ti,
+			      const struct unwind_frame *last, const struct unwind_regs *at,
+			      struct unwind_regs *caller)
+{
+	const struct unwind_space *walk = &j->space->walk;
+	uint64_t lookup = last->exact ? last->pc : last->pc - 1, cfa, word, pc, target, start;
+	struct unwind_rules rules;
+	struct unwind_map map;
+
+	if (!rules_at(j->space, lookup, &rules) || rules.ra != UNWIND_RA_AT_CFA)
+		return false;
+	if (rules.cfa == UNWIND_CFA_SP_OFFSET)
+		cfa = at->sp + (uint64_t)rules.cfa_offset;
+	else if (rules.cfa == UNWIND_CFA_BP_OFFSET && at->bp_valid)
+		cfa = at->bp + (uint64_t)rules.cfa_offset;
+	else
+		return false;
+	/* only a return address the copy does not hold: one it holds was read already */
+	if (cfa <= at->sp || job__read_u64(j, cfa + (uint64_t)rules.ra_offset, &word) ||
+	    !thread_info__deep_frame(ti, cfa, &pc))
+		return false;
+	if (!walk->call_before)
+		return false;
+	switch (walk->call_before(walk->ctx, pc, &target)) {
+	case CODE_CALL_DIRECT:
+		if (walk->find_map(walk->ctx, lookup, &map) != 0 ||
+		    unwind_table__function_start(map.table, lookup - map.bias, &start) != 0 ||
+		    target != start + map.bias)
+			return false;
+		break;
+	case CODE_CALL_INDIRECT:
+		break;
+	default:
+		return false;
+	}
+	*caller = (struct unwind_regs){ .ip = pc, .sp = cfa, .bp = at->bp, .bp_valid = false };
+	if (rules.rbp == UNWIND_RBP_UNCHANGED)
+		caller->bp_valid = at->bp_valid;
+	else if (rules.rbp == UNWIND_RBP_AT_CFA)
+		caller->bp_valid = job__read_u64(j, cfa + (uint64_t)rules.rbp_offset, &caller->bp);
+	return true;
+}
+
+/* The function holding the call before return address ra: its FDE's start, 0 if none. */
+static uint64_t caller_function(const struct job *j, uint64_t ra)
+{
+	const struct unwind_space *walk = &j->space->walk;
+	struct unwind_map map;
+	uint64_t start;
+
+	if (walk->find_map(walk->ctx, ra - 1, &map) != 0 ||
+	    unwind_table__function_start(map.table, ra - 1 - map.bias, &start) != 0)
+		return 0;
+	return start + map.bias;
+}
+
+/* How far the walk on from a caller found across the gap, at sp, agrees with the thread's
+ * learned walk: its frames read from the copy (frames[1] on) where that walk had a frame at
+ * the same sp must be in the same function (a call site may differ: main calls the deep
+ * path from another line than the shallow one). Adds those met to *met; false on one that
+ * differs. A learned frame whose call path has changed since leads the walk astray: it
+ * meets none, or one that differs. */
+static bool agrees_with_learned_walk(const struct job *j, const struct thread_info *ti,
+				     uint64_t sp, const struct unwind_frame *frames, uint32_t n,
+				     uint32_t *met)
+{
+	uint64_t pc, function;
+
+	for (uint32_t i = 1; i < n; i++) {
+		if (frames[i].depth == UNWIND_DEPTH_UNKNOWN || frames[i].exact ||
+		    !thread_info__deep_frame(ti, sp + frames[i].depth, &pc))
+			continue;
+		if (pc != frames[i].pc &&
+		    (!(function = caller_function(j, pc)) || function != caller_function(j, frames[i].pc)))
+			return false;
+		(*met)++;
+	}
+	return true;
+}
+
+/* A walk that ran into the gap between a deep stack's copy from sp and the window below its
+ * base (SAMPLE_COPY_BASE_WINDOW) goes on from the caller its thread's earlier walk found
+ * there (caller_across_gap), frame by frame while their return addresses lie in the gap,
+ * then over the window to the entry, meeting the learned walk's frames there. Frames are appended to out
+ * (n frames so far) and *result becomes the last walk's; true when it reached the start.
+ * On false, out and *result are as they were. */
+static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n,
+		      struct unwind_result *result)
+{
+	const struct thread_info *ti = thread_table__get(j->h->threads, j->sample->tid, 0);
+	struct unwind_result next = *result;
+	uint32_t at = *n, met = 0;
+
+	if (!ti || !ti->deep || !(j->sample->flags & SAMPLE_COPY_BASE_WINDOW))
+		return false;
+	for (int crossed = 0; crossed < MAX_GAP_CROSSINGS && next.end == UNWIND_END_COPY_SHORT;
+	     crossed++) {
+		struct unwind_regs caller, regs;
+
+		if (at >= UNWIND_MAX_FRAMES ||
+		    !caller_across_gap(j, ti, &out[at - 1], &next.last, &caller))
+			return false;
+		/* from the call instruction, as for the chain's end (finish_fp_chain) */
+		regs = caller;
+		regs.ip = caller.ip - 1;
+		hybrid__walk(j->h, j->space, &regs, &j->stack, out + at, UNWIND_MAX_FRAMES - at,
+			     &next);
+		if (!agrees_with_learned_walk(j, ti, caller.sp, out + at, next.nr_frames, &met))
+			return false;
+		out[at] = (struct unwind_frame){ .pc = caller.ip, .found = UNWIND_FOUND_LEARNED,
+						 .depth = UNWIND_DEPTH_UNKNOWN };
+		at += next.nr_frames;
+	}
+	/* the walk left the gap on the learned walk's frames, to the entry */
+	if (next.end != UNWIND_END_COMPLETE || met == 0)
+		return false;
+	j->h->stats.gaps_crossed++;
+	*n = at;
+	*result = next;
+	return true;
+}
+
 /* The DWARF walk over the sample's copy into out; where it stops short, the FP chain from
  * where the two join, finished by a DWARF walk from the chain's end. Returns the frame
  * count and sets *method and *reason. */
@@ -503,6 +666,8 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	hybrid__walk(h, j->space, &regs, &j->stack, h->walked, UNWIND_MAX_FRAMES, &result);
 	memcpy(out, h->walked, result.nr_frames * sizeof(*out));
 	n = result.nr_frames;
+	if (result.end == UNWIND_END_COPY_SHORT && cross_gap(j, out, &n, &result))
+		memcpy(h->walked, out, n * sizeof(*out));
 	if (result.end == UNWIND_END_NO_CFI && n > 0 &&
 	    j->space->is_entry_code(j->space->walk.ctx, h->walked[n - 1].pc,
 				    !h->walked[n - 1].exact))
@@ -511,6 +676,8 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
 	if (result.end == UNWIND_END_COMPLETE && !result.started_stack) {
 		h->walk_base = result.last.sp;
+		if (!(sample->flags & SAMPLE_COPY_BASE_WINDOW))
+			learn_deep_frames(h, sample, h->walked, n, result.last.sp);
 		if (chain_matches_walk(sample, h->walked, n))
 			keep_tail(h, h->walked + sample->nr_user, n - sample->nr_user);
 	}
@@ -613,7 +780,7 @@ static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 	 * chain's end (the kernel checked it): it is the leaf that could not be walked. */
 	if (method == METHOD_TRUNCATED) {
 		if ((sample->flags & SAMPLE_COPY_LEARNED) && reason == UNWIND_END_COPY_SHORT &&
-		    ti->base) {
+		    !(sample->flags & SAMPLE_COPY_BASE_WINDOW) && ti->base) {
 			ti->base = 0;
 			tell = true;
 		}
@@ -631,6 +798,8 @@ static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 			tell = true;
 		}
 		tell |= !used && (ti->base || ti->fp_tail);
+		if (h->deep_learned && (ti->deep || (ti->deep = malloc(sizeof(*ti->deep)))))
+			*ti->deep = h->deep;
 	}
 	if (tell && h->thread_hook)
 		h->thread_hook(h->thread_ctx, sample->tid, ti->base, ti->fp_tail, ti->tail_ip);
@@ -669,6 +838,7 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 
 	h->walk_base = 0;
 	h->tail_learned = false;
+	h->deep_learned = false;
 	*reason = 0;
 	n = pick_user_stack(&j, out, method, reason);
 	if (*method != METHOD_TRUNCATED)

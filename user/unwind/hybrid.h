@@ -61,6 +61,7 @@ struct hybrid_stats {
 	uint64_t fp_complete;      /* user stacks whose FP chain reached the outermost frame */
 	uint64_t fp_tails;         /* FP chains finished by a DWARF walk from their end */
 	uint64_t fp_tails_learned; /* FP chains finished with the frames learned for the thread */
+	uint64_t gaps_crossed;     /* deep stacks' walks that crossed their copy's gap */
 };
 
 /* Called with what walks have taught about a thread: where its stack ends (0: not known)

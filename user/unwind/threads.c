@@ -23,6 +23,7 @@ struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int 
 		struct thread_info *oldest = t->by_tid;
 
 		HASH_DEL(t->by_tid, oldest);
+		free(oldest->deep);
 		free(oldest);
 		t->nr--;
 	}
@@ -42,6 +43,7 @@ void thread_table__remove(struct thread_table *t, uint32_t tid)
 	if (!ti)
 		return;
 	HASH_DEL(t->by_tid, ti);
+	free(ti->deep);
 	free(ti);
 	t->nr--;
 }
@@ -59,7 +61,21 @@ void thread_table__free(struct thread_table *t)
 		return;
 	HASH_ITER(hh, t->by_tid, ti, tmp) {
 		HASH_DEL(t->by_tid, ti);
+		free(ti->deep);
 		free(ti);
 	}
 	free(t);
+}
+
+bool thread_info__deep_frame(const struct thread_info *ti, uint64_t sp, uint64_t *pc)
+{
+	const struct thread_deep_frames *d = ti->deep;
+
+	for (uint32_t i = 0; d && i < d->nr; i++) {
+		if (d->frames[i].sp == sp) {
+			*pc = d->frames[i].pc;
+			return true;
+		}
+	}
+	return false;
 }

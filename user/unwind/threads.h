@@ -18,8 +18,22 @@
  * from its next complete walk). */
 #define THREAD_TABLE_MAX 65536
 
+/* Return addresses of a deep stack's frames, by the sp of the frame they return into,
+ * from the thread's last walk that read its whole stack: a later copy too deep for the
+ * ceiling leaves a gap between the part from sp and the window below the base, and a frame
+ * whose return address lies in the gap is found here (hybrid.c: cross_gap). */
+#define THREAD_DEEP_FRAMES 64
+
+struct thread_deep_frames {
+	uint32_t nr;
+	struct {
+		uint64_t sp, pc;
+	} frames[THREAD_DEEP_FRAMES];
+};
+
 struct thread_info {
 	uint32_t tid;
+	struct thread_deep_frames *deep; /* NULL: none learned (the stack never ran deep) */
 	uint64_t base;    /* 0: not known */
 	uint64_t fp_tail; /* 0: its FP chains are not known to be right */
 	uint64_t tail_ip; /* the chain's outermost return address, read at fp_tail + 8 */
@@ -31,6 +45,8 @@ struct thread_info {
 struct thread_table;
 
 struct thread_table *thread_table__new(void);
+/* The pc learned for the frame at sp (thread_deep_frames): true when there is one. */
+bool thread_info__deep_frame(const struct thread_info *ti, uint64_t sp, uint64_t *pc);
 /* tid's entry, created when create is set (NULL when out of memory, or not there). */
 struct thread_info *thread_table__get(struct thread_table *t, uint32_t tid, int create);
 /* Drops tid's entry (the thread exited), if there is one. */

@@ -31,6 +31,7 @@ static const char *const found_names[UNWIND_FOUND_COUNT] = {
 	[UNWIND_FOUND_FRAME_POINTER] = "frame pointer",
 	[UNWIND_FOUND_SCAN] = "scan",
 	[UNWIND_FOUND_FP_CHAIN] = "fp chain",
+	[UNWIND_FOUND_LEARNED] = "learned",
 };
 
 const char *unwind_found__name(enum unwind_found found)
@@ -1466,6 +1467,12 @@ static struct cached_rules *start_rules(struct walker *w, uint64_t id, uint64_t 
 	return w->first_is_return ? find_rules(w, id, ip - 1) : first_rules(w, id, ip);
 }
 
+static inline uint32_t frame_depth(uint64_t first_sp, uint64_t sp)
+{
+	return sp >= first_sp && sp - first_sp < UNWIND_DEPTH_UNKNOWN ? (uint32_t)(sp - first_sp)
+								    : UNWIND_DEPTH_UNKNOWN;
+}
+
 static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
 		      const struct unwind_space *space, struct unwind_cache *cache,
 		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
@@ -1499,7 +1506,8 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 	for (;;) {
 		uint64_t lookup;
 
-		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact, .found = found };
+		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact, .found = found,
+						     .depth = frame_depth(regs->sp, sp) };
 		found_mask |= 1u << found;
 		if (__builtin_expect(!rules || rules->cfa == UNWIND_CFA_END, 0)) {
 			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };

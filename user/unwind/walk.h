@@ -73,6 +73,7 @@ enum unwind_found {
 	UNWIND_FOUND_FRAME_POINTER,
 	UNWIND_FOUND_SCAN,
 	UNWIND_FOUND_FP_CHAIN,
+	UNWIND_FOUND_LEARNED, /* a return address the thread's earlier walks found at that sp */
 	UNWIND_FOUND_COUNT,
 };
 
@@ -192,7 +193,12 @@ struct unwind_frame {
 	uint64_t pc;
 	bool exact; /* the pc itself (first frame, or interrupted by a signal), not a return address */
 	uint8_t found; /* enum unwind_found */
+	/* the frame's sp less the walk's first sp; UNWIND_DEPTH_UNKNOWN where that is not a
+	 * 32-bit distance up the stack, or the frame came from elsewhere */
+	uint32_t depth;
 };
+
+#define UNWIND_DEPTH_UNKNOWN UINT32_MAX
 
 struct unwind_result {
 	enum unwind_end end;
