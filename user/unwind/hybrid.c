@@ -24,8 +24,8 @@ struct hybrid {
 	uint64_t walk_base;
 	bool tail_learned;
 	/* a whole deep stack's frames, by sp, for its thread's later copies with a gap */
-	bool deep_learned;
-	struct thread_deep_frames deep;
+	uint32_t nr_deep;
+	struct thread_deep_frame deep[THREAD_DEEP_WALK];
 	uint32_t nr_tail;
 	struct unwind_frame tail[THREAD_TAIL_FRAMES];
 };
@@ -500,25 +500,24 @@ static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
  * ceiling the kernel would split a copy at. */
 #define DEEP_STACK_BYTES (32u << 10)
 /* Frames found across the gap in one walk, at most: each is one learned frame. */
-#define MAX_GAP_CROSSINGS THREAD_DEEP_FRAMES
+#define MAX_GAP_CROSSINGS THREAD_DEEP_WALK
 
 /* Keeps the frames of a walk that read a deep stack whole, from sp to the entry, by the sp
- * of each: the outermost THREAD_DEEP_FRAMES, where a later copy's gap lies. */
+ * of each: the outermost THREAD_DEEP_WALK, where a later copy's gap lies. */
 static void learn_deep_frames(struct hybrid *h, const struct hprof_sample *sample,
 			      const struct unwind_frame *frames, uint32_t n, uint64_t outermost_sp)
 {
-	uint32_t first = n > THREAD_DEEP_FRAMES + 1 ? n - THREAD_DEEP_FRAMES : 1;
+	uint32_t first = n > THREAD_DEEP_WALK + 1 ? n - THREAD_DEEP_WALK : 1;
 
 	if (outermost_sp - sample->user_sp < DEEP_STACK_BYTES || sample->interrupted_len)
 		return;
-	h->deep.nr = 0;
 	for (uint32_t i = first; i < n; i++) {
 		if (frames[i].depth == UNWIND_DEPTH_UNKNOWN || frames[i].exact)
 			continue;
-		h->deep.frames[h->deep.nr].sp = sample->user_sp + frames[i].depth;
-		h->deep.frames[h->deep.nr++].pc = frames[i].pc;
+		h->deep[h->nr_deep++] = (struct thread_deep_frame){
+			.sp = sample->user_sp + frames[i].depth, .pc = frames[i].pc,
+		};
 	}
-	h->deep_learned = true;
 }
 
 /* The caller of the walk's last frame last (registers at, its rows rules), when its return
@@ -798,8 +797,8 @@ static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 			tell = true;
 		}
 		tell |= !used && (ti->base || ti->fp_tail);
-		if (h->deep_learned && (ti->deep || (ti->deep = malloc(sizeof(*ti->deep)))))
-			*ti->deep = h->deep;
+		if (h->nr_deep && (ti->deep || (ti->deep = calloc(1, sizeof(*ti->deep)))))
+			thread_deep_frames__merge(ti->deep, h->deep, h->nr_deep);
 	}
 	if (tell && h->thread_hook)
 		h->thread_hook(h->thread_ctx, sample->tid, ti->base, ti->fp_tail, ti->tail_ip);
@@ -838,7 +837,7 @@ uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 
 	h->walk_base = 0;
 	h->tail_learned = false;
-	h->deep_learned = false;
+	h->nr_deep = 0;
 	*reason = 0;
 	n = pick_user_stack(&j, out, method, reason);
 	if (*method != METHOD_TRUNCATED)

@@ -79,3 +79,28 @@ bool thread_info__deep_frame(const struct thread_info *ti, uint64_t sp, uint64_t
 	}
 	return false;
 }
+
+static struct thread_deep_frame *deep_slot(struct thread_deep_frames *d, uint64_t sp)
+{
+	uint32_t oldest = 0;
+
+	for (uint32_t i = 0; i < d->nr; i++) {
+		if (d->frames[i].sp == sp)
+			return &d->frames[i];
+		if (d->frames[i].walk < d->frames[oldest].walk)
+			oldest = i;
+	}
+	return d->nr < THREAD_DEEP_FRAMES ? &d->frames[d->nr++] : &d->frames[oldest];
+}
+
+void thread_deep_frames__merge(struct thread_deep_frames *d, const struct thread_deep_frame *walk,
+			       uint32_t n)
+{
+	d->walks++;
+	for (uint32_t i = 0; i < n; i++) {
+		struct thread_deep_frame *slot = deep_slot(d, walk[i].sp);
+
+		*slot = walk[i];
+		slot->walk = d->walks;
+	}
+}

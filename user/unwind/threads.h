@@ -19,17 +19,26 @@
 #define THREAD_TABLE_MAX 65536
 
 /* Return addresses of a deep stack's frames, by the sp of the frame they return into,
- * from the thread's last walk that read its whole stack: a later copy too deep for the
- * ceiling leaves a gap between the part from sp and the window below the base, and a frame
- * whose return address lies in the gap is found here (hybrid.c: cross_gap). */
-#define THREAD_DEEP_FRAMES 64
+ * from the thread's recent walks that read its whole stack (the newest at each sp): a later
+ * copy too deep for the ceiling leaves a gap between the part from sp and the window below
+ * the base, and a frame whose return address lies in the gap is found here (hybrid.c:
+ * cross_gap). THREAD_DEEP_WALK frames come from one walk, the outermost. */
+#define THREAD_DEEP_WALK 64
+#define THREAD_DEEP_FRAMES 256
+
+struct thread_deep_frame {
+	uint64_t sp, pc;
+	uint32_t walk; /* the learning walk's number: the oldest is replaced first */
+};
 
 struct thread_deep_frames {
-	uint32_t nr;
-	struct {
-		uint64_t sp, pc;
-	} frames[THREAD_DEEP_FRAMES];
+	uint32_t nr, walks;
+	struct thread_deep_frame frames[THREAD_DEEP_FRAMES];
 };
+
+/* Merges a walk's frames into d, the newest at each sp. */
+void thread_deep_frames__merge(struct thread_deep_frames *d, const struct thread_deep_frame *walk,
+			       uint32_t n);
 
 struct thread_info {
 	uint32_t tid;
