@@ -74,6 +74,8 @@ if "$HPROF" -F 499 --raw "$TMP/cc1.raw" --folded "$TMP/gcc.folded" -- \
 	gcc -O2 -c "$TMP/nested.c" -o "$TMP/nested.o" >/dev/null 2>"$TMP/gcc.err"; then
 	grep '^cc1;' "$TMP/gcc.folded" >"$TMP/cc1.folded"
 	share=$(complete_share "$TMP/cc1.folded")
+	false=$(false_complete "$TMP/cc1.folded")
+	check "cc1: no stack passes for complete short of an entry ($false samples)" [ "$false" = 0 ]
 	if at_least 99 "$share" && [ "${share#*/}" -ge 200 ]; then
 		ok "cc1: >= 99% of samples have a complete user stack at default settings ($share)"
 	else
