@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cfi/unwind_table.h"
+#include "unwind/deep_stacks.h"
 #include "unwind/threads.h"
 #include "unwind/x86_code.h"
 
@@ -142,16 +143,7 @@ static bool job__read_u64(const struct job *j, uint64_t addr, uint64_t *value)
 /* The rules of the row covering ip; false without CFI there. */
 static bool rules_at(const struct hybrid_space *space, uint64_t ip, struct unwind_rules *rules)
 {
-	const struct unwind_row *row;
-	struct unwind_map map;
-
-	if (space->walk.find_map(space->walk.ctx, ip, &map) != 0)
-		return false;
-	row = unwind_table__find(map.table, ip - map.bias);
-	if (!row)
-		return false;
-	unwind_table__decode(map.table, row, rules);
-	return true;
+	return unwind__rules_at(&space->walk, ip, rules);
 }
 
 /* Rules of a CFA and an rbp kind that say rbp is the frame's frame pointer. */
@@ -495,122 +487,13 @@ static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
 	return false;
 }
 
-/* Stacks at least this deep (from sp to the outermost frame's CFA) teach their frames for
- * later copies of the thread that leave a gap (thread_deep_frames): well below any
- * ceiling the kernel would split a copy at. */
-#define DEEP_STACK_BYTES (32u << 10)
-/* Frames found across the gap in one walk, at most: each is one learned frame. */
-#define MAX_GAP_CROSSINGS THREAD_DEEP_WALK
-
-/* Keeps the frames of a walk that read a deep stack whole, from sp to the entry, by the sp
- * of each: the outermost THREAD_DEEP_WALK, where a later copy's gap lies. */
-static void learn_deep_frames(struct hybrid *h, const struct hprof_sample *sample,
-			      const struct unwind_frame *frames, uint32_t n, uint64_t outermost_sp)
-{
-	uint32_t first = n > THREAD_DEEP_WALK + 1 ? n - THREAD_DEEP_WALK : 1;
-
-	if (outermost_sp - sample->user_sp < DEEP_STACK_BYTES || sample->interrupted_len)
-		return;
-	for (uint32_t i = first; i < n; i++) {
-		if (frames[i].depth == UNWIND_DEPTH_UNKNOWN || frames[i].exact)
-			continue;
-		h->deep[h->nr_deep++] = (struct thread_deep_frame){
-			.sp = sample->user_sp + frames[i].depth, .pc = frames[i].pc,
-		};
-	}
-}
-
-/* The caller of the walk's last frame last (registers at, its rows rules), when its return
- * address lies in the gap between a deep stack's two copied parts: the frame the thread's
- * walk of its whole stack found at that sp, if the code agrees. A direct call before it
- * must go to last's function; a return address that follows no call is no caller. Sets
- * *caller to the caller's registers, its pc a return address. */
-static bool caller_across_gap(const struct job *j, const struct thread_info *ti,
-			      const struct unwind_frame *last, const struct unwind_regs *at,
-			      struct unwind_regs *caller)
-{
-	const struct unwind_space *walk = &j->space->walk;
-	uint64_t lookup = last->exact ? last->pc : last->pc - 1, cfa, word, pc, target, start;
-	struct unwind_rules rules;
-	struct unwind_map map;
-
-	if (!rules_at(j->space, lookup, &rules) || rules.ra != UNWIND_RA_AT_CFA)
-		return false;
-	if (rules.cfa == UNWIND_CFA_SP_OFFSET)
-		cfa = at->sp + (uint64_t)rules.cfa_offset;
-	else if (rules.cfa == UNWIND_CFA_BP_OFFSET && at->bp_valid)
-		cfa = at->bp + (uint64_t)rules.cfa_offset;
-	else
-		return false;
-	/* only a return address the copy does not hold: one it holds was read already */
-	if (cfa <= at->sp || job__read_u64(j, cfa + (uint64_t)rules.ra_offset, &word) ||
-	    !thread_info__deep_frame(ti, cfa, &pc))
-		return false;
-	if (!walk->call_before)
-		return false;
-	switch (walk->call_before(walk->ctx, pc, &target)) {
-	case CODE_CALL_DIRECT:
-		if (walk->find_map(walk->ctx, lookup, &map) != 0 ||
-		    unwind_table__function_start(map.table, lookup - map.bias, &start) != 0 ||
-		    target != start + map.bias)
-			return false;
-		break;
-	case CODE_CALL_INDIRECT:
-		break;
-	default:
-		return false;
-	}
-	*caller = (struct unwind_regs){ .ip = pc, .sp = cfa, .bp = at->bp, .bp_valid = false };
-	if (rules.rbp == UNWIND_RBP_UNCHANGED)
-		caller->bp_valid = at->bp_valid;
-	else if (rules.rbp == UNWIND_RBP_AT_CFA)
-		caller->bp_valid = job__read_u64(j, cfa + (uint64_t)rules.rbp_offset, &caller->bp);
-	return true;
-}
-
-/* The function holding the call before return address ra: its FDE's start, 0 if none. */
-static uint64_t caller_function(const struct job *j, uint64_t ra)
-{
-	const struct unwind_space *walk = &j->space->walk;
-	struct unwind_map map;
-	uint64_t start;
-
-	if (walk->find_map(walk->ctx, ra - 1, &map) != 0 ||
-	    unwind_table__function_start(map.table, ra - 1 - map.bias, &start) != 0)
-		return 0;
-	return start + map.bias;
-}
-
-/* How far the walk on from a caller found across the gap, at sp, agrees with the thread's
- * learned walk: its frames read from the copy (frames[1] on) where that walk had a frame at
- * the same sp must be in the same function (a call site may differ: main calls the deep
- * path from another line than the shallow one). Adds those met to *met; false on one that
- * differs. A learned frame whose call path has changed since leads the walk astray: it
- * meets none, or one that differs. */
-static bool agrees_with_learned_walk(const struct job *j, const struct thread_info *ti,
-				     uint64_t sp, const struct unwind_frame *frames, uint32_t n,
-				     uint32_t *met)
-{
-	uint64_t pc, function;
-
-	for (uint32_t i = 1; i < n; i++) {
-		if (frames[i].depth == UNWIND_DEPTH_UNKNOWN || frames[i].exact ||
-		    !thread_info__deep_frame(ti, sp + frames[i].depth, &pc))
-			continue;
-		if (pc != frames[i].pc &&
-		    (!(function = caller_function(j, pc)) || function != caller_function(j, frames[i].pc)))
-			return false;
-		(*met)++;
-	}
-	return true;
-}
-
 /* A walk that ran into the gap between a deep stack's copy from sp and the window below its
  * base (SAMPLE_COPY_BASE_WINDOW) goes on from the caller its thread's earlier walk found
- * there (caller_across_gap), frame by frame while their return addresses lie in the gap,
- * then over the window to the entry, meeting the learned walk's frames there. Frames are appended to out
- * (n frames so far) and *result becomes the last walk's; true when it reached the start.
- * On false, out and *result are as they were. */
+ * there (deep_stacks__caller), frame by frame while their return addresses lie in the gap,
+ * then over the window to the entry, meeting the learned walk's frames there
+ * (deep_stacks__agrees). Frames are appended to out (n frames so far) and *result becomes
+ * the last walk's; true when it reached the start. On false, out and *result are as they
+ * were. */
 static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n,
 		      struct unwind_result *result)
 {
@@ -620,19 +503,21 @@ static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n
 
 	if (!ti || !ti->deep || !(j->sample->flags & SAMPLE_COPY_BASE_WINDOW))
 		return false;
-	for (int crossed = 0; crossed < MAX_GAP_CROSSINGS && next.end == UNWIND_END_COPY_SHORT;
+	for (int crossed = 0; crossed < THREAD_DEEP_WALK && next.end == UNWIND_END_COPY_SHORT;
 	     crossed++) {
 		struct unwind_regs caller, regs;
 
 		if (at >= UNWIND_MAX_FRAMES ||
-		    !caller_across_gap(j, ti, &out[at - 1], &next.last, &caller))
+		    !deep_stacks__caller(&j->space->walk, &j->stack, ti, &out[at - 1], &next.last,
+					 &caller))
 			return false;
 		/* from the call instruction, as for the chain's end (finish_fp_chain) */
 		regs = caller;
 		regs.ip = caller.ip - 1;
 		hybrid__walk(j->h, j->space, &regs, &j->stack, out + at, UNWIND_MAX_FRAMES - at,
 			     &next);
-		if (!agrees_with_learned_walk(j, ti, caller.sp, out + at, next.nr_frames, &met))
+		if (!deep_stacks__agrees(&j->space->walk, ti, caller.sp, out + at, next.nr_frames,
+					 &met))
 			return false;
 		out[at] = (struct unwind_frame){ .pc = caller.ip, .found = UNWIND_FOUND_LEARNED,
 						 .depth = UNWIND_DEPTH_UNKNOWN };
@@ -675,8 +560,9 @@ static uint32_t walk_dwarf(const struct job *j, struct unwind_frame *out,
 	*method = result.end == UNWIND_END_COMPLETE ? METHOD_DWARF : METHOD_TRUNCATED;
 	if (result.end == UNWIND_END_COMPLETE && !result.started_stack) {
 		h->walk_base = result.last.sp;
-		if (!(sample->flags & SAMPLE_COPY_BASE_WINDOW))
-			learn_deep_frames(h, sample, h->walked, n, result.last.sp);
+		if (!(sample->flags & SAMPLE_COPY_BASE_WINDOW) && !sample->interrupted_len)
+			h->nr_deep = deep_stacks__to_learn(h->walked, n, sample->user_sp,
+							   result.last.sp, h->deep);
 		if (chain_matches_walk(sample, h->walked, n))
 			keep_tail(h, h->walked + sample->nr_user, n - sample->nr_user);
 	}

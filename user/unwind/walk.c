@@ -1615,6 +1615,20 @@ out:
 	result->last = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp, .bp_valid = bp_valid };
 }
 
+bool unwind__rules_at(const struct unwind_space *space, uint64_t pc, struct unwind_rules *rules)
+{
+	const struct unwind_row *row;
+	struct unwind_map map;
+
+	if (space->find_map(space->ctx, pc, &map) != 0)
+		return false;
+	row = unwind_table__find(map.table, pc - map.bias);
+	if (!row)
+		return false;
+	unwind_table__decode(map.table, row, rules);
+	return true;
+}
+
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)

@@ -211,6 +211,10 @@ struct unwind_result {
 	uint32_t found;
 };
 
+/* The rules of the row covering pc in space (pc itself: a caller's is its return address
+ * less 1); false when no row does. Uncached: for the few lookups outside a walk. */
+bool unwind__rules_at(const struct unwind_space *space, uint64_t pc, struct unwind_rules *rules);
+
 /* Walks from regs over copy, writing up to max frames (innermost first). space->id must
  * not be 0 and cache not NULL. */
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
