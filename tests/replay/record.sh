@@ -28,7 +28,7 @@ NOT_FALSE_COMPLETE="# a stack not cut with a reason reaches an entry: none passe
 100 re ^[^;]+;\\[truncated:[^;]*\\](;|$)|${COMPLETE#re }"
 
 # A case: its command (CMD), sampling (FREQ Hz for TIME ms) and checks (CHECKS, one a line).
-WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_jitdump nofp_signal nofp_cxx"
+WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_jitdump nofp_signal nofp_cxx nofp_gap"
 REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn qemu lli mkl php mono erl shellcheck esbuild sbcl"
 
 define_case() {
@@ -66,6 +66,12 @@ define_case() {
 	nofp_signal)
 		CMD=("$WL/nofp_signal" 1.5)
 		CHECKS+=$'\n''80 __restore_rt;on_alarm;busy_in_handler' ;;
+	nofp_gap)
+		# its deep stacks cross the gap between a copy's two parts by learned frames:
+		# 52 descend frames under spin_deep, exactly
+		CMD=("$WL/nofp_gap" 3)
+		FREQ=99 TIME=3000
+		CHECKS+=$'\n'"10 re ;main;$(printf 'descend;%.0s' $(seq 52))spin_deep\$" ;;
 	nofp_cxx)
 		CMD=("$WL/nofp_cxx" 1.5)
 		CHECKS+=$'\n''50 main;run(Shape&, std::vector<Point, std::allocator<Point> >&)'
