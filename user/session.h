@@ -104,6 +104,14 @@ struct profile *session__profile(struct session *s);
 /* Names the JIT frames of processes still running as their perf maps and jitdumps name
  * them now (frames named after their mapping when counted): before a recording's outputs. */
 void session__settle_names(struct session *s);
+/* Debug files may be fetched at the end (debuginfod): until then, frames no symbol names in
+ * a binary whose file a server may have stay re-nameable. Call before the first sample. */
+void session__set_debuginfod(struct session *s, bool on);
+/* Fetches the debug files those binaries want (binary/fetch_debug.h), after sampling and
+ * before session__settle_names, within total_timeout_s (0: the default), with progress on
+ * progress_out when it is a terminal. What was fetched goes into the summary. Returns 0 or
+ * -ENOMEM. */
+int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *progress_out);
 /* Where counted stacks go instead of the session's profile (hprof serve's windows), each
  * with its labels (pid, tid, the process's name and cgroup, read from /proc once per
  * process). fn returns 0 or -ENOMEM. */

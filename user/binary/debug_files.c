@@ -12,8 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* The largest supplementary file read to check its build-id (libLLVM's dwz file is a few
- * hundred MiB). */
+/* The largest file read to check its build-id (libLLVM's debug file is about 1 GiB). */
 #define ALT_FILE_MAX_BYTES (4ull << 30)
 
 /* The directories --debug-dir named, searched before the system's; and the files fetched
@@ -240,26 +239,25 @@ static int parse_altlink(Elf *elf, char name[PATH_MAX], uint8_t id[BUILD_ID_MAX]
 	return 0;
 }
 
-/* Whether the file at path is an ELF file with build-id id: dwz's supplementary file of
- * another build names other entries. */
-static bool file_has_build_id(const char *path, const uint8_t *id, size_t id_len)
+int debug_files__check_build_id(const char *path, const uint8_t *id, size_t id_len)
 {
 	struct file_view *view = NULL;
 	struct elf_facts *facts = NULL;
 	const uint8_t *actual;
-	bool same = false;
 	Elf *elf;
+	int err = file_view__open(path, ALT_FILE_MAX_BYTES, &view, NULL, 0);
 
-	if (file_view__open(path, ALT_FILE_MAX_BYTES, &view, NULL, 0) != 0)
-		return false;
+	if (err)
+		return err;
 	elf = elf_memory((char *)file_view__data(view), file_view__size(view));
-	if (elf && elf_kind(elf) == ELF_K_ELF && elf_facts__read(elf, &facts) == 0)
-		same = elf_facts__build_id(facts, &actual) == id_len &&
-		       memcmp(actual, id, id_len) == 0;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_facts__read(elf, &facts) != 0)
+		err = -ENOEXEC;
+	else if (elf_facts__build_id(facts, &actual) != id_len || memcmp(actual, id, id_len) != 0)
+		err = -EBADMSG;
 	elf_facts__free(facts);
 	elf_end(elf);
 	file_view__close(view);
-	return same;
+	return err;
 }
 
 /* The candidate places of an altlink's file, in order: its path as written (relative to
@@ -300,7 +298,8 @@ int debug_files__altlink(Elf *debug_elf, const char *debug_file, char *path, siz
 	for (size_t place = 0; place < places; place++) {
 		/* a supplementary file is never the debug file itself (a loop) */
 		if (altlink_candidate(name, debug_file, id, id_len, place, path, size) == 0 &&
-		    strcmp(path, debug_file) != 0 && file_has_build_id(path, id, id_len))
+		    strcmp(path, debug_file) != 0 &&
+		    debug_files__check_build_id(path, id, id_len) == 0)
 			return 0;
 	}
 	path[0] = '\0';

@@ -58,6 +58,9 @@ int debug_files__debuglink_path(const struct debuglink *link, const char *binary
  * debug file has addresses that would lie). Reads the whole file; its pages then go back. */
 bool debug_files__debuglink_matches(const struct debuglink *link, struct file_view *view);
 
+/* Whether the file at path (a regular file) is an ELF file of build-id id: 0, -ENOEXEC (not
+ * ELF, or unreadable headers), -EBADMSG (another build-id) or -errno (cannot be opened). */
+int debug_files__check_build_id(const char *path, const uint8_t *id, size_t id_len);
 /* The dwz supplementary file of debug_elf, the debug file at debug_file, as its
  * .gnu_debugaltlink names it: at its path (relative to debug_file's directory when
  * relative; moved under HPROF_DEBUG_DIR when it names /usr/lib/debug/...), else by the

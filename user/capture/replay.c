@@ -205,6 +205,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);
+	session__set_debuginfod(r->session, o->debuginfod);
 	if (o->slices) {
 		struct module_slices *slices;
 

@@ -13,6 +13,7 @@
 
 #include "binary/code.h"
 #include "binary/debug_files.h"
+#include "binary/debuginfod.h"
 #include "binary/gdb_jit.h"
 #include "binary/jitdump.h"
 #include "binary/modules.h"
@@ -514,6 +515,10 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 	char subtitle[128], what[160];
 	int err;
 
+	/* after sampling, before the names are settled for the outputs */
+	err = session__fetch_debug_files(session, 0, o->quiet ? NULL : stderr);
+	if (err)
+		return err;
 	describe_target(o, what, sizeof(what));
 	summary.what = what;
 	summary.received_bytes = recorder__received_bytes(rec);
@@ -575,6 +580,7 @@ int cmd_record(int argc, char **argv)
 	if (!err)
 		err = session__new(!o.no_dwarf, &session);
 	if (!err) {
+		session__set_debuginfod(session, !o.no_debuginfod && debuginfod__wanted());
 		session__set_no_scan(session, o.no_scan);
 		session__set_python(session, o.python);
 	}

@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "binary/debug_files.h"
+#include "binary/debuginfod.h"
 #include "capture/replay.h"
 #include "cli/commands.h"
 #include "output/summary.h"
+#include "session.h"
 #include "output/outputs.h"
 
 struct report {
@@ -176,12 +178,19 @@ int cmd_report(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	rep.out.title = "hprof CPU flame graph";
 	rep.replay.frame_addresses = rep.out.pprof_path != NULL;
+	rep.replay.debuginfod = !rep.no_debuginfod && debuginfod__wanted();
 	err = replay__run(rep.capture_path, &rep.replay, &replay, err_msg, sizeof(err_msg));
 	if (err)
 		goto cleanup;
 	replay__for_each_changed(replay, warn_changed, NULL);
 	s = replay__session(replay);
 	info = replay__info(replay);
+	if (rep.replay.debuginfod) {
+		err = session__fetch_debug_files(s, 0, rep.quiet ? NULL : stderr);
+		if (err)
+			goto cleanup;
+		session__settle_names(s);
+	}
 	no_dwarf = rep.replay.no_dwarf || info->stack_size == 0;
 	rep.out.frequency = info->frequency;
 	rep.out.duration_ns = info->duration_ns;
