@@ -136,6 +136,14 @@ check "--no-debuginfod: no debuginfod line" [ "$(grep -c debuginfod "$TMP/off.er
 DEBUGINFOD_URLS="" run empty
 check "DEBUGINFOD_URLS empty: addresses ($(addressed empty))" at_least 95 "$(addressed empty)"
 
+# A capture recorded without fetching, reported with the server: fetched when reported.
+run raw --no-debuginfod --raw "$TMP/p.raw"
+DEBUGINFOD_CACHE_PATH=$TMP/cache_report "$HPROF" report "$TMP/p.raw" --folded "$TMP/report.folded" \
+	>/dev/null 2>"$TMP/report.err"
+check "report: the functions named through the server ($(named report))" at_least 95 "$(named report)"
+check "report: fetched from the server ($(summary_line report))" \
+	grep -q "1 of 1 debug file fetched (1 from the server" "$TMP/report.err"
+
 stop_servers
 export DEBUGINFOD_CACHE_PATH=$TMP/cache_stopped
 run stopped
