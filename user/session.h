@@ -76,6 +76,9 @@ void session__process_exit_seen(struct session *s, uint32_t pid);
 struct module_registry *session__modules(struct session *s);
 /* The kernel's symbols (NULL when /proc/kallsyms shows no addresses). */
 const struct ksyms *session__ksyms(const struct session *s);
+/* Kernel frames are named from ksyms from now on (a capture's, replayed), which the
+ * session takes; call before the first sample. */
+void session__use_ksyms(struct session *s, struct ksyms *ksyms);
 /* The DWARF walk alone over one sample's copy, through the session's mappings and tables
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,
  * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without

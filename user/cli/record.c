@@ -536,7 +536,8 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 		};
 
 		set_raw_hooks(session, NULL); /* the writer goes */
-		err = capture_writer__finish(*raw, session__modules(session), &info);
+		err = capture_writer__finish(*raw, session__modules(session),
+					     session__ksyms(session), &info);
 		*raw = NULL;
 	}
 	if (o->verbose)
