@@ -111,8 +111,9 @@ static bool may_fetch_debug_file(struct module_registry *modules, struct module 
 	enum elf_symbols_source source;
 	const uint8_t *id;
 
+	/* a dropped binary's source is not known until it is read again */
 	if (!module_registry__debuginfod(modules) || mod->path[0] != '/' || !mod->syms ||
-	    elf_symbols__build_id(mod->syms, &id) == 0)
+	    mod->dropped || elf_symbols__build_id(mod->syms, &id) == 0)
 		return false;
 	source = elf_symbols__source(mod->syms);
 	if (source == ELF_SYMBOLS_SYMTAB || source == ELF_SYMBOLS_BUILD_ID ||
