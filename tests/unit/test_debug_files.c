@@ -101,6 +101,30 @@ static void test_altlink(void)
 	check(err == 0 && ends_with(path, want), "altlink: by build-id in a --debug-dir (%d %s)",
 	      err, path);
 
+	/* for a binary: dwz'd unstripped, it names its own; stripped, its debug file's (found
+	 * by build-id in the --debug-dir) */
+	{
+		char debug[PATH_MAX], bin[PATH_MAX], id[64];
+
+		snprintf(bin, sizeof(bin), "%s/b", tmp);
+		err = debug_files__altlink_of_binary(bin, debug, sizeof(debug), path, sizeof(path));
+		check(err == 0 && strcmp(debug, bin) == 0 && ends_with(path, ".debug"),
+		      "altlink of a binary dwz rewrote: its own (%d %s)", err, path);
+		build_id_of("b", id, sizeof(id));
+		snprintf(want, sizeof(want), "mkdir -p ci/.build-id/%.2s && objcopy --only-keep-debug b ci/.build-id/%.2s/%s.debug && "
+			 "cp b b_stripped && strip b_stripped", id, id, id + 2);
+		sh("%s", want);
+		snprintf(bin, sizeof(bin), "%s/b_stripped", tmp);
+		err = debug_files__altlink_of_binary(bin, debug, sizeof(debug), path, sizeof(path));
+		snprintf(want, sizeof(want), "/ci/.build-id/%.2s/%s.debug", id, id + 2);
+		check(err == 0 && ends_with(debug, want) && ends_with(path, ".debug"),
+		      "altlink of a stripped binary: its debug file's, found by build-id (%d %s %s)",
+		      err, debug, path);
+		check(debug_files__altlink_of_binary("/nonexistent", debug, sizeof(debug), path,
+						     sizeof(path)) == -ENOENT,
+		      "altlink of a missing binary: -ENOENT");
+	}
+
 	/* a debug file without the section, a loop, malformed sections */
 	check(altlink("common.debug", path, sizeof(path)) == -ENOENT,
 	      "altlink: none in the supplementary file itself");

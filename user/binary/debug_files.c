@@ -306,13 +306,13 @@ int debug_files__altlink(Elf *debug_elf, const char *debug_file, char *path, siz
 	return -ENOENT;
 }
 
-int debug_files__altlink_of(const char *debug_file, char *path, size_t size)
+/* Opens path (a regular file only) for libelf. Returns the descriptor or -errno. */
+static int open_elf(const char *path, Elf **elf)
 {
-	int fd = open(debug_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	Elf *elf;
-	int err;
 
+	*elf = NULL;
 	if (fd < 0)
 		return -errno;
 	/* a FIFO planted under a debug name must not hang the profiler */
@@ -321,9 +321,88 @@ int debug_files__altlink_of(const char *debug_file, char *path, size_t size)
 		return -ENOENT;
 	}
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = elf && elf_kind(elf) == ELF_K_ELF ? debug_files__altlink(elf, debug_file, path, size)
-						: -ENOEXEC;
+	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
+		elf_end(*elf);
+		*elf = NULL;
+		close(fd);
+		return -ENOEXEC;
+	}
+	return fd;
+}
+
+int debug_files__altlink_of(const char *debug_file, char *path, size_t size)
+{
+	Elf *elf;
+	int fd = open_elf(debug_file, &elf), err;
+
+	if (fd < 0)
+		return fd;
+	err = debug_files__altlink(elf, debug_file, path, size);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* Whether the file at path is the one link names (its CRC-32). */
+static bool debuglink_file_matches(const struct debuglink *link, const char *path)
+{
+	struct file_view *view = NULL;
+	bool same;
+
+	if (file_view__open(path, ALT_FILE_MAX_BYTES, &view, NULL, 0) != 0)
+		return false;
+	same = debug_files__debuglink_matches(link, view);
+	file_view__close(view);
+	return same;
+}
+
+int debug_files__find(Elf *elf, const char *binary, const uint8_t *id, size_t id_len, char *path,
+		      size_t size)
+{
+	struct debuglink link;
+
+	for (size_t i = 0; id_len && i < debug_files__build_id_places(); i++) {
+		if (debug_files__build_id_path(id, id_len, i, path, size) == 0 &&
+		    debug_files__check_build_id(path, id, id_len) == 0)
+			return 0;
+	}
+	if (debug_files__debuglink(elf, binary, &link) == 0) {
+		for (size_t i = 0; i < debug_files__debuglink_places(); i++) {
+			if (debug_files__debuglink_path(&link, binary, i, path, size) == 0 &&
+			    debuglink_file_matches(&link, path))
+				return 0;
+		}
+	}
+	path[0] = '\0';
+	return -ENOENT;
+}
+
+int debug_files__altlink_of_binary(const char *binary, char *debug_file, size_t debug_size,
+				   char *path, size_t size)
+{
+	struct elf_facts *facts = NULL;
+	const uint8_t *id = NULL;
+	size_t id_len = 0;
+	Elf_Data *data;
+	Elf *elf;
+	int fd = open_elf(binary, &elf), err;
+
+	if (fd < 0)
+		return fd;
+	if (elf_facts__read(elf, &facts) == 0)
+		id_len = elf_facts__build_id(facts, &id);
+	/* an unstripped binary holds its DWARF; a stripped one keeps .gnu_debugaltlink (strip
+	 * leaves it) but not the DWARF that needs it: its debug file's is the one */
+	if (libelf_sections__named(elf, ".debug_info", &data)) {
+		snprintf(debug_file, debug_size, "%s", binary);
+		err = debug_files__altlink(elf, binary, path, size);
+	} else {
+		err = debug_files__find(elf, binary, id, id_len, debug_file, debug_size);
+		if (!err)
+			err = debug_files__altlink_of(debug_file, path, size);
+	}
+	elf_facts__free(facts);
 	elf_end(elf);
 	close(fd);
 	return err;

@@ -70,5 +70,16 @@ int debug_files__check_build_id(const char *path, const uint8_t *id, size_t id_l
 int debug_files__altlink(Elf *debug_elf, const char *debug_file, char *path, size_t size);
 /* The same, opening debug_file (a regular file only). Returns 0 or -errno. */
 int debug_files__altlink_of(const char *debug_file, char *path, size_t size);
+/* The separate debug file of elf, the file at binary with build-id id (id_len 0: none):
+ * the first of the build-id places that holds an ELF file of that build-id, else the first
+ * debuglink place whose file has the CRC-32 it names. Returns 0 with its path, or -ENOENT. */
+int debug_files__find(Elf *elf, const char *binary, const uint8_t *id, size_t id_len, char *path,
+		      size_t size);
+/* For a DWARF reader: the file that holds the DWARF of the binary at path binary (itself
+ * when it has .debug_info, else its separate debug file, debug_files__find) in debug_file,
+ * and that file's dwz supplementary file in path. Returns 0, or -errno
+ * (-ENOENT: no supplementary file, or none found). */
+int debug_files__altlink_of_binary(const char *binary, char *debug_file, size_t debug_size,
+				   char *path, size_t size);
 
 #endif
