@@ -163,6 +163,12 @@ if start_stub drip; then
 		grep -q "p_dbgi (timed out after 2 s)" "$TMP/drip.err"
 	check "slow server: over within the timeout ($(cat "$TMP/drip.secs") s, $(cat "$TMP/server.secs") s with the real one)" \
 		within_timeout drip
+	# on a terminal (script(1) gives one), a fetch that takes over a second shows progress
+	DEBUGINFOD_CACHE_PATH=$TMP/cache_tty script -qec \
+		"'$HPROF' -F 99 --folded '$TMP/tty.folded' -- '$TMP/p_dbgi' 0.2" /dev/null \
+		>"$TMP/tty.out" 2>&1 </dev/null
+	check "slow server, on a terminal: progress shown" \
+		grep -q "hprof: fetching debug info for p_dbgi: " "$TMP/tty.out"
 	stop_servers
 else
 	fail "start a server that drips"

@@ -1,5 +1,6 @@
 #include "binary/debuginfod.h"
 #include "binary/debug_files.h"
+#include "binary/symbols.h"
 
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
@@ -8,6 +9,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* ELF_SYMBOLS_FILE_MAX_BYTES (binary/symbols.h), as text. */
+#define DEBUGINFOD_MAXSIZE_TEXT "4294967296"
+_Static_assert(ELF_SYMBOLS_FILE_MAX_BYTES == 4294967296ull, "DEBUGINFOD_MAXSIZE_TEXT");
 
 /* The library's soname (libdebuginfod1), then the development name. */
 static const char *const libraries[] = { "libdebuginfod.so.1", "libdebuginfod.so" };
@@ -132,6 +137,9 @@ int debuginfod__new(double total_timeout_s, FILE *progress_out, struct debuginfo
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
+	/* libdebuginfod refuses a file over DEBUGINFOD_MAXSIZE bytes before downloading it:
+	 * none larger than hprof reads (the user's own setting wins) */
+	setenv("DEBUGINFOD_MAXSIZE", DEBUGINFOD_MAXSIZE_TEXT, 0);
 	ret = load(d, err, errlen);
 	if (!ret && !(d->client = d->api.begin())) {
 		snprintf(err, errlen, "libdebuginfod could not start a client");
