@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debug files fetched through debuginfod. elfutils' own server, on loopback, serves the debug
-# file of a stripped program this test builds: hprof names the program's functions through
+# files of stripped programs this test builds (and the dwz supplementary file of two): hprof names the program's functions through
 # it, then from its cache (a private DEBUGINFOD_CACHE_PATH) with the server stopped. With no
 # server, a server that drips a byte at a time, or one that sends garbage, the run still ends
 # within its timeout, with addresses for names, and the summary says why.
@@ -54,33 +54,42 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-mkdir -p "$TMP/srv"
-if ! { gcc -O2 -g "$TMP/prog.c" -o "$TMP/p_dbgi" &&
-	objcopy --only-keep-debug "$TMP/p_dbgi" "$TMP/srv/p_dbgi.debug" && strip "$TMP/p_dbgi"; } \
-	>"$TMP/build.log" 2>&1; then
-	fail "build the stripped program: $(tail -3 "$TMP/build.log")"
+# split DIR NAME: DIR/NAME's debug file into the server's directory, then DIR/NAME stripped.
+split() { objcopy --only-keep-debug "$1/$2" "$TMP/srv/$2.debug" && strip "$1/$2"; }
+
+# p_dwz and p_dwz2 (builds of their own: build-ids of their own) as Debian's debug packages are: dwz moved what their
+# debug files share into a supplementary file, named by a path that is nowhere here.
+mkdir -p "$TMP/srv" "$TMP/dwz"
+if ! { gcc -O2 -g "$TMP/prog.c" -o "$TMP/p_dbgi" && split "$TMP" p_dbgi &&
+	gcc -O2 -g -fno-omit-frame-pointer "$TMP/prog.c" -o "$TMP/dwz/p_dwz" && gcc -O1 -g "$TMP/prog.c" -o "$TMP/dwz/p_dwz2" &&
+	dwz -m "$TMP/srv/common.debug" -M "/usr/lib/debug/.dwz/hprof-test-$$/common.debug" \
+		"$TMP/dwz/p_dwz" "$TMP/dwz/p_dwz2" &&
+	split "$TMP/dwz" p_dwz && split "$TMP/dwz" p_dwz2; } >"$TMP/build.log" 2>&1; then
+	fail "build the stripped programs: $(tail -3 "$TMP/build.log")"
 	exit 1
 fi
-ok "build a stripped program and its debug file"
+ok "build stripped programs and their debug files, two of them dwz'd"
+DEBUG_FILES=4
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_debuginfod: elfutils' server on a free loopback port, ready once it has recorded the
-# debug file (read from its log as it writes it).
+# start_debuginfod: elfutils' server on a free loopback port, ready once it has recorded
+# every debug file (read from its log as it writes it).
 start_debuginfod() {
 	local line
 	PORT=$(free_port)
 	coproc SRV { exec debuginfod -F "$TMP/srv" -p "$PORT" -d "$TMP/db.sqlite" -vvv 2>&1; }
 	SERVER_PID=$SRV_PID
-	while IFS= read -r -t 60 -u "${SRV[0]}" line; do
-		[[ $line == *"atype=D"* ]] && break
+	local recorded=0
+	while [ "$recorded" -lt "$DEBUG_FILES" ] && IFS= read -r -t 60 -u "${SRV[0]}" line; do
+		[[ $line == *"atype=D"* ]] && recorded=$((recorded + 1))
 	done
 	# its log keeps coming as it serves: drained so that it never blocks on it (a copy of
 	# the descriptor: a background job does not inherit a coprocess's)
 	exec {log_fd}<&"${SRV[0]}"
 	cat <&"$log_fd" >/dev/null &
 	exec {log_fd}<&-
-	[[ $line == *"atype=D"* ]]
+	[ "$recorded" -eq "$DEBUG_FILES" ]
 }
 
 # start_stub MODE: tests/debuginfod_stub.py MODE (drip or garbage) on a free port.
@@ -104,8 +113,8 @@ run() {
 	echo $(((end - start) / 1000000000)) >"$TMP/$name.secs"
 }
 
-# named NAME: the program's samples in both functions by name, "matched/total".
-named() { share_matching "$TMP/$1.folded" p_dbgi ';dbgi_(alpha|beta)$'; }
+# named NAME [COMM]: the program's samples in both functions by name, "matched/total".
+named() { share_matching "$TMP/$1.folded" "${2:-p_dbgi}" ';dbgi_(alpha|beta)$'; }
 # addressed NAME: its samples whose leaf is an address in the program.
 addressed() { share_matching "$TMP/$1.folded" p_dbgi ';p_dbgi\+0x[0-9a-f]+$'; }
 summary_line() { grep 'hprof: debuginfod' "$TMP/$1.err" | head -1; }
@@ -124,6 +133,12 @@ run server
 check "through the server: the program's functions named ($(named server))" at_least 95 "$(named server)"
 check "summary: fetched from the server ($(summary_line server))" \
 	grep -q "1 of 1 debug file fetched (1 from the server, 0 from the cache)" "$TMP/server.err"
+
+# the dwz'd program: its debug file, then the supplementary file it names
+"$HPROF" -v -F 499 --folded "$TMP/dwz.folded" -- "$TMP/dwz/p_dwz" 1 >/dev/null 2>"$TMP/dwz.err"
+check "dwz'd debug file: the functions named ($(named dwz p_dwz))" at_least 95 "$(named dwz p_dwz)"
+check "dwz'd debug file: its supplementary file fetched too ($(summary_line dwz))" \
+	grep -q "hprof: debuginfod:   p_dwz (dwz) [0-9a-f]*: from the server" "$TMP/dwz.err"
 
 run cached
 check "from the cache: the functions named ($(named cached))" at_least 95 "$(named cached)"

@@ -344,6 +344,21 @@ int debug_files__altlink_of(const char *debug_file, char *path, size_t size)
 	return err;
 }
 
+int debug_files__altlink_build_id(const char *debug_file, uint8_t id[BUILD_ID_MAX],
+				  size_t *id_len)
+{
+	char name[PATH_MAX];
+	Elf *elf;
+	int fd = open_elf(debug_file, &elf), err;
+
+	if (fd < 0)
+		return fd;
+	err = parse_altlink(elf, name, id, id_len);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
 /* Whether the file at path is the one link names (its CRC-32). */
 static bool debuglink_file_matches(const struct debuglink *link, const char *path)
 {

@@ -9,6 +9,8 @@
 #define HPROF_BINARY_DEBUG_FILES_H
 
 #include <libelf.h>
+
+#include "binary/elf_facts.h"
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,6 +72,11 @@ int debug_files__check_build_id(const char *path, const uint8_t *id, size_t id_l
 int debug_files__altlink(Elf *debug_elf, const char *debug_file, char *path, size_t size);
 /* The same, opening debug_file (a regular file only). Returns 0 or -errno. */
 int debug_files__altlink_of(const char *debug_file, char *path, size_t size);
+/* The build-id debug_file's .gnu_debugaltlink names (a regular file only): what to fetch
+ * when the supplementary file is nowhere here. Returns 0, or -errno as
+ * debug_files__altlink. */
+int debug_files__altlink_build_id(const char *debug_file, uint8_t id[BUILD_ID_MAX],
+				  size_t *id_len);
 /* The separate debug file of elf, the file at binary with build-id id (id_len 0: none):
  * the first of the build-id places that holds an ELF file of that build-id, else the first
  * debuglink place whose file has the CRC-32 it names. Returns 0 with its path, or -ENOENT. */

@@ -2,6 +2,7 @@
 #include "binary/debug_files.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,15 +72,16 @@ static void reload_build_id(struct module_registry *reg, const uint8_t *id, size
 	}
 }
 
-/* Fetches the file of mod's build-id, unless it was already. Returns 0 or -ENOMEM. */
-static int fetch_one(struct module_registry *reg, struct debuginfod *d, struct module *mod,
-		     struct fetch_debug_report *rep)
+/* Fetches the file of build-id id for the binary named name, unless it was already: into
+ * a new result, registered where its build-id is looked for. Returns 0 (fetched or not:
+ * *got says), or -ENOMEM. */
+static int fetch_build_id(struct debuginfod *d, const uint8_t *id, size_t len, const char *name,
+			  struct fetch_debug_report *rep, bool *got)
 {
 	struct fetch_debug_result *r, *bigger;
-	const uint8_t *id;
-	size_t len = elf_symbols__build_id(mod->syms, &id);
 	char build_id[2 * BUILD_ID_MAX + 1];
 
+	*got = false;
 	hex(id, len, build_id);
 	if (already_fetched(rep, build_id))
 		return 0;
@@ -89,14 +91,52 @@ static int fetch_one(struct module_registry *reg, struct debuginfod *d, struct m
 	rep->results = bigger;
 	r = &rep->results[rep->nr_results++];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", mod->name);
+	snprintf(r->name, sizeof(r->name), "%s", name);
 	memcpy(r->build_id, build_id, sizeof(build_id));
-	if (debuginfod__fetch(d, id, len, mod->name, &r->fetch) != 0)
+	if (debuginfod__fetch(d, id, len, name, &r->fetch) != 0)
 		return 0;
 	if (debug_files__add_fetched(id, len, r->fetch.path) != 0)
 		return -ENOMEM;
-	reload_build_id(reg, id, len);
+	*got = true;
 	return 0;
+}
+
+/* A fetched debug file that dwz shrank needs its supplementary file to be read whole (its
+ * types and inlined functions, not its symbols): fetched too, by the build-id its
+ * .gnu_debugaltlink names, when no local place has it. Returns 0 or -ENOMEM. */
+static int fetch_supplementary(struct debuginfod *d, const char *debug_file, const char *name,
+			       struct fetch_debug_report *rep)
+{
+	uint8_t id[BUILD_ID_MAX];
+	char path[PATH_MAX], what[64];
+	size_t len;
+	bool got;
+
+	if (debug_files__altlink_build_id(debug_file, id, &len) != 0 ||
+	    debug_files__altlink_of(debug_file, path, sizeof(path)) == 0)
+		return 0;
+	snprintf(what, sizeof(what), "%.50s (dwz)", name);
+	return fetch_build_id(d, id, len, what, rep, &got);
+}
+
+/* Fetches the file of mod's build-id (and its supplementary file), unless it was already,
+ * and reads the symbols of the binaries of that build-id again. Returns 0 or -ENOMEM. */
+static int fetch_one(struct module_registry *reg, struct debuginfod *d, struct module *mod,
+		     struct fetch_debug_report *rep)
+{
+	const uint8_t *id;
+	size_t len = elf_symbols__build_id(mod->syms, &id);
+	char debug_file[PATH_MAX];
+	bool got;
+	int err = fetch_build_id(d, id, len, mod->name, rep, &got);
+
+	if (err || !got)
+		return err;
+	/* a copy: fetching the supplementary file moves the results */
+	snprintf(debug_file, sizeof(debug_file), "%s", rep->results[rep->nr_results - 1].fetch.path);
+	err = fetch_supplementary(d, debug_file, mod->name, rep);
+	reload_build_id(reg, id, len);
+	return err;
 }
 
 static bool any_wanted(struct module_registry *reg)
