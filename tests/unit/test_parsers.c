@@ -1,9 +1,9 @@
 /* Unit tests of hprof's parsers on pinned inputs (tests/fixtures/): ELF symbols of the
  * chain, of its stripped copy and of a vDSO image (user/binary/symbols.h); their CFI
  * against readelf's reading of the same files (user/ehframe.h); a maps text
- * (user/proc/procmaps.h); kallsyms text as a capture carries it (user/binary/ksyms.h). Every expected value was read from the pinned files with
- * binutils (nm -nS, readelf -n, readelf --debug-dump=frames-interp; README.md). No BPF, no
- * root, nothing of the host's. Prints one "ok - NAME" / "not ok - NAME" line per check. */
+ * (user/proc/procmaps.h); kallsyms text as a capture carries it (user/binary/ksyms.h).
+ * Every expected value was read from the pinned files with binutils (nm -nS, readelf -n,
+ * readelf --debug-dump=frames-interp; README.md). No BPF, no root, nothing of the host's. Prints one "ok - NAME" / "not ok - NAME" line per check. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
