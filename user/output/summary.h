@@ -78,9 +78,10 @@ struct output_opts;
 /* The summary as text, every figure (hprof prints it on stderr at the end of a recording or
  * a report with -v). */
 void summary__print(const struct run_summary *r, FILE *out);
-/* The summary as a reader wants it by default, at most 3 lines: what ran, for how long and
+/* The summary as a reader wants it by default, at most 4 lines: what ran, for how long and
  * the samples; the share of user stacks complete and the main reasons for the others; what
- * was lost, only when something was. summary__print_written adds where the outputs are. */
+ * was lost, only when something was; what debuginfod fetched, only when it was asked.
+ * summary__print_written adds where the outputs are. */
 void summary__print_brief(const struct run_summary *r, FILE *out);
 /* The files written (raw_path: a capture, or NULL): one line each when verbose, else one
  * line in all; nothing for stdout. */
