@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # JIT names that arrive after the samples they name: V8's jitdump (node --perf-prof), whose
-# records may be written after the code first ran, and HotSpot's perf map written only at
-# exit (-XX:+DumpPerfMapAtExit). A JIT frame is named provisionally while its process lives
-# and for good at its exit or the run's end: at least 99% of the samples in JIT code must
-# carry the JIT's names, not [jit]. (fp_jit's map written at exit is in t_jit.sh.)
+# records may be written after the code first ran, HotSpot's perf map written only at exit
+# (-XX:+DumpPerfMapAtExit) and CPython 3.13's buffered jitdump (-X perf_jit). A JIT frame
+# is named provisionally while its process lives and for good at its exit or the run's end:
+# at least 99% of the samples in JIT code must carry the JIT's names, not [jit]. (fp_jit's
+# map written at exit is in t_jit.sh.)
 source "$(dirname "$0")/lib.sh"
 require_bpf "late JIT names"
 
@@ -62,4 +63,25 @@ if command -v java >/dev/null && command -v javac >/dev/null &&
 	check "HotSpot: Work.fib named, written only at exit" grep -q 'Work\.fib' "$TMP/java.folded"
 else
 	skip "HotSpot -XX:+DumpPerfMapAtExit" "no java and javac (Debian's default-jdk)"
+fi
+
+# CPython 3.13's -X perf_jit: its trampolines are named from the jitdump records it buffers.
+# With --python native the interpreter's frames stay, each trampoline (py::...) among them.
+py313=$(cpythons | grep 'python3\.13$' | head -1)
+if [ -n "$py313" ]; then
+	printf '%s\n' 'import time' 'def inner(n):' '    s = 0' '    for i in range(n):' \
+		'        s = (s * 31 + i) & 0xffffffff' '    return s' 'end = time.time() + 2' \
+		'x = 0' 'while time.time() < end:' '    x ^= inner(2000)' 'print(x)' >"$TMP/hot.py"
+	# it writes /tmp/jit-PID.dump, PID the shell's that execs it: removed once read
+	timeout 120 "$HPROF" -F 499 --python native --folded "$TMP/py.folded" -- bash -c \
+		'echo $$ >"$1"; exec "$2" -X perf_jit "$3"' sh "$TMP/py.pid" "$py313" "$TMP/hot.py" \
+		>/dev/null 2>"$TMP/py.err"
+	if [ -s "$TMP/py.pid" ]; then rm -f "/tmp/jit-$(cat "$TMP/py.pid").dump"; fi
+	share=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ /\[jit\]|\[anon:/) total += n
+		else if ($0 ~ /;py::/) { named += n; total += n } }
+		END { printf "%d/%d\n", named, total }' "$TMP/py.folded")
+	check "CPython -X perf_jit: >= 99% of the samples through its trampolines named ($share)" \
+		eval '[ "${share#*/}" -ge 50 ] && at_least 99 "$share"'
+else
+	skip "CPython -X perf_jit" "no CPython 3.13"
 fi
