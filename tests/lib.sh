@@ -3,6 +3,9 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 HPROF=${HPROF:-build/hprof}
 WL=build/workloads
+# No test fetches debug files from a server it did not start (Debian sets DEBUGINFOD_URLS
+# for login shells when debuginfod.debian.net is configured).
+unset DEBUGINFOD_URLS
 TMP=$(mktemp -d /tmp/hprof-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 

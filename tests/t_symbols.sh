@@ -154,6 +154,16 @@ build() {
 		exe "$TMP/other" p_badcrc -O1 &&
 		objcopy --only-keep-debug "$TMP/other/full" "$TMP/badcrc/p_badcrc.debug" || return 1
 
+	# A CI job's own debug files, in one directory given by --debug-dir: by build-id, and
+	# by the name .gnu_debuglink gives.
+	exe "$TMP/cibuild" p_cibuildid && debug_file "$TMP/cibuild/p_cibuildid" || return 1
+	id=$(readelf -n "$TMP/cibuild/full" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$TMP/ci/.build-id/${id:0:2}"
+	mv "$TMP/cibuild/p_cibuildid.debug" "$TMP/ci/.build-id/${id:0:2}/${id:2}.debug"
+	exe "$TMP/cilink" p_cilink && debug_file "$TMP/cilink/p_cilink" &&
+		objcopy --add-gnu-debuglink="$TMP/cilink/p_cilink.debug" "$TMP/cilink/p_cilink" &&
+		mv "$TMP/cilink/p_cilink.debug" "$TMP/ci/" || return 1
+
 	exe "$TMP/cfi" p_cfi && strip "$TMP/cfi/p_cfi" || return 1
 
 	lib "$TMP/mini" m_mini && minidebuginfo "$TMP/mini/libhot.so" || return 1
@@ -251,10 +261,11 @@ check "addr2line -e names each p_cfi+0xSTART after its function${bad:+:$bad}" [ 
 
 require_bpf "symbols"
 
-# All variants at once under one hprof (children are followed): 3 s, each process its comm.
-"$HPROF" -F 299 --folded "$TMP/all.folded" -- bash -c "
+# All variants at once under one hprof (children are followed): 3 s, each process its comm;
+# the CI variants' debug files only in --debug-dir.
+"$HPROF" -F 299 --folded "$TMP/all.folded" --debug-dir "$TMP/ci" -- bash -c "
 	for p in symtab/p_symtab buildid/p_buildid link_next/p_debuglink badcrc/p_badcrc \
-		cfi/p_cfi mini/m_mini dynsym/m_dynsym; do
+		cfi/p_cfi mini/m_mini dynsym/m_dynsym cibuild/p_cibuildid cilink/p_cilink; do
 		'$TMP'/\$p 3 &
 	done
 	wait" >/dev/null 2>"$TMP/all.err"
@@ -302,6 +313,8 @@ expect_profile p_badcrc "$TMP/badcrc/full" cfi:p_badcrc
 check "profile p_badcrc: the debug file with the wrong CRC names nothing" \
 	[ "$(samples p_badcrc ';hot_')" -eq 0 ]
 expect_profile p_cfi "$TMP/cfi/full" cfi:p_cfi
+expect_profile p_cibuildid "$TMP/cibuild/full" sym
+expect_profile p_cilink "$TMP/cilink/full" sym
 expect_profile m_mini "$TMP/mini/full" sym
 expect_profile m_dynsym "$TMP/dynsym/full" dynsym
 

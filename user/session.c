@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "binary/code.h"
+#include "binary/fetch_debug.h"
 #include "binary/ksyms.h"
 #include "binary/modules.h"
 #include "binary/symbols.h"
@@ -43,6 +44,7 @@ struct session {
 	struct python_procs *python;     /* NULL: Python frames are not placed (--python=off) */
 	struct python_memory *python_memory; /* CPython processes' memory, as read */
 	struct python_stack python_stack;
+	struct fetch_debug_report debug_files; /* session__fetch_debug_files's */
 };
 
 /* HPROF_DEBUG=scan: code without CFI only by scanning (no analysis, no frame records). */
@@ -51,6 +53,15 @@ static bool scan_only_debug(void)
 	const char *debug = getenv("HPROF_DEBUG");
 
 	return debug && strstr(debug, "scan") != NULL;
+}
+
+/* /proc/kallsyms; HPROF_KALLSYMS names another file of its format (tests: a report on a
+ * machine whose kernel symbols differ, or hide them). */
+static const char *kallsyms_path(void)
+{
+	const char *path = getenv("HPROF_KALLSYMS");
+
+	return path && path[0] ? path : "/proc/kallsyms";
 }
 
 int session__new(bool dwarf, struct session **out)
@@ -79,7 +90,7 @@ int session__new(bool dwarf, struct session **out)
 		goto cleanup;
 	s->resolver.modules = s->modules;
 	/* Without kallsyms kernel frames are still shown, as addresses. */
-	ksyms__load("/proc/kallsyms", &s->ksyms);
+	ksyms__load(kallsyms_path(), &s->ksyms);
 	err = profile__new(s->modules, s->ksyms, &s->profile);
 	if (!err)
 		err = (s->python_memory = python_memory__new()) ? 0 : -ENOMEM;
@@ -804,10 +815,28 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 	return count_sample(s, proc, sample, comm, hybrid__truncated_root(reason), frames, n);
 }
 
+void session__set_debuginfod(struct session *s, bool on)
+{
+	module_registry__set_debuginfod(s->modules, on);
+}
+
+int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *progress_out)
+{
+	fetch_debug__free_report(&s->debug_files);
+	return fetch_debug__run(s->modules, total_timeout_s, progress_out, &s->debug_files);
+}
+
 void session__settle_names(struct session *s)
 {
 	module_registry__reload_jit(s->modules, 0);
 	profile__settle_names(s->profile, 0);
+}
+
+void session__use_ksyms(struct session *s, struct ksyms *ksyms)
+{
+	profile__set_ksyms(s->profile, ksyms);
+	ksyms__free(s->ksyms);
+	s->ksyms = ksyms;
 }
 
 const struct ksyms *session__ksyms(const struct session *s)
@@ -894,6 +923,7 @@ struct run_summary session__summary(struct session *s, double duration_s, unsign
 		.kernel_counters = kernel_counters,
 		.sideband_lost = sideband_lost,
 		.python = s->python ? &s->python_stack.stats : NULL,
+		.debug_files = &s->debug_files,
 	};
 }
 
@@ -919,6 +949,7 @@ void session__free(struct session *s)
 	python_memory__free(s->python_memory);
 	profile__free(s->profile);
 	ksyms__free(s->ksyms);
+	fetch_debug__free_report(&s->debug_files);
 	module_registry__free(s->modules);
 	hybrid__free(s->hybrid);
 	code_cache__free(s->code);

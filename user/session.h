@@ -76,6 +76,9 @@ void session__process_exit_seen(struct session *s, uint32_t pid);
 struct module_registry *session__modules(struct session *s);
 /* The kernel's symbols (NULL when /proc/kallsyms shows no addresses). */
 const struct ksyms *session__ksyms(const struct session *s);
+/* Kernel frames are named from ksyms from now on (a capture's, replayed), which the
+ * session takes; call before the first sample. */
+void session__use_ksyms(struct session *s, struct ksyms *ksyms);
 /* The DWARF walk alone over one sample's copy, through the session's mappings and tables
  * (for the libunwind cross-check and the unwinding benchmark): no FP chain, no stitching,
  * nothing counted in the profile. Returns 0, -EINVAL for a malformed sample or one without
@@ -104,6 +107,14 @@ struct profile *session__profile(struct session *s);
 /* Names the JIT frames of processes still running as their perf maps and jitdumps name
  * them now (frames named after their mapping when counted): before a recording's outputs. */
 void session__settle_names(struct session *s);
+/* Debug files may be fetched at the end (debuginfod): until then, frames no symbol names in
+ * a binary whose file a server may have stay re-nameable. Call before the first sample. */
+void session__set_debuginfod(struct session *s, bool on);
+/* Fetches the debug files those binaries want (binary/fetch_debug.h), after sampling and
+ * before session__settle_names, within total_timeout_s (0: the default), with progress on
+ * progress_out when it is a terminal. What was fetched goes into the summary. Returns 0 or
+ * -ENOMEM. */
+int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *progress_out);
 /* Where counted stacks go instead of the session's profile (hprof serve's windows), each
  * with its labels (pid, tid, the process's name and cgroup, read from /proc once per
  * process). fn returns 0 or -ENOMEM. */

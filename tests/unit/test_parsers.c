@@ -1,11 +1,17 @@
 /* Unit tests of hprof's parsers on pinned inputs (tests/fixtures/): ELF symbols of the
  * chain, of its stripped copy and of a vDSO image (user/binary/symbols.h); their CFI
  * against readelf's reading of the same files (user/ehframe.h); a maps text
- * (user/proc/procmaps.h). Every expected value was read from the pinned files with
- * binutils (nm -nS, readelf -n, readelf --debug-dump=frames-interp; README.md). No BPF, no
- * root, nothing of the host's. Prints one "ok - NAME" / "not ok - NAME" line per check. */
+ * (user/proc/procmaps.h); kallsyms text as a capture carries it (user/binary/ksyms.h).
+ * Every expected value was read from the pinned files with binutils (nm -nS, readelf -n,
+ * readelf --debug-dump=frames-interp; README.md). No BPF, no root, nothing of the host's. Prints one "ok - NAME" / "not ok - NAME" line per check. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "fixture.h"
 
+#include "binary/ksyms.h"
 #include "binary/symbols.h"
 #include "proc/procmaps.h"
 
@@ -408,6 +414,40 @@ static void test_maps(void)
 	      "maps: a line without an inode, a reversed or empty range, a line of text: -EINVAL");
 }
 
+/* kallsyms text as a capture carries it: functions named as the file names them, other
+ * types, bad and over-long lines skipped, a missing last newline taken. */
+static void test_ksyms_text(void)
+{
+	static const char text[] = "ffffffff81000000 T alpha\n"
+				   "ffffffff81000100 d some_data\n"
+				   "not a line at all\n"
+				   "ffffffff81000200 t beta [some_module]\n"
+				   "0000000000000000 T zero\n"
+				   "ffffffff81000300 W gamma";
+	char *long_line = malloc(2048);
+	struct ksyms *ks = NULL;
+	uint64_t off = 0;
+	const char *name;
+
+	check(ksyms__load_text(text, sizeof(text) - 1, &ks) == 0, "ksyms text: loaded");
+	name = ksyms__lookup(ks, 0xffffffff81000150, &off);
+	check(name && strcmp(name, "alpha") == 0 && off == 0x150,
+	      "ksyms text: data symbols skipped (%s+%#" PRIx64 ")", name ? name : "-", off);
+	name = ksyms__lookup(ks, 0xffffffff81000210, &off);
+	check(name && strcmp(name, "beta") == 0, "ksyms text: a module's function");
+	name = ksyms__lookup(ks, 0xffffffff81000301, &off);
+	check(name && strcmp(name, "gamma") == 0, "ksyms text: the last line without its newline");
+	ksyms__free(ks);
+	check(ksyms__load_text("junk\n", 5, &ks) == -ENOENT && !ks, "ksyms text: no function: -ENOENT");
+	if (long_line) {
+		memset(long_line, 'x', 2047);
+		memcpy(long_line, "ffffffff81000000 T ", 19);
+		check(ksyms__load_text(long_line, 2047, &ks) == -ENOENT,
+		      "ksyms text: a line longer than kallsyms writes is skipped");
+		free(long_line);
+	}
+}
+
 int main(void)
 {
 	size_t len;
@@ -420,6 +460,7 @@ int main(void)
 	test_chain_cfi();
 	test_vdso_cfi(vdso, len);
 	test_maps();
+	test_ksyms_text();
 	free(vdso);
 	return failures ? 1 : 0;
 }

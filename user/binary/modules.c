@@ -80,6 +80,7 @@ struct module_registry {
 	struct module_slices *slices; /* NULL: binaries are read from their files */
 	module_beam_exit_fn beam_exit_hook;
 	void *beam_exit_ctx;
+	bool debuginfod; /* debug files may be fetched at the end */
 };
 
 int module_registry__new(struct module_registry **out)
@@ -690,6 +691,37 @@ int module__bias(const struct module *mod, const struct mapping *m, int64_t *bia
 	if (!err)
 		*bias = (int64_t)(m->start - vaddr);
 	return err;
+}
+
+void module_registry__reload_symbols(struct module_registry *reg, struct module *mod)
+{
+	struct elf_symbols *kept = mod->syms;
+	int kept_err = mod->load_err;
+
+	if (mod->anon_code || mod->from_slices || mod->path[0] != '/')
+		return;
+	mod->syms = NULL;
+	load_symbols(mod);
+	if (mod->syms) {
+		elf_symbols__free(kept);
+		mod->dropped = false;
+		code_starts__free(mod->code_starts);
+		mod->code_starts = NULL;
+	} else {
+		mod->syms = kept;
+		mod->load_err = kept_err;
+	}
+	reg->reloads++;
+}
+
+void module_registry__set_debuginfod(struct module_registry *reg, bool on)
+{
+	reg->debuginfod = on;
+}
+
+bool module_registry__debuginfod(const struct module_registry *reg)
+{
+	return reg->debuginfod;
 }
 
 void module_registry__use(struct module_registry *reg, struct module *mod)

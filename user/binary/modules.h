@@ -80,6 +80,9 @@ struct module {
 	 * symbols, rows and code come from its slice, NULL where it has none */
 	bool from_slices;
 	const struct module_slice *slice;
+	/* A frame was named without a symbol while debuginfod may serve its debug file: named
+	 * again once fetching is over (binary/fetch_debug.h) */
+	bool wants_debug_file;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 };
@@ -139,6 +142,13 @@ void module_registry__use_slices(struct module_registry *reg, struct module_slic
 /* A process uses mod (resolves an address in it): reads its symbols again if they were
  * dropped. Call before using mod->syms or its unwind table for a live process. */
 void module_registry__use(struct module_registry *reg, struct module *mod);
+/* Reads mod's symbols again from its file (pinned, or its path in a replay), as a debug
+ * file found since may now give them. Keeps the old ones when that fails. */
+void module_registry__reload_symbols(struct module_registry *reg, struct module *mod);
+/* Whether debug files may still be fetched (debuginfod) at the end: frames of binaries
+ * without symbols are then named provisionally (binary/naming.h). Off by default. */
+void module_registry__set_debuginfod(struct module_registry *reg, bool on);
+bool module_registry__debuginfod(const struct module_registry *reg);
 /* Drops the symbols and tables of binaries no process used since MODULE_IDLE_SWEEPS sweeps
  * ago; the caller sweeps at a steady pace. */
 void module_registry__sweep(struct module_registry *reg);

@@ -103,6 +103,26 @@ static char *anon_code_name(const struct module *mod, uint64_t pc, bool *provisi
 	return strdup(name ? name : mod->name);
 }
 
+/* Whether a debug file fetched at the end (debuginfod) may still name mod's frames that no
+ * symbol names now: a binary with a build-id whose own and local debug files gave no full
+ * symbol table. Marks mod as wanting one. */
+static bool may_fetch_debug_file(struct module_registry *modules, struct module *mod)
+{
+	enum elf_symbols_source source;
+	const uint8_t *id;
+
+	/* a dropped binary's source is not known until it is read again */
+	if (!module_registry__debuginfod(modules) || mod->path[0] != '/' || !mod->syms ||
+	    mod->dropped || elf_symbols__build_id(mod->syms, &id) == 0)
+		return false;
+	source = elf_symbols__source(mod->syms);
+	if (source == ELF_SYMBOLS_SYMTAB || source == ELF_SYMBOLS_BUILD_ID ||
+	    source == ELF_SYMBOLS_DEBUGLINK)
+		return false;
+	mod->wants_debug_file = true;
+	return true;
+}
+
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f)
 {
@@ -148,5 +168,6 @@ char *frame_name__format_provisional(struct module_registry *modules, const stru
 		sym = elf_symbols__lookup(mod->syms, f->addr, &off);
 	if (sym)
 		return symbol_name(sym);
+	*provisional = mod && may_fetch_debug_file(modules, mod);
 	return unnamed_frame_name(modules, mod, pc, f->addr);
 }

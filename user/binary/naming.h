@@ -14,7 +14,10 @@ char *frame_name__format_provisional(struct module_registry *modules, const stru
 				     const struct frame *f, bool *provisional);
 /* As frame_name__format_provisional, without saying whether the name may change: *provisional
  * there is set for JIT code named after its mapping while its process lives (its perf map or
- * jitdump may name it later: HotSpot's -XX:+DumpPerfMapAtExit, buffered jitdump records). */
+ * jitdump may name it later: HotSpot's -XX:+DumpPerfMapAtExit, buffered jitdump records),
+ * and, while debuginfod is on (module_registry__set_debuginfod), for a frame no symbol
+ * names in a binary whose debug file may still be fetched (its module then
+ * wants_debug_file). */
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f);
 

@@ -199,15 +199,24 @@ cleanup:
 	return err;
 }
 
-/* The debug file the binary's build-id names. */
+/* The debug file the binary's build-id names, at the first of its places that has it with
+ * symbols. */
 static int read_build_id_file(struct elf_symbols *es)
 {
 	char path[PATH_MAX];
 	const uint8_t *id;
 	size_t len = elf_facts__build_id(es->facts, &id);
-	int err = debug_files__build_id_path(id, len, path, sizeof(path));
+	int err;
 
-	return err ? err : read_debug_file(es, path, NULL);
+	for (size_t i = 0; i < debug_files__build_id_places(); i++) {
+		if (debug_files__build_id_path(id, len, i, path, sizeof(path)) != 0)
+			continue;
+		err = read_debug_file(es, path, NULL);
+		if (err == -ENOMEM || (!err && symbol_index__pending(es->index)))
+			return err;
+		reset_source(es);
+	}
+	return -ENOENT;
 }
 
 /* The file .gnu_debuglink names, at the first of its places that has it with symbols. */
@@ -219,7 +228,7 @@ static int read_debuglink_file(struct elf_symbols *es, Elf *elf, const char *bin
 
 	if (err)
 		return err;
-	for (size_t i = 0; i < DEBUGLINK_PLACES; i++) {
+	for (size_t i = 0; i < debug_files__debuglink_places(); i++) {
 		if (debug_files__debuglink_path(&link, binary, i, path, sizeof(path)) != 0)
 			continue;
 		err = read_debug_file(es, path, &link);

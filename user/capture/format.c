@@ -129,6 +129,11 @@ int capture__write_perf_map(FILE *f, uint32_t pid, const char *text, size_t len)
 	return write_record(f, CAPTURE_PERF_MAP, header, sizeof(header), text, len);
 }
 
+int capture__write_ksyms(FILE *f, const char *text, size_t len)
+{
+	return write_record(f, CAPTURE_KSYMS, text, len, NULL, 0);
+}
+
 int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit)
 {
 	uint8_t payload[16] = { 0 };
@@ -335,6 +340,12 @@ int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t
 	*payload = r->data + r->pos + sizeof(header);
 	r->pos += sizeof(header) + padded;
 	return 1;
+}
+
+void capture_reader__rewind(struct capture_reader *r)
+{
+	r->pos = 16;
+	r->last_type = 0;
 }
 
 void capture_reader__free(struct capture_reader *r)

@@ -19,8 +19,8 @@
 /* 2: samples carry the window at the FP chain's end; map events. 3: samples carry the
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
  * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
- * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT, _GDB_JIT_* and _JITDUMP records, which an hprof
- * that predates them refuses as unknown types. */
+ * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT, _GDB_JIT_*, _JITDUMP, _PYTHON_MEMORY and _KSYMS
+ * records, which an hprof that predates them refuses as unknown types. */
 #define CAPTURE_VERSION 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
@@ -53,6 +53,11 @@ enum capture_record_type {
 	 * (python/memory.h: its version, runtime, code objects and their strings), one record
 	 * a read, written while a sample is handled, so before it */
 	CAPTURE_PYTHON_MEMORY = 12,
+	/* kallsyms text ("ADDR T NAME" lines, complete) of the kernel functions the samples'
+	 * kernel frames are in, as the recording's /proc/kallsyms named them: a report names
+	 * kernel frames from them, not from the machine it runs on. Written at the end, in
+	 * records of at most CAPTURE_MAX_RECORD bytes; a replay reads them first. */
+	CAPTURE_KSYMS = 13,
 };
 
 struct capture_info {
@@ -78,6 +83,7 @@ int capture__write_beam_exit(FILE *f, uint32_t pid, uint64_t exit);
 int capture__write_gdb_jit_object(FILE *f, uint32_t pid, uint64_t addr, const uint8_t *bytes,
 				  size_t len);
 int capture__write_gdb_jit_drop(FILE *f, uint32_t pid, uint64_t addr, uint64_t size);
+int capture__write_ksyms(FILE *f, const char *text, size_t len);
 int capture__write_jitdump(FILE *f, uint32_t pid, uint64_t offset, const uint8_t *bytes,
 			   size_t len);
 
@@ -111,6 +117,8 @@ bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t le
 
 struct capture_reader;
 
+/* Reads the records again from the first. */
+void capture_reader__rewind(struct capture_reader *r);
 /* Reads a whole capture into memory and checks its header. On error returns -errno with
  * a one-line message (naming the file and offset) in err. */
 int capture_reader__open(const char *path, struct capture_reader **out, char *err,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/ksyms.h"
 #include "binary/modules.h"
 #include "binary/slice.h"
 #include "output/profile.h"
@@ -38,7 +39,8 @@ static int check_record(const char *path, uint32_t type, uint32_t len, char *err
 				type == CAPTURE_GDB_JIT_OBJECT || type == CAPTURE_JITDUMP ||
 				type == CAPTURE_PYTHON_MEMORY ? 16
 		      : type == CAPTURE_GDB_JIT_DROP ? 24
-		      : type == CAPTURE_PERF_MAP ? 8 : SIZE_MAX;
+		      : type == CAPTURE_PERF_MAP ? 8
+		      : type == CAPTURE_KSYMS ? 0 : SIZE_MAX;
 
 	if (need == SIZE_MAX) {
 		snprintf(err, errlen, "%s: unknown record type %u", path, type);
@@ -121,6 +123,40 @@ static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t 
 	return session__handle_map_event(s, &e, path);
 }
 
+/* The kernel symbols the capture carries, written after its samples, read before them: kernel
+ * frames are then named as the recording's machine named them. A capture without them (or
+ * whose text names no function) leaves the session its own kallsyms. Returns 0 or -errno
+ * with the reason in err. */
+static int read_kernel_symbols(struct replay *r, char *err, size_t errlen)
+{
+	const uint8_t *payload;
+	struct ksyms *ksyms;
+	uint32_t type, len;
+	char *text = NULL, *bigger;
+	size_t text_len = 0;
+	int ret;
+
+	while ((ret = capture_reader__next(r->reader, &type, &payload, &len, err, errlen)) > 0) {
+		if (type != CAPTURE_KSYMS || len == 0)
+			continue;
+		bigger = realloc(text, text_len + len);
+		if (!bigger) {
+			ret = -ENOMEM;
+			break;
+		}
+		text = bigger;
+		memcpy(text + text_len, payload, len);
+		text_len += len;
+	}
+	capture_reader__rewind(r->reader);
+	if (ret == 0 && text_len && ksyms__load_text(text, text_len, &ksyms) == 0)
+		session__use_ksyms(r->session, ksyms);
+	free(text);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "%s: %s", r->path, strerror(ENOMEM));
+	return ret;
+}
+
 /* Feeds every record to the session in file order, which is time order: maps and mapping
  * events before the samples that need them. Returns 0 or -errno with the reason in err. */
 static int feed(struct replay *r, char *err, size_t errlen)
@@ -173,6 +209,8 @@ static int feed(struct replay *r, char *err, size_t errlen)
 			module_registry__drop_gdb_jit_object(session__modules(r->session), pid, addr,
 							     size);
 			break;
+		case CAPTURE_KSYMS: /* read before the samples: read_kernel_symbols */
+			break;
 		case CAPTURE_BEAM_EXIT:
 			capture__decode_beam_exit(type, payload, len, &pid, &exit);
 			ret = module_registry__set_beam_exit(session__modules(r->session), pid, exit);
@@ -205,6 +243,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);
+	session__set_debuginfod(r->session, o->debuginfod);
 	if (o->slices) {
 		struct module_slices *slices;
 
@@ -218,7 +257,9 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 		ret = -ENOMEM;
 		goto cleanup;
 	}
-	ret = feed(r, err, errlen);
+	ret = read_kernel_symbols(r, err, errlen);
+	if (!ret)
+		ret = feed(r, err, errlen);
 	if (ret)
 		goto cleanup;
 	*out = r;

@@ -20,6 +20,7 @@ struct replay_opts {
 	bool frame_addresses; /* keep return addresses in one function apart (pprof output) */
 	/* a slice file (binary/slice.h): binaries are read from it, never from their files */
 	const char *slices;
+	bool debuginfod;      /* debug files may be fetched once replayed (session__set_debuginfod) */
 	replay_sample_fn on_sample; /* NULL: none */
 	void *on_sample_ctx;
 };

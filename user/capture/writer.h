@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "binary/ksyms.h"
 #include "binary/modules.h"
 #include "capture/format.h"
 
@@ -39,10 +40,11 @@ void capture_writer__gdb_jit_drop(struct capture_writer *w, uint32_t pid, uint64
 /* Bytes read from process pid's jitdump file at offset (jitdump__set_read_hook). */
 void capture_writer__jitdump(struct capture_writer *w, uint32_t pid, uint64_t offset,
 			     const uint8_t *bytes, size_t len);
-/* Appends the build-ids of reg's binaries and info, then puts the file in place. Returns
- * 0 or -errno after printing one line; the writer is freed either way. */
+/* Appends the kernel functions the samples ran in as ksyms names them (NULL: none known),
+ * the build-ids of reg's binaries and info, then puts the file in place. Returns 0 or
+ * -errno after printing one line; the writer is freed either way. */
 int capture_writer__finish(struct capture_writer *w, struct module_registry *reg,
-			   const struct capture_info *info);
+			   const struct ksyms *ksyms, const struct capture_info *info);
 /* Drops an unfinished capture: nothing is left behind. */
 void capture_writer__free(struct capture_writer *w);
 

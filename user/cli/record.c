@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "binary/code.h"
+#include "binary/debug_files.h"
+#include "binary/debuginfod.h"
 #include "binary/gdb_jit.h"
 #include "binary/jitdump.h"
 #include "binary/modules.h"
@@ -48,6 +50,7 @@ struct record_opts {
 	unsigned ring_size;   /* --ring-size: bytes of the kernel's sample buffer; 0 = sized to -F */
 	bool verbose;         /* -v: every figure of the summary */
 	bool quiet;           /* -q: no status line, no summary, only errors */
+	bool no_debuginfod;   /* --no-debuginfod: fetch no debug files */
 };
 
 static volatile sig_atomic_t exiting;
@@ -96,6 +99,11 @@ static void usage(FILE *out)
 		"                        between them), off (native frames only)\n"
 		"  --raw FILE            also save the raw samples (mode 0600: stack bytes\n"
 		"                        can hold secrets) for hprof report\n"
+		"  --debug-dir DIR       a directory of separate debug files, searched first:\n"
+		"                        DIR/.build-id/xx/yyyy.debug and by .gnu_debuglink\n"
+		"                        name (repeatable)\n"
+		"  --no-debuginfod       fetch no debug files from DEBUGINFOD_URLS' servers\n"
+		"                        (fetched at the end, for binaries without symbols)\n"
 		"  --ring-size BYTES     the kernel's sample buffer: a power of two from 4096\n"
 		"                        to 1 GiB (default: 50 ms of the largest samples\n"
 		"                        from every CPU at -F, 2 MiB to 256 MiB)\n"
@@ -124,7 +132,7 @@ static long long max_sample_rate(void)
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
        OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN, OPT_TOP,
-       OPT_PYTHON };
+       OPT_PYTHON, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -132,6 +140,18 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, " (see hprof --help)\n");
 	return -EINVAL;
+}
+
+/* --debug-dir DIR: searched before the system's debug files. */
+static int add_debug_dir(const char *dir)
+{
+	int err = debug_files__add_dir(dir);
+
+	if (err == -E2BIG)
+		fprintf(stderr, "hprof: at most %d --debug-dir directories\n", DEBUG_DIRS_MAX);
+	else if (err)
+		fprintf(stderr, "hprof: --debug-dir %s: %s\n", dir, strerror(-err));
+	return err;
 }
 
 static int parse_option(struct record_opts *o, int opt, const char *arg)
@@ -193,6 +213,11 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
+	case OPT_DEBUG_DIR:
+		return add_debug_dir(arg);
+	case OPT_NO_DEBUGINFOD:
+		o->no_debuginfod = true;
+		return 0;
 	case OPT_PYTHON:
 		if (strcmp(arg, "on") == 0)
 			o->python = SESSION_PYTHON_ON;
@@ -242,6 +267,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "no-scan", no_argument, NULL, OPT_NO_SCAN },
 		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "raw", required_argument, NULL, OPT_RAW },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "top", required_argument, NULL, OPT_TOP },
@@ -488,6 +515,10 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 	char subtitle[128], what[160];
 	int err;
 
+	/* after sampling, before the names are settled for the outputs */
+	err = session__fetch_debug_files(session, 0, o->quiet ? NULL : stderr);
+	if (err)
+		return err;
 	describe_target(o, what, sizeof(what));
 	summary.what = what;
 	summary.received_bytes = recorder__received_bytes(rec);
@@ -505,7 +536,8 @@ static int finish(struct record_opts *o, struct session *session, struct recorde
 		};
 
 		set_raw_hooks(session, NULL); /* the writer goes */
-		err = capture_writer__finish(*raw, session__modules(session), &info);
+		err = capture_writer__finish(*raw, session__modules(session),
+					     session__ksyms(session), &info);
 		*raw = NULL;
 	}
 	if (o->verbose)
@@ -549,6 +581,7 @@ int cmd_record(int argc, char **argv)
 	if (!err)
 		err = session__new(!o.no_dwarf, &session);
 	if (!err) {
+		session__set_debuginfod(session, !o.no_debuginfod && debuginfod__wanted());
 		session__set_no_scan(session, o.no_scan);
 		session__set_python(session, o.python);
 	}

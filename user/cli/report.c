@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/debug_files.h"
+#include "binary/debuginfod.h"
 #include "capture/replay.h"
 #include "cli/commands.h"
 #include "output/summary.h"
+#include "session.h"
 #include "output/outputs.h"
 
 struct report {
@@ -18,6 +21,7 @@ struct report {
 	const char *capture_path;
 	bool verbose; /* -v: every figure of the summary */
 	bool quiet;   /* -q: only errors */
+	bool no_debuginfod; /* --no-debuginfod: fetch no debug files */
 };
 
 static void usage(FILE *out)
@@ -32,7 +36,9 @@ static void usage(FILE *out)
 		     "only errors.\n"
 		     "--top N prints the N functions with the most self samples (self and\n"
 		     "inclusive share, samples, module) on stdout, where folded stacks then go\n"
-		     "only with --folded - (and the table to stderr).\n");
+		     "only with --folded - (and the table to stderr).\n"
+		     "--debug-dir DIR (repeatable) is searched first for separate debug files;\n"
+		     "--no-debuginfod fetches none from DEBUGINFOD_URLS' servers.\n");
 }
 
 /* --top N: a whole number of rows from 1 on. Returns 0 or -EINVAL after saying why. */
@@ -63,6 +69,8 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		{ "no-dwarf", no_argument, NULL, 'n' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 't' },
+		{ "debug-dir", required_argument, NULL, 'd' },
+		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -104,6 +112,19 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		case 't':
 			if (parse_top(optarg, &rep->out.top))
 				return -EINVAL;
+			break;
+		case 'd': {
+			int err = debug_files__add_dir(optarg);
+
+			if (err) {
+				fprintf(stderr, "hprof: report: --debug-dir %s: %s\n", optarg,
+					err == -E2BIG ? "too many directories" : strerror(-err));
+				return -EINVAL;
+			}
+			break;
+		}
+		case 'D':
+			rep->no_debuginfod = true;
 			break;
 		case 'v': /* the last of -v and -q wins */
 			rep->verbose = true;
@@ -157,12 +178,19 @@ int cmd_report(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	rep.out.title = "hprof CPU flame graph";
 	rep.replay.frame_addresses = rep.out.pprof_path != NULL;
+	rep.replay.debuginfod = !rep.no_debuginfod && debuginfod__wanted();
 	err = replay__run(rep.capture_path, &rep.replay, &replay, err_msg, sizeof(err_msg));
 	if (err)
 		goto cleanup;
 	replay__for_each_changed(replay, warn_changed, NULL);
 	s = replay__session(replay);
 	info = replay__info(replay);
+	if (rep.replay.debuginfod) {
+		err = session__fetch_debug_files(s, 0, rep.quiet ? NULL : stderr);
+		if (err)
+			goto cleanup;
+		session__settle_names(s);
+	}
 	no_dwarf = rep.replay.no_dwarf || info->stack_size == 0;
 	rep.out.frequency = info->frequency;
 	rep.out.duration_ns = info->duration_ns;

@@ -316,6 +316,8 @@ static void write_transport(struct json_writer *w, const struct run_summary *r, 
 	json__end_object(w);
 	json_jitdumps(w, r->modules);
 	json_gdb_jit(w, r->modules);
+	if (r->debug_files && r->debug_files->tried)
+		summary__json_debug_files(w, r->debug_files);
 	json__key(w, "bytes_per_sample");
 	json__double(w, summary__bytes_per_sample(r));
 	json__key(w, "frame_pointers_only");
@@ -641,6 +643,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 	if (r->deltas)
 		print_deltas(r->deltas, out);
 	print_python(r->python, out);
+	summary__print_debug_files(r->debug_files, true, out);
 }
 
 static const char *plural(uint64_t n)
@@ -762,6 +765,7 @@ void summary__print_brief(const struct run_summary *r, FILE *out)
 	print_brief_complete(st, out);
 	print_python(r->python, out);
 	print_brief_lost(r, kc, out);
+	summary__print_debug_files(r->debug_files, false, out);
 }
 
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,

@@ -10,6 +10,7 @@
 
 
 #include "sample.h"
+#include "binary/fetch_debug.h"
 #include "binary/modules.h"
 #include "output/profile.h"
 #include "output/sample_stats.h"
@@ -36,6 +37,7 @@ struct run_summary {
 	uint64_t received_bytes;
 	const struct stack_delta_stats *deltas;
 	const struct python_stats *python; /* NULL: Python frames were off */
+	const struct fetch_debug_report *debug_files; /* NULL: none tried */
 };
 
 static inline double summary__bytes_per_sample(const struct run_summary *r)
@@ -76,12 +78,18 @@ struct output_opts;
 /* The summary as text, every figure (hprof prints it on stderr at the end of a recording or
  * a report with -v). */
 void summary__print(const struct run_summary *r, FILE *out);
-/* The summary as a reader wants it by default, at most 3 lines: what ran, for how long and
+/* The summary as a reader wants it by default, at most 4 lines: what ran, for how long and
  * the samples; the share of user stacks complete and the main reasons for the others; what
- * was lost, only when something was. summary__print_written adds where the outputs are. */
+ * was lost, only when something was; what debuginfod fetched, only when it was asked.
+ * summary__print_written adds where the outputs are. */
 void summary__print_brief(const struct run_summary *r, FILE *out);
 /* The files written (raw_path: a capture, or NULL): one line each when verbose, else one
  * line in all; nothing for stdout. */
+/* What debuginfod fetched: one line, and with verbose one per binary that got no file. */
+void summary__print_debug_files(const struct fetch_debug_report *rep, bool verbose, FILE *out);
+struct json_writer;
+/* The same as the JSON summary's "debuginfod" object. */
+void summary__json_debug_files(struct json_writer *w, const struct fetch_debug_report *rep);
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
 			    FILE *out);
 /* Writes the summary as one JSON object. Returns 0 or -errno. */

@@ -340,7 +340,9 @@ static void end_request(struct serve_windows *w, struct window *win, uint64_t no
 	int err;
 
 	deactivate(w, win);
-	/* JIT frames named after their mapping: as their perf maps name them now */
+	/* JIT frames named after their mapping: as their perf maps and jitdumps name them
+	 * now, read again whatever their recheck interval (a map written just before) */
+	module_registry__reload_jit(w->o.modules, 0);
 	profile__settle_names(win->profile, 0);
 	err = encode_pprof(w, win, now_ns);
 	profile__free(win->profile);
@@ -359,6 +361,7 @@ static int end_every(struct serve_windows *w, uint64_t now_ns, bool next)
 	int err;
 
 	deactivate(w, win);
+	module_registry__reload_jit(w->o.modules, 0);
 	profile__settle_names(win->profile, 0);
 	err = write_window(w, win, now_ns);
 	profile__free(win->profile);
