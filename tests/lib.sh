@@ -222,11 +222,12 @@ build_lld_rust() {
 # ($erts_beamasm:normal_exit/0..., where every Erlang process's stack ends), or where Go's
 # own traceback ends a stack (GO_STACK_ENDS: a goroutine's runtime.goexit, a thread's
 # runtime.mstart or rt0_go, a signal's sigtramp, and the g0 stack that systemstack, mcall,
-# morestack or a call of C switched to; ".abi0" in a .symtab's names). Samples with no
+# morestack, a call of C or of the vDSO (nanotime1, walltime) switched to; ".abi0" in a
+# .symtab's names). Samples with no
 # user frame at all (kernel work in execve or exit, when the task has no user stack) are
 # no user stacks: they count in neither figure and are reported as a "COUNT kernel-only"
 # line.
-GO_STACK_ENDS='^runtime\.(goexit|mstart|rt0_go|sigtramp|systemstack|mcall|morestack|asmcgocall|callCgo[A-Za-z]*)(\.abi0)?$'
+GO_STACK_ENDS='^runtime\.(goexit|mstart|rt0_go|sigtramp|systemstack|mcall|morestack|asmcgocall|callCgo[A-Za-z]*|nanotime1|walltime1?|vgetrandom1)(\.abi0)?$'
 stack_completeness() {
 	awk -v go_ends="$GO_STACK_ENDS" '
 	     function go_end(frame) { sub(/\+0x[0-9a-f]+$/, "", frame); return frame ~ go_ends }

@@ -49,6 +49,11 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	esac
 	false=$(false_complete "$TMP/$name.folded")
 	check "$name: no stack passes for complete short of an entry ($false samples)" [ "$false" = 0 ]
+	if [ "$false" != 0 ]; then
+		stack_completeness "$TMP/$name.folded" | grep ' outermost frame ' | sed 's/^/#   /'
+		awk -F';' '$2 !~ /^\[/ { print $2 }' "$TMP/$name.folded" | sort | uniq -c | sort -rn |
+			head -20 | sed 's/^/#   outermost: /'
+	fi
 	if at_least 99 "$share" && [ "${share#*/}" -ge 200 ]; then
 		ok "$name: >= 99% of samples have a complete user stack ($share)"
 	else

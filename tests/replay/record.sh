@@ -20,7 +20,7 @@ CORPUS=tests/replay
 # entry (the program's, the loader's, a thread's, libc's start routine where an FP chain
 # ends, where Go's traceback ends, BEAM's exit), or an unnamed frame calling
 # __libc_start_main or _dl_start.
-ENTRY='(_start|_dl_start_user|__clone3|clone3|__clone|clone|__libc_start_call_main|__libc_start_main|start_thread|runtime\.(goexit|mstart|rt0_go|sigtramp|systemstack|mcall|morestack|asmcgocall|callCgo[A-Za-z]*)(\.abi0)?(\+0x[0-9a-f]+)?|\$erts_beamasm:normal_exit/0[^;]*)'
+ENTRY='(_start|_dl_start_user|__clone3|clone3|__clone|clone|__libc_start_call_main|__libc_start_main|start_thread|runtime\.(goexit|mstart|rt0_go|sigtramp|systemstack|mcall|morestack|asmcgocall|callCgo[A-Za-z]*|nanotime1|walltime1?|vgetrandom1)(\.abi0)?(\+0x[0-9a-f]+)?|\$erts_beamasm:normal_exit/0[^;]*)'
 COMPLETE="re ^[^;]+;($ENTRY(;|$)|[^[;][^;]*;(__libc_start_main|_dl_start)(;|$))"
 # Every stack not cut with a named reason reaches an entry: none passes for complete short
 # of it (a zero read mid-stack, a chain through code without frame pointers).
