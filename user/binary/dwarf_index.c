@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -158,6 +159,7 @@ static bool has_debug_info(Dwarf *dwarf)
 int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len)
 {
 	struct dwarf_index *ix;
+	struct stat st;
 	int err;
 
 	*out = NULL;
@@ -168,6 +170,12 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 	if (ix->fd < 0) {
 		err = -errno;
 		snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	/* a FIFO or device planted under a debug file's name must not hang the profiler */
+	if (fstat(ix->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		snprintf(msg, msg_len, "%s: not a regular file", path);
 		goto fail;
 	}
 	ix->dwarf = dwarf_begin(ix->fd, DWARF_C_READ);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "binary/inline_frames.h"
 #include "binary/name_cache.h"
 #include "binary/naming.h"
 #include "sample.h"
@@ -77,6 +78,12 @@ struct profile {
 	 * neither need to be kept for the outputs. Names are kept once each. */
 	uint32_t *frame_names; /* by frame index: index in strings; NONE: not named yet */
 	size_t frame_names_cap;
+	/* A binary's frames expanded into their inlined calls and given source lines
+	 * (profile__expand_inline); NULL: neither. A frame's own line, by frame index: its id
+	 * in the registry's inline_names + 1, NONE when it has none. */
+	struct inline_frames *inline_frames;
+	uint64_t *frame_lines;
+	size_t frame_lines_cap;
 	/* JIT frames named after their mapping while their process lives: a perf map or
 	 * jitdump may still name them (profile__settle_names). Until then a frame keeps a
 	 * node of its own, keyed by name or not, so that a later name reaches only it. */
@@ -128,6 +135,13 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 void profile__use_name_cache(struct profile *p, struct name_cache *cache)
 {
 	p->name_cache = cache;
+}
+
+int profile__expand_inline(struct profile *p, bool inlines, bool lines)
+{
+	if (p->nr_samples > 0 || p->inline_frames)
+		return -EBUSY;
+	return inline_frames__new(p->modules, inlines, lines, &p->inline_frames);
 }
 
 int profile__key_by_name(struct profile *p)
@@ -261,12 +275,15 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 		       sizeof(*p->frame_names)) ||
 	    grow_array((void **)&p->provisional, &p->provisional_cap, p->nr_frames + 1,
 		       sizeof(*p->provisional)) ||
+	    grow_array((void **)&p->frame_lines, &p->frame_lines_cap, p->nr_frames + 1,
+		       sizeof(*p->frame_lines)) ||
 	    index_reserve(p, &p->frame_ids, frame_id_hash))
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
 	p->frames[id] = *f;
 	p->frame_names[id] = NONE;
 	p->provisional[id] = false;
+	p->frame_lines[id] = NONE;
 	index_put(&p->frame_ids, h, id);
 	return id;
 }
@@ -363,15 +380,22 @@ static const char *frame_name(struct profile *p, uint32_t id)
 	return name == NONE ? NULL : p->strings[name];
 }
 
+/* A frame's name and line, as keyed by name (NONE: no line). */
+static uint64_t name_line_key(const struct profile *p, uint32_t id)
+{
+	return p->frame_names[id] ^ mix64(p->frame_lines[id]);
+}
+
 static uint64_t name_frame_hash(const struct profile *p, uint32_t id)
 {
-	return child_hash(p->frame_names[id], p->frames[id].module);
+	return child_hash((uint32_t)name_line_key(p, id), p->frames[id].module);
 }
 
 /* The frame the tree's nodes use for frame id: itself, or keyed by name, the first frame
- * counted with its name in its module. A Python frame stays itself: its id is already its
- * function at one line, few per function, and the flamegraph's tooltip tells a function
- * that ran on one line from one that ran on several. NONE when out of memory. */
+ * counted with its name and line in its module. A Python frame stays itself: its id is
+ * already its function at one line, few per function, and the flamegraph's tooltip tells a
+ * function that ran on one line from one that ran on several; so, through their lines, do
+ * a binary's frames that have them. NONE when out of memory. */
 static uint32_t node_frame_id(struct profile *p, uint32_t id)
 {
 	uint32_t name = frame_name_id(p, id), module = p->frames[id].module, fid;
@@ -379,11 +403,12 @@ static uint32_t node_frame_id(struct profile *p, uint32_t id)
 
 	if (name == NONE || !p->by_name || p->provisional[id] || module == MODULE_PYTHON)
 		return name == NONE ? NONE : id;
-	h = child_hash(name, module);
+	h = name_frame_hash(p, id);
 	if (p->name_frames.slots) {
 		for (size_t at = h & p->name_frames.mask; (fid = p->name_frames.slots[at]) != NONE;
 		     at = (at + 1) & p->name_frames.mask) {
-			if (p->frame_names[fid] == name && p->frames[fid].module == module)
+			if (p->frame_names[fid] == name && p->frames[fid].module == module &&
+			    p->frame_lines[fid] == p->frame_lines[id])
 				return fid;
 		}
 	}
@@ -408,8 +433,9 @@ static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame)
 	return id;
 }
 
-/* The child of parent for frame f, added on first sight. NONE when out of memory. */
-static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
+/* The child of parent for frame f, added on first sight, f's line (NONE: none) noted when
+ * f is new. NONE when out of memory. */
+static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f, uint64_t line)
 {
 	uint32_t hint = p->nodes[parent].hint, fid, id;
 	uint64_t h;
@@ -417,6 +443,8 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f)
 	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
 		return hint;
 	fid = frame_id(p, f);
+	if (fid != NONE && p->frame_lines[fid] == NONE)
+		p->frame_lines[fid] = line;
 	if (fid != NONE)
 		fid = node_frame_id(p, fid);
 	if (fid == NONE)
@@ -486,9 +514,16 @@ int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 			 uint32_t n)
 {
 	uint32_t node = head_node(p, comm, root, labels);
+	struct inline_expansion x = { 0 };
 
-	for (uint32_t i = n; node != NONE && i-- > 0;)
-		node = child(p, node, &frames[i]);
+	for (uint32_t i = n; node != NONE && i-- > 0;) {
+		if (p->inline_frames)
+			inline_frames__expand(p->inline_frames, &frames[i], &x);
+		node = child(p, node, &frames[i], x.has_line ? x.line_id + 1 : NONE);
+		/* the calls inlined at this frame's pc, inside it */
+		for (uint32_t k = 0; node != NONE && k < x.nr_inlined; k++)
+			node = child(p, node, &x.inlined[k], NONE);
+	}
 	if (node == NONE)
 		return -ENOMEM;
 	if (p->nodes[node].stack == NONE) {
@@ -573,6 +608,52 @@ static const struct stack_head *head_of(const struct profile *p, uint32_t node)
 static const struct frame *node_frame(const struct profile *p, uint32_t node)
 {
 	return &p->frames[p->nodes[node].frame];
+}
+
+/* The index of f in frames, or NONE when it was never counted. */
+static uint32_t find_frame(const struct profile *p, const struct frame *f)
+{
+	uint32_t id;
+
+	if (!p->frame_ids.slots)
+		return NONE;
+	for (size_t at = frame_hash(f) & p->frame_ids.mask; (id = p->frame_ids.slots[at]) != NONE;
+	     at = (at + 1) & p->frame_ids.mask) {
+		if (same_frame(&p->frames[id], f))
+			return id;
+	}
+	return NONE;
+}
+
+const struct python_location *profile__frame_location(const struct profile *p,
+						       const struct frame *f)
+{
+	uint32_t id;
+
+	if (f->module == MODULE_PYTHON)
+		return python_names__get(module_registry__python_names(p->modules), f->addr);
+	if (f->module == MODULE_INLINE)
+		return python_names__get(module_registry__inline_names(p->modules), f->addr);
+	id = f->module >= MODULE_FIRST_FILE ? find_frame(p, f) : NONE;
+	if (id == NONE || p->frame_lines[id] == NONE)
+		return NULL;
+	return python_names__get(module_registry__inline_names(p->modules), p->frame_lines[id] - 1);
+}
+
+void profile__inline_frames(struct profile *p, const struct frame *f, const struct frame **inlined,
+			    uint32_t *nr)
+{
+	struct inline_expansion x = { 0 };
+
+	if (p->inline_frames)
+		inline_frames__expand(p->inline_frames, f, &x);
+	*inlined = x.inlined;
+	*nr = x.nr_inlined;
+}
+
+void profile__inline_stats(const struct profile *p, struct inline_frames_stats *stats)
+{
+	inline_frames__stats(p->inline_frames, stats);
 }
 
 const char *profile__frame_name(struct profile *p, const struct frame *f)
@@ -772,7 +853,16 @@ static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 	if (!c && fx->module == MODULE_PYTHON && fy->module == MODULE_PYTHON)
 		return python_names__compare(module_registry__python_names(p->modules), fx->addr,
 					     fy->addr);
-	return c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
+	if (!c && fx->module == MODULE_INLINE && fy->module == MODULE_INLINE)
+		return python_names__compare(module_registry__inline_names(p->modules), fx->addr,
+					     fy->addr);
+	c = c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
+	/* a binary's frames of one name, by their lines */
+	if (!c && p->frame_lines[p->nodes[x].frame] != p->frame_lines[p->nodes[y].frame])
+		return python_names__compare(module_registry__inline_names(p->modules),
+					     p->frame_lines[p->nodes[x].frame] - 1,
+					     p->frame_lines[p->nodes[y].frame] - 1);
+	return c;
 }
 
 /* Interned strings, NULL first. */
@@ -877,6 +967,8 @@ void profile__free(struct profile *p)
 	free(p->strings);
 	free(p->string_ids.slots);
 	free(p->frame_names);
+	free(p->frame_lines);
+	inline_frames__free(p->inline_frames);
 	free(p->provisional);
 	free(p->pending);
 	free(p->name_frames.slots);

@@ -2,6 +2,7 @@
 #ifndef HPROF_PROFILE_H
 #define HPROF_PROFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,21 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
  * them apart. Python frames stay apart by line (the SVG's tooltips show it). Called before
  * the first sample; -EBUSY after. */
 int profile__key_by_name(struct profile *p);
+/* Expands each binary's frame into the calls inlined at its pc (inline frames,
+ * MODULE_INLINE, inside it) when inlines, and gives frames their source lines when lines,
+ * from the binary's DWARF (binary/inline_frames.h). Called before the first sample; -EBUSY
+ * after. Returns 0, -EBUSY or -ENOMEM. */
+int profile__expand_inline(struct profile *p, bool inlines, bool lines);
+/* The calls inlined at f's pc, outermost first (MODULE_INLINE frames, valid until the next
+ * call): the frames that follow f in its stacks. None without profile__expand_inline. */
+void profile__inline_frames(struct profile *p, const struct frame *f, const struct frame **inlined,
+			    uint32_t *nr);
+struct inline_frames_stats;
+void profile__inline_stats(const struct profile *p, struct inline_frames_stats *stats);
+/* Where f's code is: a Python frame's or an inline frame's location, a binary's frame's
+ * function, file and line when it was counted with its line; NULL when none. */
+const struct python_location *profile__frame_location(const struct profile *p,
+						       const struct frame *f);
 struct name_cache;
 /* Takes frame names from cache and leaves there the ones it makes (hprof serve's windows,
  * one profile after another). The cache must outlive the profile's naming. */
