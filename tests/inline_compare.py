@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Checks hprof's inline chains and source lines against elfutils' eu-addr2line.
+
+usage: inline_compare.py pprof PPROF BINARY REFERENCE [FUNC...]
+       inline_compare.py tool CHAINS REFERENCE ADDR...
+
+pprof: every location of PPROF in BINARY's mapping (every pc the run sampled there) has
+the Lines eu-addr2line -i -f -C gives on REFERENCE (BINARY itself, or an unstripped copy
+with the same addresses) at its pc: the location's address for a leaf, the byte before
+it for a return address. Functions, files and lines, innermost first; columns are not
+compared. Each FUNC must be among the inlined functions seen.
+
+tool: CHAINS is tests/tools/inline_chain's output for ADDR..., compared the same way.
+
+Decoded here, with no protobuf library. Prints what it judged; exits 1 on any fault."""
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_outputs import fields, message, varint  # noqa: E402
+
+
+def packed(value):
+    if isinstance(value, int):
+        return [value]
+    out, i = [], 0
+    while i < len(value):
+        v, i = varint(value, i)
+        out.append(v)
+    return out
+
+
+def read_profile(path):
+    """Locations as (mapping file, address, [(function, file, line)...]) by id, and the
+    ids that are some sample's leaf."""
+    with open(path, "rb") as f:
+        top = list(fields(gzip.decompress(f.read())))
+    strings = [v.decode() for n, v in top if n == 6]
+    mappings, functions, locations, leaves = {}, {}, {}, set()
+    for n, v in top:
+        if n == 3:
+            m = message(v)
+            mappings[m.get(1, 0)] = strings[m.get(5, 0)]
+        elif n == 5:
+            fn = message(v)
+            functions[fn.get(1, 0)] = (strings[fn.get(2, 0)], strings[fn.get(4, 0)])
+    for n, v in top:
+        if n == 4:
+            loc = message(v, repeated=(4,))
+            lines = []
+            for ln in loc.get(4, []):
+                ln = message(ln)
+                name, file = functions[ln.get(1, 0)]
+                lines.append((name, file, ln.get(2, 0)))
+            locations[loc.get(1, 0)] = (mappings.get(loc.get(2, 0), ""), loc.get(3, 0), lines)
+        elif n == 2:
+            ids = []
+            for num, val in fields(v):
+                if num == 1:
+                    ids += packed(val)
+            if ids:
+                leaves.add(ids[0])
+    return locations, leaves
+
+
+def addr2line(binary, pcs):
+    """eu-addr2line's chain of each pc, innermost first, (function, file, line) each."""
+    out = subprocess.run(["eu-addr2line", "-a", "-i", "-f", "-C", "-e", binary] +
+                         ["0x%x" % pc for pc in pcs], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    chains, cur, i = {}, None, 0
+    while i < len(out):
+        line = out[i]
+        if re.fullmatch(r"0x[0-9a-f]+", line):
+            cur = int(line, 16)
+            chains[cur] = []
+            i += 1
+            continue
+        if cur is None or not line:
+            i += 1
+            continue
+        name = re.sub(r" inlined at .* in .*$", "", line)
+        place = out[i + 1] if i + 1 < len(out) else "??:0"
+        m = re.fullmatch(r"(.*?):(\d+)(?::\d+)?", place)
+        file, lineno = (m.group(1), int(m.group(2))) if m else ("??", 0)
+        chains[cur].append((name, "" if file == "??" else file, lineno))
+        i += 2
+    return chains
+
+
+def compare(label, got, want):
+    # a frame without a line names no file: pprof's Function then has its binary's path
+    got = [(name, file if line else "", line) for name, file, line in got]
+    want = [(name, file if line else "", line) for name, file, line in want or []]
+    if got == want:
+        return True
+    print("  %s: hprof %s" % (label, got))
+    print("  %s: eu-addr2line %s" % (label, want))
+    return False
+
+
+def check_pprof(pprof, binary, reference, funcs):
+    locations, leaves = read_profile(pprof)
+    mine = {lid: loc for lid, loc in locations.items() if loc[0] == binary}
+    pcs = {lid: loc[1] if lid in leaves else loc[1] - 1 for lid, loc in mine.items()}
+    want = addr2line(reference, sorted(set(pcs.values())))
+    good = seen = deep = 0
+    inlined = set()
+    for lid, (_, addr, lines) in sorted(mine.items()):
+        seen += 1
+        deep += len(lines) > 1
+        inlined.update(name for name, _, _ in lines[:-1])
+        good += compare("0x%x (pc 0x%x)" % (addr, pcs[lid]), lines, want.get(pcs[lid]))
+    print("# %d of %d sampled pcs of %s as eu-addr2line says, %d with inline frames; "
+          "inlined: %s" % (good, seen, os.path.basename(binary), deep,
+                           ", ".join(sorted(inlined))))
+    missing = [f for f in funcs if f not in inlined]
+    if missing:
+        print("  inlined functions not seen: %s" % ", ".join(missing))
+    return seen > 0 and deep > 0 and good == seen and not missing
+
+
+def check_tool(chains, reference, addrs):
+    pcs = [int(a, 0) for a in addrs]
+    want = addr2line(reference, pcs)
+    with open(chains) as f:
+        blocks = f.read().split("\n\n")
+    good = 0
+    for pc, block in zip(pcs, blocks):
+        got = []
+        for line in block.strip("\n").split("\n"):
+            name, place = line.split("\t")
+            file, _, lineno = place.rpartition(":")
+            got.append((name, "" if file == "??" else file, int(lineno)))
+        good += compare("0x%x" % pc, got, want.get(pc))
+    print("# %d of %d pcs as eu-addr2line says" % (good, len(pcs)))
+    return len(pcs) > 0 and good == len(pcs)
+
+
+def main():
+    if len(sys.argv) >= 5 and sys.argv[1] == "pprof":
+        return 0 if check_pprof(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]) else 1
+    if len(sys.argv) >= 4 and sys.argv[1] == "tool":
+        return 0 if check_tool(sys.argv[2], sys.argv[3], sys.argv[4:]) else 1
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
