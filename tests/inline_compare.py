@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Checks hprof's inline chains and source lines against elfutils' eu-addr2line.
 
-usage: inline_compare.py pprof PPROF BINARY REFERENCE [FUNC...]
+usage: inline_compare.py pprof PPROF BINARY REFERENCE [FUNC|FUNC...]
        inline_compare.py tool CHAINS REFERENCE ADDR...
 
 pprof: every location of PPROF in BINARY's mapping (every pc the run sampled there) has
 the Lines eu-addr2line -i -f -C gives on REFERENCE (BINARY itself, or an unstripped copy
 with the same addresses) at its pc: the location's address for a leaf, the byte before
 it for a return address. Functions, files and lines, innermost first; columns are not
-compared. Each FUNC must be among the inlined functions seen.
+compared. Each FUNC ('|' between them) must be among the inlined functions seen.
 
 tool: CHAINS is tests/tools/inline_chain's output for ADDR..., compared the same way.
 
@@ -142,7 +142,8 @@ def check_tool(chains, reference, addrs):
 
 def main():
     if len(sys.argv) >= 5 and sys.argv[1] == "pprof":
-        return 0 if check_pprof(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]) else 1
+        funcs = [f for arg in sys.argv[5:] for f in arg.split("|") if f]
+        return 0 if check_pprof(sys.argv[2], sys.argv[3], sys.argv[4], funcs) else 1
     if len(sys.argv) >= 4 and sys.argv[1] == "tool":
         return 0 if check_tool(sys.argv[2], sys.argv[3], sys.argv[4:]) else 1
     print(__doc__, file=sys.stderr)

@@ -343,7 +343,8 @@ static int build_locations(struct builder *b)
 	}
 	b->lines = calloc(nlines + 1, sizeof(*b->lines));
 	b->line_ptrs = calloc(nlines + 1, sizeof(*b->line_ptrs));
-	b->function_arr = calloc(n + 1, sizeof(*b->function_arr));
+	/* a function per line at most */
+	b->function_arr = calloc(nlines + 1, sizeof(*b->function_arr));
 	b->mappings = calloc(b->nframes + 1, sizeof(*b->mappings));
 	b->owned = calloc(b->nframes + 1, sizeof(*b->owned));
 	if (!b->locations || !b->location_ptrs || !b->lines || !b->line_ptrs ||
