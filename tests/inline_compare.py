@@ -3,6 +3,7 @@
 
 usage: inline_compare.py pprof PPROF BINARY REFERENCE [FUNC|FUNC...]
        inline_compare.py tool CHAINS REFERENCE ADDR...
+       inline_compare.py stack STACK MAPS BINARY
 
 pprof: every location of PPROF in BINARY's mapping (every pc the run sampled there) has
 the Lines eu-addr2line -i -f -C gives on REFERENCE (BINARY itself, or an unstripped copy
@@ -11,6 +12,11 @@ it for a return address. Functions, files and lines, innermost first; columns ar
 compared. Each FUNC ('|' between them) must be among the inlined functions seen.
 
 tool: CHAINS is tests/tools/inline_chain's output for ADDR..., compared the same way.
+
+stack: STACK is hprof stack's output for a process running BINARY, MAPS its
+/proc/PID/maps: each of BINARY's frames, with the "[inlined]" frames printed before it,
+has the chain eu-addr2line gives at its pc (frame #0's exact, the others' the byte before
+their return address), names and "at file:line"; at least one frame has inlined calls.
 
 Decoded here, with no protobuf library. Prints what it judged; exits 1 on any fault."""
 import gzip
@@ -140,12 +146,42 @@ def check_tool(chains, reference, addrs):
     return len(pcs) > 0 and good == len(pcs)
 
 
+def check_stack(stack, maps, binary):
+    base = None
+    for line in open(maps):
+        parts = line.split()
+        if len(parts) >= 6 and parts[5] == binary and int(parts[2], 16) == 0:
+            base = int(parts[0].split("-")[0], 16)
+    frames, pending, good, deep = [], [], 0, 0
+    for line in open(stack):
+        m = re.match(r"#(\d+)\s+(\[inlined\]|0x[0-9a-f]+)\s+(.*?) \((\S+)\)(?: at (.*):(\d+))?$", line)
+        if not m:
+            continue
+        name, place = m.group(3), (m.group(5) or "", int(m.group(6) or 0))
+        if m.group(2) == "[inlined]":
+            pending.append((name,) + place)
+            continue
+        if m.group(4) == os.path.basename(binary):
+            pc = int(m.group(2), 16) - base - (0 if m.group(1) == "0" else 1)
+            frames.append((pc, pending + [(name,) + place]))
+        pending = []
+    want = addr2line(binary, [pc for pc, _ in frames]) if frames and base is not None else {}
+    for pc, chain in frames:
+        deep += len(chain) > 1
+        good += compare("0x%x" % pc, chain, want.get(pc))
+    print("# %d of %d frames of %s as eu-addr2line says, %d with inlined calls" %
+          (good, len(frames), os.path.basename(binary), deep))
+    return frames and good == len(frames) and deep > 0
+
+
 def main():
     if len(sys.argv) >= 5 and sys.argv[1] == "pprof":
         funcs = [f for arg in sys.argv[5:] for f in arg.split("|") if f]
         return 0 if check_pprof(sys.argv[2], sys.argv[3], sys.argv[4], funcs) else 1
     if len(sys.argv) >= 4 and sys.argv[1] == "tool":
         return 0 if check_tool(sys.argv[2], sys.argv[3], sys.argv[4:]) else 1
+    if len(sys.argv) == 5 and sys.argv[1] == "stack":
+        return 0 if check_stack(sys.argv[2], sys.argv[3], sys.argv[4]) else 1
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -7,7 +7,8 @@
 # pprof profile the Lines (functions, files, lines, innermost first) eu-addr2line -i -f -C
 # gives on the same pc, and so does every instruction of the function the inlined calls
 # are in, through tests/tools/inline_chain; the folded stacks mark inlined calls "_[i]",
-# the SVG draws them lighter with file:line, and --no-inline, --no-lines take them out.
+# the SVG draws them lighter with file:line, hprof stack prints them as gdb's bt does
+# (against eu-addr2line on its pcs), and --no-inline, --no-lines take them out.
 # elfutils 0.188's eu-addr2line gives no inline frames through a skeleton unit: the
 # -gsplit-dwarf build is compared with the same build without -gsplit-dwarf, whose code is
 # checked to be the same bytes.
@@ -149,3 +150,23 @@ check "--no-inline: no inline frames ($r)" [ "${r%/*}" -eq 0 ] && [ "${r#*/}" -g
 r=$(share_matching "$TMP/l.folded" prog ';spin;step_\[i\]')
 check "--no-lines: inline frames kept ($r), no file in the SVG" \
 	[ "${r%/*}" -gt 0 ] && ! grep -q 'inline_work.c' "$TMP/l.svg"
+
+# -- hprof stack: the inlined calls as frames of their own, each frame "at file:line"; a
+# stopped process's pc is where it is, so the stack is taken until one shows inlined calls
+"$bin" 100000000000 &
+pid=$!
+for try in $(seq 1 30); do
+	"$HPROF" stack "$pid" >"$TMP/stack.out" 2>&1
+	grep -q '\[inlined\]' "$TMP/stack.out" && break
+done
+cp /proc/$pid/maps "$TMP/stack.maps"
+kill $pid
+wait $pid 2>/dev/null
+sed 's/^/# /' "$TMP/stack.out"
+python3 tests/inline_compare.py stack "$TMP/stack.out" "$TMP/stack.maps" "$bin" >"$TMP/stack.cmp"
+rc=$?
+check "stack: the inlined calls and every frame's line are eu-addr2line's ($(grep '^#' "$TMP/stack.cmp"))" [ $rc -eq 0 ]
+grep -v '^#' "$TMP/stack.cmp" | head -4
+"$HPROF" stack --no-inline --no-lines $$ >"$TMP/stack-plain.out" 2>&1
+check "stack --no-inline --no-lines: no [inlined] frame, no file:line" \
+	bash -c "! grep -q -e '\[inlined\]' -e ' at .*:[0-9]*$' '$TMP/stack-plain.out' && grep -q '^#0 ' '$TMP/stack-plain.out'"
