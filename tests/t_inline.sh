@@ -170,3 +170,21 @@ grep -v '^#' "$TMP/stack.cmp" | head -4
 "$HPROF" stack --no-inline --no-lines $$ >"$TMP/stack-plain.out" 2>&1
 check "stack --no-inline --no-lines: no [inlined] frame, no file:line" \
 	bash -c "! grep -q -e '\[inlined\]' -e ' at .*:[0-9]*$' '$TMP/stack-plain.out' && grep -q '^#0 ' '$TMP/stack-plain.out'"
+
+# -- no DWARF anywhere (a stripped program, no debug directory): every output is what it
+# is with --no-inline --no-lines, byte for byte
+gcc -O2 -o "$TMP/bare" "$SRC/inline_work.c" && strip "$TMP/bare"
+mkdir -p "$TMP/nodebug"
+"$HPROF" -q -F 999 --raw "$TMP/bare.raw" -- "$TMP/bare" 40000000
+for run in plain off; do
+	opts=()
+	[ $run = off ] && opts=(--no-inline --no-lines)
+	HPROF_DEBUG_DIR=$TMP/nodebug "$HPROF" report -q "$TMP/bare.raw" "${opts[@]}" --top 10 \
+		--svg "$TMP/bare-$run.svg" --folded "$TMP/bare-$run.folded" \
+		--pprof "$TMP/bare-$run.pb.gz" --json "$TMP/bare-$run.json" >"$TMP/bare-$run.top"
+done
+same=true
+for ext in svg folded pb.gz json top; do
+	cmp -s "$TMP/bare-plain.$ext" "$TMP/bare-off.$ext" || { same=false; echo "# $ext differs"; }
+done
+check "no DWARF: SVG, folded, pprof, JSON and --top are --no-inline --no-lines's, byte for byte" $same

@@ -132,10 +132,10 @@ static int intern(struct inline_frames *x, const struct module *mod,
 }
 
 /* f's expansion into out (its inlined frames into x->scratch). */
-static void expand(struct inline_frames *x, const struct frame *f, struct inline_expansion *out)
+static void expand(struct inline_frames *x, struct module *mod, const struct frame *f,
+		   struct inline_expansion *out)
 {
-	struct module *mod = module_registry__by_id(x->reg, f->module);
-	struct dwarf_index *ix = mod ? module_dwarf(x, mod) : NULL;
+	struct dwarf_index *ix = module_dwarf(x, mod);
 	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr, id;
 	struct source_chain chain;
 
@@ -166,15 +166,23 @@ void inline_frames__expand(struct inline_frames *x, const struct frame *f,
 	struct expansion_key key = { f->module, f->flags, f->addr };
 	struct cached_expansion *c;
 
+	struct module *mod;
+
 	*out = (struct inline_expansion){ .inlined = x->scratch };
 	if (f->module < MODULE_FIRST_FILE || (!x->inlines && !x->lines))
+		return;
+	/* a binary without DWARF costs neither a lookup nor a cache entry */
+	mod = module_registry__by_id(x->reg, f->module);
+	if (!mod || (mod->dwarf_tried && !mod->dwarf))
 		return;
 	HASH_FIND(hh, x->cache, &key, sizeof(key), c);
 	if (c) {
 		*out = (struct inline_expansion){ c->inlined, c->nr_inlined, c->has_line, c->line_id };
 		return;
 	}
-	expand(x, f, out);
+	expand(x, mod, f, out);
+	if (!mod->dwarf)
+		return;
 	if (x->nr_cached >= INLINE_FRAMES_MAX_CACHED) {
 		x->stats.pcs_uncached++;
 		return;

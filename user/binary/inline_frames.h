@@ -12,7 +12,7 @@
 #include "binary/frame.h"
 #include "binary/modules.h"
 
-#define INLINE_FRAMES_MAX_CACHED (1u << 20)
+#define INLINE_FRAMES_MAX_CACHED (256u << 10)
 
 /* What a frame is expanded into: inline frames (the registry's MODULE_INLINE ids), and the
  * frame's own location. */

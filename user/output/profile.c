@@ -275,15 +275,16 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 		       sizeof(*p->frame_names)) ||
 	    grow_array((void **)&p->provisional, &p->provisional_cap, p->nr_frames + 1,
 		       sizeof(*p->provisional)) ||
-	    grow_array((void **)&p->frame_lines, &p->frame_lines_cap, p->nr_frames + 1,
-		       sizeof(*p->frame_lines)) ||
+	    (p->inline_frames && grow_array((void **)&p->frame_lines, &p->frame_lines_cap,
+					    p->nr_frames + 1, sizeof(*p->frame_lines))) ||
 	    index_reserve(p, &p->frame_ids, frame_id_hash))
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
 	p->frames[id] = *f;
 	p->frame_names[id] = NONE;
 	p->provisional[id] = false;
-	p->frame_lines[id] = NONE;
+	if (p->frame_lines)
+		p->frame_lines[id] = NONE;
 	index_put(&p->frame_ids, h, id);
 	return id;
 }
@@ -380,10 +381,16 @@ static const char *frame_name(struct profile *p, uint32_t id)
 	return name == NONE ? NULL : p->strings[name];
 }
 
-/* A frame's name and line, as keyed by name (NONE: no line). */
+/* Frame id's line: its id in inline_names + 1; NONE when it has none. */
+static uint64_t frame_line(const struct profile *p, uint32_t id)
+{
+	return p->frame_lines ? p->frame_lines[id] : NONE;
+}
+
+/* A frame's name and line, as keyed by name. */
 static uint64_t name_line_key(const struct profile *p, uint32_t id)
 {
-	return p->frame_names[id] ^ mix64(p->frame_lines[id]);
+	return p->frame_names[id] ^ (p->frame_lines ? mix64(p->frame_lines[id]) : 0);
 }
 
 static uint64_t name_frame_hash(const struct profile *p, uint32_t id)
@@ -392,8 +399,8 @@ static uint64_t name_frame_hash(const struct profile *p, uint32_t id)
 }
 
 /* The frame the tree's nodes use for frame id: itself, or keyed by name, the first frame
- * counted with its name and line in its module. A Python frame stays itself: its id is
- * already its function at one line, few per function, and the flamegraph's tooltip tells a
+ * counted with its name and line in its module. A Python or inline frame stays itself: its
+ * id is already its function at one line, few per function, and the flamegraph's tooltip tells a
  * function that ran on one line from one that ran on several; so, through their lines, do
  * a binary's frames that have them. NONE when out of memory. */
 static uint32_t node_frame_id(struct profile *p, uint32_t id)
@@ -401,14 +408,15 @@ static uint32_t node_frame_id(struct profile *p, uint32_t id)
 	uint32_t name = frame_name_id(p, id), module = p->frames[id].module, fid;
 	uint64_t h;
 
-	if (name == NONE || !p->by_name || p->provisional[id] || module == MODULE_PYTHON)
+	if (name == NONE || !p->by_name || p->provisional[id] || module == MODULE_PYTHON ||
+	    module == MODULE_INLINE)
 		return name == NONE ? NONE : id;
 	h = name_frame_hash(p, id);
 	if (p->name_frames.slots) {
 		for (size_t at = h & p->name_frames.mask; (fid = p->name_frames.slots[at]) != NONE;
 		     at = (at + 1) & p->name_frames.mask) {
 			if (p->frame_names[fid] == name && p->frames[fid].module == module &&
-			    p->frame_lines[fid] == p->frame_lines[id])
+			    frame_line(p, fid) == frame_line(p, id))
 				return fid;
 		}
 	}
@@ -443,7 +451,7 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f,
 	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
 		return hint;
 	fid = frame_id(p, f);
-	if (fid != NONE && p->frame_lines[fid] == NONE)
+	if (fid != NONE && line != NONE && p->frame_lines && p->frame_lines[fid] == NONE)
 		p->frame_lines[fid] = line;
 	if (fid != NONE)
 		fid = node_frame_id(p, fid);
@@ -581,7 +589,8 @@ void profile__memory(const struct profile *p, struct profile_memory *m)
 	 * hash indexes whole (their slots are spread over all of it) */
 	uint64_t bytes = p->nr_nodes * sizeof(*p->nodes) + (p->nr_stacks + 1) * sizeof(*p->counts) +
 			 p->nr_frames * (sizeof(*p->frames) + sizeof(*p->frame_names) +
-					 sizeof(*p->provisional)) +
+					 sizeof(*p->provisional) +
+					 (p->frame_lines ? sizeof(*p->frame_lines) : 0)) +
 			 p->nr_strings * sizeof(*p->strings) + p->strings_bytes +
 			 p->nr_heads * (sizeof(*p->head_by_id) + sizeof(struct stack_head));
 
@@ -635,9 +644,9 @@ const struct python_location *profile__frame_location(const struct profile *p,
 	if (f->module == MODULE_INLINE)
 		return python_names__get(module_registry__inline_names(p->modules), f->addr);
 	id = f->module >= MODULE_FIRST_FILE ? find_frame(p, f) : NONE;
-	if (id == NONE || p->frame_lines[id] == NONE)
+	if (id == NONE || frame_line(p, id) == NONE)
 		return NULL;
-	return python_names__get(module_registry__inline_names(p->modules), p->frame_lines[id] - 1);
+	return python_names__get(module_registry__inline_names(p->modules), frame_line(p, id) - 1);
 }
 
 void profile__inline_frames(struct profile *p, const struct frame *f, const struct frame **inlined,
@@ -858,10 +867,10 @@ static int compare_node_frames(const struct profile *p, uint32_t x, uint32_t y)
 					     fy->addr);
 	c = c ? c : fx->module < fy->module ? -1 : fx->module > fy->module;
 	/* a binary's frames of one name, by their lines */
-	if (!c && p->frame_lines[p->nodes[x].frame] != p->frame_lines[p->nodes[y].frame])
+	if (!c && frame_line(p, p->nodes[x].frame) != frame_line(p, p->nodes[y].frame))
 		return python_names__compare(module_registry__inline_names(p->modules),
-					     p->frame_lines[p->nodes[x].frame] - 1,
-					     p->frame_lines[p->nodes[y].frame] - 1);
+					     frame_line(p, p->nodes[x].frame) - 1,
+					     frame_line(p, p->nodes[y].frame) - 1);
 	return c;
 }
 
