@@ -188,3 +188,28 @@ for ext in svg folded pb.gz json top; do
 	cmp -s "$TMP/bare-plain.$ext" "$TMP/bare-off.$ext" || { same=false; echo "# $ext differs"; }
 done
 check "no DWARF: SVG, folded, pprof, JSON and --top are --no-inline --no-lines's, byte for byte" $same
+
+# -- real debug files: Debian's libc6-dbg (libc's DWARF in a build-id file). libc's frames
+# under a comparator qsort calls: every sampled pc in libc has eu-addr2line's chain. The
+# outermost function is named by its symbol in hprof's outputs (an alias or a clone's
+# "f.part.0"), so the whole chain is also compared through tests/tools/inline_chain on the
+# debug file, at the same pcs.
+libc=$(ldd "$WL/nofp_qsort" | awk '/libc\.so/ { print $3 }')
+libc=$(readlink -f "$libc")
+id=$(readelf -n "$libc" | awk '/Build ID/ { print $3 }')
+libc_debug=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+if [ ! -r "$libc_debug" ]; then
+	skip "libc6-dbg" "no debug file for $libc ($libc_debug): apt-get install libc6-dbg"
+	exit 0
+fi
+"$HPROF" -q -F 1999 --pprof "$TMP/libc.pb.gz" -- "$WL/nofp_qsort" 1 >/dev/null
+python3 tests/inline_compare.py pprof --symbols "$TMP/libc.pcs" "$TMP/libc.pb.gz" "$libc" "$libc" \
+	>"$TMP/libc.out" 2>&1
+rc=$?
+check "libc6-dbg: every sampled pc in libc has eu-addr2line's Lines ($(grep '^#' "$TMP/libc.out"))" [ $rc -eq 0 ]
+grep -v '^#' "$TMP/libc.out" | head -6
+"$CHAIN" "$libc_debug" <"$TMP/libc.pcs" >"$TMP/libc.chains"
+python3 tests/inline_compare.py tool "$TMP/libc.chains" "$libc" $(cat "$TMP/libc.pcs") >"$TMP/libc.tool"
+rc=$?
+check "libc6-dbg: the whole chain at those pcs, outermost name too ($(tail -1 "$TMP/libc.tool"))" [ $rc -eq 0 ]
+grep -v '^#' "$TMP/libc.tool" | head -6

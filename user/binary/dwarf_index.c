@@ -402,6 +402,27 @@ static const char *function_name(struct dwarf_index *ix, Dwarf_Die *die)
 	return kept;
 }
 
+/* A file name as eu-addr2line prints it: a relative one after the unit's DW_AT_comp_dir
+ * (Debian's packages are built with relative names: "./csu/../csu/libc-start.c"). */
+static const char *source_file(struct dwarf_index *ix, struct unit *u, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+	char *joined = NULL;
+	const char *kept;
+
+	if (!file)
+		return intern(ix, "");
+	if (file[0] == '/' ||
+	    !(dir = dwarf_formstring(dwarf_attr(&u->line_die, DW_AT_comp_dir, &attr))) || !dir[0])
+		return intern(ix, file);
+	if (asprintf(&joined, "%s/%s", dir, file) < 0)
+		return NULL;
+	kept = intern(ix, joined);
+	free(joined);
+	return kept;
+}
+
 /* The call site of an inlined scope: its DW_AT_call_file in the unit's file table. */
 static void call_site(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die,
 		      struct source_frame *f)
@@ -417,7 +438,7 @@ static void call_site(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die,
 	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &file) == 0 &&
 	    dwarf_getsrcfiles(&u->die, &files, &nfiles) == 0 && file < nfiles)
 		name = dwarf_filesrc(files, file, NULL, NULL);
-	f->file = intern(ix, name ? name : "");
+	f->file = source_file(ix, u, name);
 }
 
 /* The line table's row for pc. */
@@ -429,7 +450,7 @@ static void pc_line(struct dwarf_index *ix, struct unit *u, uint64_t pc, struct 
 
 	if (line && dwarf_lineno(line, &lineno) == 0 && lineno > 0)
 		f->line = (uint32_t)lineno;
-	f->file = intern(ix, file ? file : "");
+	f->file = source_file(ix, u, file);
 }
 
 /* pc's chain into frames; returns how many, 0 when none. */
@@ -446,8 +467,11 @@ static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_fr
 		return 0;
 	scopes_at(u, pc, scopes, &nr);
 	if (nr == 0) {
+		/* code no subprogram covers still has its line, as eu-addr2line gives it */
 		ix->stats.no_function++;
-		return 0;
+		frames[0] = (struct source_frame){ .function = intern(ix, "??") };
+		pc_line(ix, u, pc, &frames[0]);
+		return frames[0].function && frames[0].file && frames[0].line ? 1 : 0;
 	}
 	for (uint32_t i = 0; i < nr; i++) {
 		frames[i] = (struct source_frame){ .function = function_name(ix, &u->scopes[scopes[i]].die) };

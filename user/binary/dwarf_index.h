@@ -34,7 +34,8 @@ struct source_frame {
 
 /* A pc's chain, outermost first: frames[0] the function that holds pc, frames[i > 0] the
  * calls inlined into frames[i - 1]. Each frame's file and line is where it is at pc: the
- * innermost's from the line table, each other's the call site of the frame inside it. */
+ * innermost's from the line table, each other's the call site of the frame inside it.
+ * Code no subprogram covers but the line table does is one frame, function "??". */
 struct source_chain {
 	const struct source_frame *frames;
 	uint32_t nr;
@@ -43,7 +44,7 @@ struct source_chain {
 /* Why pcs got no chain. */
 struct dwarf_index_stats {
 	uint64_t no_unit;      /* no compile unit covers the pc */
-	uint64_t no_function;  /* a unit covers it, no subprogram does */
+	uint64_t no_function;  /* a unit covers it, no subprogram does (its line only) */
 	uint64_t bad_dwarf;    /* the unit's DIEs could not be read */
 	uint64_t over_bounds;  /* a DWARF_INDEX_MAX_* bound was reached */
 	uint64_t units_indexed;
