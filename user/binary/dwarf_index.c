@@ -140,7 +140,8 @@ static int read_units(struct dwarf_index *ix)
 	}
 	if (err)
 		return err;
-	qsort(ix->unit_ranges, ix->nr_unit_ranges, sizeof(*ix->unit_ranges), compare_ranges);
+	if (ix->nr_unit_ranges)
+		qsort(ix->unit_ranges, ix->nr_unit_ranges, sizeof(*ix->unit_ranges), compare_ranges);
 	ix->bytes += ix->units_cap * sizeof(*ix->units) +
 		     ix->unit_ranges_cap * sizeof(*ix->unit_ranges);
 	return 0;
