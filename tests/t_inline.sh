@@ -60,7 +60,7 @@ variant() {
 		>"$TMP/$name/tool.out"
 	rc=$?
 	check "$name: every instruction of the hot function: hprof's chain is eu-addr2line's ($(tail -1 "$TMP/$name/tool.out"))" \
-		[ $rc -eq 0 ]
+		[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/$name/tool.out"
 	grep -v '^#' "$TMP/$name/tool.out" | head -6
 	[ -n "${NO_BPF:-}" ] && return
 	"$HPROF" -q -F 1999 --pprof "$TMP/$name/p.pb.gz" -- "$bin" $rounds >/dev/null 2>"$TMP/$name/err"
@@ -70,7 +70,7 @@ variant() {
 		>"$TMP/$name/pprof.out" 2>&1
 	rc=$?
 	check "$name: every sampled pc's Lines are eu-addr2line's chain ($(grep '^#' "$TMP/$name/pprof.out"))" \
-		[ $rc -eq 0 ]
+		[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/$name/pprof.out"
 	grep -v '^#' "$TMP/$name/pprof.out" | head -6
 }
 
@@ -190,7 +190,8 @@ done
 check "no DWARF: SVG, folded, pprof, JSON and --top are --no-inline --no-lines's, byte for byte" $same
 
 # -- real debug files: Debian's libc6-dbg (libc's DWARF in a build-id file). libc's frames
-# under a comparator qsort calls: every sampled pc in libc has eu-addr2line's chain. The
+# under a comparator qsort calls: every sampled pc in libc has eu-addr2line's chain, or
+# where elfutils 0.188 errs (tests/inline_compare.py), binutils' addr2line's. The
 # outermost function is named by its symbol in hprof's outputs (an alias or a clone's
 # "f.part.0"), so the whole chain is also compared through tests/tools/inline_chain on the
 # debug file, at the same pcs.
