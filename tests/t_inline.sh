@@ -8,7 +8,8 @@
 # gives on the same pc, and so does every instruction of the function the inlined calls
 # are in, through tests/tools/inline_chain; the folded stacks mark inlined calls "_[i]",
 # the SVG draws them lighter with file:line, hprof stack prints them as gdb's bt does
-# (against eu-addr2line on its pcs), and --no-inline, --no-lines take them out.
+# (against eu-addr2line on its pcs), hprof diff reads them back from pprof as the folded
+# stacks name them, and --no-inline, --no-lines take them out.
 # elfutils 0.188's eu-addr2line gives no inline frames through a skeleton unit: the
 # -gsplit-dwarf build is compared with the same build without -gsplit-dwarf, whose code is
 # checked to be the same bytes.
@@ -188,6 +189,33 @@ for ext in svg folded pb.gz json top; do
 	cmp -s "$TMP/bare-plain.$ext" "$TMP/bare-off.$ext" || { same=false; echo "# $ext differs"; }
 done
 check "no DWARF: SVG, folded, pprof, JSON and --top are --no-inline --no-lines's, byte for byte" $same
+
+# -- hprof diff: a pprof profile's inlined Lines are "_[i]" frames, as the folded stacks of
+# the same capture name them: the two agree on every function
+"$HPROF" -q -F 1999 --raw "$TMP/d.raw" -- "$TMP/c-dwarf5/prog" 40000000
+"$HPROF" report -q "$TMP/d.raw" --pprof "$TMP/d.pb.gz" --folded "$TMP/d.folded"
+"$HPROF" diff "$TMP/d.pb.gz" "$TMP/d.folded" >"$TMP/d.out" 2>&1
+moved=$(awk '$5 ~ /^[+-][0-9.]+$/ && $5 != "+0.00" && $5 != "-0.00"' "$TMP/d.out" | wc -l)
+check "diff: the pprof and the folded stacks of one capture agree, step_[i] and mix_[i] included ($moved moved)" \
+	[ "$moved" -eq 0 ] && grep -q ' step_\[i\]$' "$TMP/d.out" && grep -q ' mix_\[i\]$' "$TMP/d.out"
+
+# -- hprof serve: each window's stacks have the inlined calls too
+"$TMP/c-dwarf5/prog" 100000000000 &
+pid=$!
+mkdir -p "$TMP/serve"
+"$HPROF" serve -F 499 --listen 127.0.0.1:0 -p "$pid" --every 1s --folded "$TMP/serve/w.folded" \
+	>/dev/null 2>"$TMP/serve.err" &
+serve_pid=$!
+for ((i = 0; i < 100; i++)); do
+	cat "$TMP"/serve/w.*.folded 2>/dev/null | grep -q ';spin;step_\[i\]' && break
+	sleep 0.1
+done
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+kill "$pid"
+wait "$pid" 2>/dev/null
+check "serve: a window's folded stacks have spin;step_[i]" \
+	bash -c "cat '$TMP'/serve/w.*.folded 2>/dev/null | grep -q ';spin;step_\[i\]'"
 
 # -- real debug files: Debian's libc6-dbg (libc's DWARF in a build-id file). libc's frames
 # under a comparator qsort calls: every sampled pc in libc has eu-addr2line's chain, or
