@@ -2,6 +2,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -59,6 +60,7 @@ struct interned {
 
 struct dwarf_index {
 	int fd;
+	Elf *elf;
 	Dwarf *dwarf;
 	struct unit *units;
 	size_t nr_units, units_cap;
@@ -147,6 +149,47 @@ static int read_units(struct dwarf_index *ix)
 	return 0;
 }
 
+/* Sections libdw would read (and inflate whole, when compressed) that no chain or line
+ * needs: variables' locations, macros, CFI, name indexes. */
+static bool unneeded_section(const char *name)
+{
+	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro",
+					     ".debug_macinfo", ".debug_frame", ".debug_pubnames",
+					     ".debug_pubtypes", ".debug_names",
+					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
+ * mapping) so that libdw leaves them: Debian's debug files compress every section, and
+ * libdw inflates each it knows when it opens the file. */
+static Elf *open_elf(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return elf;
+	/* bounded by the section count libelf read */
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr) || !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
+		    !unneeded_section(name))
+			continue;
+		shdr.sh_name = 0;
+		gelf_update_shdr(scn, &shdr);
+	}
+	return elf;
+}
+
 static bool has_debug_info(Dwarf *dwarf)
 {
 	Dwarf_CU *next;
@@ -179,7 +222,9 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 		snprintf(msg, msg_len, "%s: not a regular file", path);
 		goto fail;
 	}
-	ix->dwarf = dwarf_begin(ix->fd, DWARF_C_READ);
+	elf_version(EV_CURRENT);
+	ix->elf = open_elf(ix->fd);
+	ix->dwarf = ix->elf ? dwarf_begin_elf(ix->elf, DWARF_C_READ, NULL) : NULL;
 	if (!ix->dwarf || !has_debug_info(ix->dwarf)) {
 		err = -ENOENT;
 		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
@@ -548,6 +593,7 @@ void dwarf_index__free(struct dwarf_index *ix)
 	free(ix->unit_ranges);
 	if (ix->dwarf)
 		dwarf_end(ix->dwarf);
+	elf_end(ix->elf);
 	if (ix->fd >= 0)
 		close(ix->fd);
 	free(ix);
