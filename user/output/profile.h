@@ -9,6 +9,7 @@
 #include "binary/frame.h"
 #include "binary/ksyms.h"
 #include "binary/modules.h"
+#include "output/profile_labels.h"
 
 struct profile;
 
@@ -43,13 +44,6 @@ void profile__use_name_cache(struct profile *p, struct name_cache *cache);
  * frame placed right under comm (e.g. the reason a stack is incomplete). */
 int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n);
-/* What a stack is labelled with besides its command name (hprof serve's pprof labels):
- * stacks with other labels are counted apart. */
-struct profile_labels {
-	uint32_t pid, tid;
-	const char *process; /* the process's command name; NULL: unknown */
-	const char *cgroup;  /* the cgroup path; NULL: none */
-};
 /* profile__add with labels (NULL: none, as profile__add). */
 int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 			 const struct profile_labels *labels, const struct frame *frames,
