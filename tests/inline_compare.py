@@ -49,11 +49,12 @@ def packed(value):
 
 def read_profile(path):
     """Locations as (mapping file, address, [(function, file, line)...]) by id, and the
-    ids that are some sample's leaf."""
+    ids that are some sample's user leaf: its innermost location outside the kernel (the
+    interrupted pc, exact, where the others are return addresses)."""
     with open(path, "rb") as f:
         top = list(fields(gzip.decompress(f.read())))
     strings = [v.decode() for n, v in top if n == 6]
-    mappings, functions, locations, leaves = {}, {}, {}, set()
+    mappings, functions, locations, leaves, samples = {}, {}, {}, set(), []
     for n, v in top:
         if n == 3:
             m = message(v)
@@ -75,8 +76,11 @@ def read_profile(path):
             for num, val in fields(v):
                 if num == 1:
                     ids += packed(val)
-            if ids:
-                leaves.add(ids[0])
+            samples.append(ids)
+    for ids in samples:
+        user = [lid for lid in ids if locations.get(lid, ("",))[0] != "[kernel.kallsyms]"]
+        if user:
+            leaves.add(user[0])
     return locations, leaves
 
 

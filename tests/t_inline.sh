@@ -199,6 +199,19 @@ moved=$(awk '$5 ~ /^[+-][0-9.]+$/ && $5 != "+0.00" && $5 != "-0.00"' "$TMP/d.out
 check "diff: the pprof and the folded stacks of one capture agree, step_[i] and mix_[i] included ($moved moved)" \
 	[ "$moved" -eq 0 ] && grep -q ' step_\[i\]$' "$TMP/d.out" && grep -q ' mix_\[i\]$' "$TMP/d.out"
 
+# -- --top counts an inlined function as itself wherever it was inlined: its shares are go
+# tool pprof -top's "f (inline)" on the pprof of the same capture
+if command -v go >/dev/null; then
+	"$HPROF" report -q "$TMP/d.raw" --top 50 >"$TMP/d.top"
+	HOME=$TMP GOCACHE=$TMP/go-cache GOFLAGS= go tool pprof -top -sample_index=samples \
+		-nodefraction=0 "$TMP/d.pb.gz" >"$TMP/d.pprof" 2>/dev/null
+	python3 tests/top_compare.py pprof "$TMP/d.top" "$TMP/d.pprof" >"$TMP/d.cmp"
+	rc=$?
+	check "--top: mix_[i], step_[i], scale_[i] rows are go tool pprof -top's 'f (inline)' shares" \
+		[ $rc -eq 0 ] && grep -q ' mix_\[i\]$' "$TMP/d.top" && grep -q 'mix (inline)$' "$TMP/d.pprof"
+	head -4 "$TMP/d.cmp"
+fi
+
 # -- hprof serve: each window's stacks have the inlined calls too
 "$TMP/c-dwarf5/prog" 100000000000 &
 pid=$!
