@@ -39,7 +39,7 @@ struct scope {
 struct unit {
 	Dwarf_Die die;        /* the unit that has the code: a skeleton's split unit */
 	Dwarf_Die line_die;   /* the unit whose line table covers the code: the skeleton */
-	bool indexed, failed;
+	bool indexed, failed, over_bounds;
 	struct scope *scopes;
 	size_t nr_scopes, scopes_cap;
 	struct addr_range *ranges; /* scopes' ranges */
@@ -50,6 +50,7 @@ struct cached_chain {
 	uint64_t pc;
 	struct source_frame *frames;
 	uint32_t nr;
+	int err; /* when nr is 0: make_chain's reason */
 	UT_hash_handle hh;
 };
 
@@ -354,9 +355,11 @@ static int ensure_indexed(struct dwarf_index *ix, struct unit *u)
 	int err;
 
 	if (u->indexed)
-		return u->failed ? -EBADMSG : 0;
+		return !u->failed ? 0 : u->over_bounds ? -E2BIG : -EBADMSG;
 	u->indexed = true;
 	err = index_unit(ix, u);
+	if (err == -E2BIG)
+		u->over_bounds = true;
 	if (err) {
 		forget_unit(ix, u);
 		u->failed = true;
@@ -364,7 +367,7 @@ static int ensure_indexed(struct dwarf_index *ix, struct unit *u)
 			ix->stats.over_bounds++;
 		else
 			ix->stats.bad_dwarf++;
-		return err;
+		return err == -E2BIG ? -E2BIG : -EBADMSG;
 	}
 	ix->stats.units_indexed++;
 	ix->stats.scopes = ix->scopes_total;
@@ -499,25 +502,34 @@ static void pc_line(struct dwarf_index *ix, struct unit *u, uint64_t pc, struct 
 	f->file = source_file(ix, u, file);
 }
 
-/* pc's chain into frames; returns how many, 0 when none. */
-static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_frame *frames)
+/* pc's chain into frames; returns how many, 0 when none, and then in *err why: -ENOENT
+ * (nothing covers pc), -EBADMSG (its unit could not be read), -E2BIG (a bound was reached)
+ * or -ENOMEM. */
+static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_frame *frames,
+			   int *err)
 {
 	struct unit *u = unit_of(ix, pc);
 	uint32_t scopes[DWARF_INDEX_MAX_DEPTH], nr;
 
+	*err = -ENOENT;
 	if (!u) {
 		ix->stats.no_unit++;
 		return 0;
 	}
-	if (ensure_indexed(ix, u) != 0)
+	*err = ensure_indexed(ix, u);
+	if (*err)
 		return 0;
+	*err = -ENOMEM;
 	scopes_at(u, pc, scopes, &nr);
 	if (nr == 0) {
 		/* code no subprogram covers still has its line, as eu-addr2line gives it */
 		ix->stats.no_function++;
 		frames[0] = (struct source_frame){ .function = intern(ix, "??") };
 		pc_line(ix, u, pc, &frames[0]);
-		return frames[0].function && frames[0].file && frames[0].line ? 1 : 0;
+		if (frames[0].function && frames[0].file && frames[0].line)
+			return 1;
+		*err = frames[0].function && frames[0].file ? -ENOENT : -ENOMEM;
+		return 0;
 	}
 	for (uint32_t i = 0; i < nr; i++) {
 		frames[i] = (struct source_frame){ .function = function_name(ix, &u->scopes[scopes[i]].die) };
@@ -536,17 +548,22 @@ int dwarf_index__chain(struct dwarf_index *ix, uint64_t pc, struct source_chain 
 	struct cached_chain *c;
 	uint32_t nr;
 
+	int err;
+
 	HASH_FIND(hh, ix->cache, &pc, sizeof(pc), c);
 	if (c) {
 		*chain = (struct source_chain){ c->frames, c->nr };
-		return c->nr ? 0 : -ENOENT;
+		return c->nr ? 0 : c->err;
 	}
-	nr = make_chain(ix, pc, ix->scratch);
+	nr = make_chain(ix, pc, ix->scratch, &err);
 	*chain = (struct source_chain){ ix->scratch, nr };
-	if (ix->nr_cached >= DWARF_INDEX_MAX_CACHED || !(c = calloc(1, sizeof(*c))))
-		return nr ? 0 : -ENOENT;
+	/* out of memory: tried again next time */
+	if (ix->nr_cached >= DWARF_INDEX_MAX_CACHED || (!nr && err == -ENOMEM) ||
+	    !(c = calloc(1, sizeof(*c))))
+		return nr ? 0 : err;
 	c->pc = pc;
 	c->nr = nr;
+	c->err = err;
 	if (nr && !(c->frames = malloc(nr * sizeof(*c->frames)))) {
 		free(c);
 		return 0;
@@ -557,7 +574,7 @@ int dwarf_index__chain(struct dwarf_index *ix, uint64_t pc, struct source_chain 
 	ix->nr_cached++;
 	ix->bytes += sizeof(*c) + nr * sizeof(*c->frames);
 	*chain = (struct source_chain){ c->frames, nr };
-	return nr ? 0 : -ENOENT;
+	return nr ? 0 : err;
 }
 
 void dwarf_index__stats(const struct dwarf_index *ix, struct dwarf_index_stats *stats)

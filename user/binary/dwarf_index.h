@@ -54,8 +54,10 @@ struct dwarf_index_stats {
 /* Opens the DWARF of the ELF file at path. Returns 0, -ENOENT when it has no .debug_info,
  * or -errno with a one-line reason in msg. */
 int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len);
-/* The chain of pc (an ELF virtual address). Returns 0 or -ENOENT (no function covers pc);
- * chain is valid until the index is freed. */
+/* The chain of pc (an ELF virtual address). Returns 0, or why there is none: -ENOENT
+ * (neither a function nor the line table covers pc), -EBADMSG (its compile unit's DIEs
+ * could not be read), -E2BIG (a DWARF_INDEX_MAX_* bound was reached) or -ENOMEM; chain is
+ * valid until the index is freed. */
 int dwarf_index__chain(struct dwarf_index *ix, uint64_t pc, struct source_chain *chain);
 void dwarf_index__stats(const struct dwarf_index *ix, struct dwarf_index_stats *stats);
 /* Heap bytes the index holds (libdw's own not counted). */

@@ -143,7 +143,16 @@ static void expand(struct inline_frames *x, struct module *mod, const struct fra
 	if (!ix)
 		return;
 	x->stats.pcs++;
-	if (dwarf_index__chain(ix, pc, &chain) != 0) {
+	switch (dwarf_index__chain(ix, pc, &chain)) {
+	case 0:
+		break;
+	case -EBADMSG:
+		x->stats.pcs_bad_dwarf++;
+		return;
+	case -E2BIG:
+		x->stats.pcs_over_bounds++;
+		return;
+	default:
 		x->stats.pcs_no_chain++;
 		return;
 	}

@@ -37,6 +37,8 @@ struct inline_frames_stats {
 	uint64_t binaries_with_dwarf;
 	uint64_t pcs;          /* distinct (binary, pc) looked up in binaries with DWARF */
 	uint64_t pcs_no_chain; /* ... that no function of the DWARF covers */
+	uint64_t pcs_bad_dwarf;  /* ... in a compile unit whose DIEs could not be read */
+	uint64_t pcs_over_bounds; /* ... in a unit past the index's bounds (dwarf_index.h) */
 	uint64_t pcs_uncached; /* looked up again: the cache was full */
 };
 void inline_frames__stats(const struct inline_frames *x, struct inline_frames_stats *stats);

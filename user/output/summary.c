@@ -193,9 +193,11 @@ static void print_inline(struct profile *p, FILE *out)
 	profile__inline_stats(p, &st);
 	if (st.binaries_with_dwarf)
 		fprintf(out, "hprof: inline frames and lines: %" PRIu64 " binaries with DWARF, %" PRIu64
-				" distinct pcs; without a function in the DWARF %" PRIu64
-				", looked up again (cache full) %" PRIu64 "\n",
-			st.binaries_with_dwarf, st.pcs, st.pcs_no_chain, st.pcs_uncached);
+				" distinct pcs; without a chain: no function in the DWARF %" PRIu64
+				", unreadable DWARF %" PRIu64 ", past the index's bounds %" PRIu64
+				"; looked up again (cache full) %" PRIu64 "\n",
+			st.binaries_with_dwarf, st.pcs, st.pcs_no_chain, st.pcs_bad_dwarf,
+			st.pcs_over_bounds, st.pcs_uncached);
 }
 
 static void json_inline(struct json_writer *w, struct profile *p)
@@ -210,6 +212,8 @@ static void json_inline(struct json_writer *w, struct profile *p)
 	json_count(w, "binaries_with_dwarf", st.binaries_with_dwarf);
 	json_count(w, "pcs", st.pcs);
 	json_count(w, "pcs_no_function", st.pcs_no_chain);
+	json_count(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
+	json_count(w, "pcs_over_bounds", st.pcs_over_bounds);
 	json_count(w, "pcs_uncached", st.pcs_uncached);
 	json__end_object(w);
 }
