@@ -179,8 +179,8 @@ static uint32_t frame_id(struct profile *p, const struct frame *f)
 		       sizeof(*p->frame_names)) ||
 	    grow_array((void **)&p->provisional, &p->provisional_cap, p->nr_frames + 1,
 		       sizeof(*p->provisional)) ||
-	    (p->inline_frames && grow_array((void **)&p->frame_lines, &p->frame_lines_cap,
-					    p->nr_frames + 1, sizeof(*p->frame_lines))) ||
+	    (p->frame_lines && grow_array((void **)&p->frame_lines, &p->frame_lines_cap,
+					  p->nr_frames + 1, sizeof(*p->frame_lines))) ||
 	    index_reserve(p, &p->frame_ids, frame_id_hash))
 		return NONE;
 	id = (uint32_t)p->nr_frames++;
@@ -339,6 +339,22 @@ static uint32_t new_node(struct profile *p, uint32_t parent, uint32_t frame)
 	return id;
 }
 
+/* Notes frame id's line, unless it has one. Lines are kept from the first frame that has
+ * one on: a profile of binaries without DWARF holds none. Returns 0 or -ENOMEM. */
+static int note_line(struct profile *p, uint32_t id, uint64_t line)
+{
+	if (!p->frame_lines) {
+		/* NONE is 0: every frame counted so far has no line */
+		p->frame_lines = calloc(p->frames_cap, sizeof(*p->frame_lines));
+		if (!p->frame_lines)
+			return -ENOMEM;
+		p->frame_lines_cap = p->frames_cap;
+	}
+	if (p->frame_lines[id] == NONE)
+		p->frame_lines[id] = line;
+	return 0;
+}
+
 /* The child of parent for frame f, added on first sight, f's line (NONE: none) noted when
  * f is new. NONE when out of memory. */
 static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f, uint64_t line)
@@ -349,8 +365,8 @@ static uint32_t child(struct profile *p, uint32_t parent, const struct frame *f,
 	if (hint != NONE && same_frame(&p->frames[p->nodes[hint].frame], f))
 		return hint;
 	fid = frame_id(p, f);
-	if (fid != NONE && line != NONE && p->frame_lines && p->frame_lines[fid] == NONE)
-		p->frame_lines[fid] = line;
+	if (fid != NONE && line != NONE && note_line(p, fid, line) != 0)
+		return NONE;
 	if (fid != NONE)
 		fid = node_frame_id(p, fid);
 	if (fid == NONE)

@@ -84,7 +84,7 @@ struct profile {
 	size_t frame_names_cap;
 	/* A binary's frames expanded into their inlined calls and given source lines
 	 * (profile__expand_inline); NULL: neither. A frame's own line, by frame index: its id
-	 * in the registry's inline_names + 1, NONE when it has none. */
+	 * in the registry's inline_names + 1, NONE when it has none; NULL until a frame has one. */
 	struct inline_frames *inline_frames;
 	uint64_t *frame_lines;
 	size_t frame_lines_cap;
