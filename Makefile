@@ -18,7 +18,7 @@ endif
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
 CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -I$(BUILD)/proto -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
-LDLIBS     += -lbpf -lelf -lz -llzma -lstdc++ -lprotobuf-c -lZydis -lm
+LDLIBS     += -lbpf -ldw -lelf -lz -llzma -lstdc++ -lprotobuf-c -lZydis -lm
 # libmicrohttpd's header (hprof serve's HTTP, user/serve/http.c) as pkg-config finds it; the
 # library is loaded when hprof serve starts (user/serve/mhd.c), so a recording maps neither
 # it nor the TLS libraries it links
@@ -121,12 +121,17 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
               $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode \
-              $(BUILD)/tools/replay_case
+              $(BUILD)/tools/replay_case $(BUILD)/tools/inline_chain
 all: $(TOOLS)
 
 # tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh);
 # tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh).
 $(BUILD)/tools/pylayout $(BUILD)/tools/pycode: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# tests/tools/inline_chain.c prints hprof's inline chains of a file's addresses (bench/).
+$(BUILD)/tools/inline_chain: $(BUILD)/obj/tests/tools/inline_chain.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

@@ -61,7 +61,7 @@ record nofp_recurse --stack-size 32768 -- 300 &&
 
 record nofp_qsort -- &&
 	expect_chain nofp_qsort 'main|sort_many|compare_slowly|workload_.*' \
-		"^nofp_qsort;$START(;sort_many(;qsort_r((;msort_with_tmp\\.part\\.0)+(;compare_slowly|;[^;]*mem[^;]*$HOST)?|;(malloc|free)$HOST)?)?|$CLOCK)$KERNEL\$"
+		"^nofp_qsort;$START(;sort_many(;qsort_r((;msort_with_tmp(\\.part\\.0|_\\[i\\]))+(;compare_slowly|;[^;]*mem[^;]*$HOST)?|;(malloc|free)$HOST)?)?|$CLOCK)$KERNEL\$"
 
 record nofp_signal -- &&
 	expect_chain nofp_signal 'main|wait_for_signals|on_alarm|busy_in_handler|workload_.*' \

@@ -6,7 +6,8 @@ Usage:
                                     functions), rows sorted by self samples then name then
                                     module, inclusive >= self, shares = samples / total
   top_compare.py pprof TABLE TOP    every row's self and inclusive share against
-                                    `go tool pprof -top -sample_index=samples` (flat%, cum%)
+                                    `go tool pprof -top -sample_index=samples` (flat%, cum%),
+                                    an inlined function's "f_[i]" as pprof's "f (inline)"
   top_compare.py diff TABLE JSON    every row's shares against `hprof diff --json`'s
                                     new_self_percent and new_inclusive_percent
   top_compare.py share TABLE NAME   prints NAME's "self incl" percentages
@@ -86,6 +87,10 @@ def diff_shares(path):
 def compare(table, theirs, what, problems):
     for r in table["rows"]:
         name = r["function"]
+        # an inlined function, counted as itself wherever it was inlined: "f_[i]" here,
+        # "f (inline)" in go tool pprof -top
+        if what == "pprof -top" and name.endswith("_[i]"):
+            name = name[:-4] + " (inline)"
         if name not in theirs:
             problems.append(f"{name}: not in {what}")
             continue

@@ -11,6 +11,7 @@
 #include <uthash.h>
 
 #include "binary/code_starts.h"
+#include "binary/dwarf_index.h"
 #include "binary/jit_file.h"
 #include "binary/slice.h"
 #include "util/grow.h"
@@ -73,6 +74,7 @@ struct module_registry {
 	struct jitdump_stats gone_jitdumps;
 	struct module_entry **by_id; /* index id - MODULE_FIRST_FILE */
 	struct python_names *python_names;
+	struct python_names *inline_names;
 	uint32_t nr;
 	size_t cap;
 	uint32_t sweeps;
@@ -88,9 +90,11 @@ int module_registry__new(struct module_registry **out)
 	*out = calloc(1, sizeof(**out));
 	if (*out && (!((*out)->files = mapped_files__new()) ||
 		     !((*out)->python_names = python_names__new()) ||
+		     !((*out)->inline_names = python_names__new()) ||
 		     unwind_row_cache__new(MODULE_ROW_CACHE_BYTES, &(*out)->row_cache) != 0)) {
 		mapped_files__free((*out)->files);
 		python_names__free((*out)->python_names);
+		python_names__free((*out)->inline_names);
 		free(*out);
 		*out = NULL;
 	}
@@ -469,6 +473,11 @@ struct python_names *module_registry__python_names(const struct module_registry 
 	return reg->python_names;
 }
 
+struct python_names *module_registry__inline_names(const struct module_registry *reg)
+{
+	return reg->inline_names;
+}
+
 int module__runtime_symbol(struct module *mod, enum runtime_symbol which, uint64_t *vaddr)
 {
 	if (!mod->runtime_symbols_looked) {
@@ -747,7 +756,7 @@ void module_registry__use(struct module_registry *reg, struct module *mod)
 static bool can_drop(const struct module *mod)
 {
 	return !mod->dropped && !mod->anon_code && mod->path[0] == '/' &&
-	       (elf_symbols__holds_functions(mod->syms) || mod->table);
+	       (elf_symbols__holds_functions(mod->syms) || mod->table || mod->dwarf);
 }
 
 static void drop(struct module *mod)
@@ -759,6 +768,9 @@ static void drop(struct module *mod)
 	mod->table_tried = mod->table_shared = false;
 	code_starts__free(mod->code_starts);
 	mod->code_starts = NULL;
+	dwarf_index__free(mod->dwarf);
+	mod->dwarf = NULL;
+	mod->dwarf_tried = false;
 	mod->dropped = true;
 }
 
@@ -868,6 +880,7 @@ void module_registry__free(struct module_registry *reg)
 	HASH_CLEAR(hh, reg->by_file);
 	mapped_files__free(reg->files);
 	python_names__free(reg->python_names);
+	python_names__free(reg->inline_names);
 	HASH_ITER(hh, reg->processes, pc, ptmp) {
 		HASH_DEL(reg->processes, pc);
 		perf_map__free(pc->map);
@@ -883,6 +896,7 @@ void module_registry__free(struct module_registry *reg)
 			unwind_table__free(reg->by_id[i]->mod.table);
 		elf_symbols__free(reg->by_id[i]->mod.syms);
 		code_starts__free(reg->by_id[i]->mod.code_starts);
+		dwarf_index__free(reg->by_id[i]->mod.dwarf);
 		free(reg->by_id[i]->mod.path);
 		free(reg->by_id[i]->anon_key);
 		free(reg->by_id[i]);

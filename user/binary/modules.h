@@ -27,10 +27,12 @@ enum {
 	MODULE_UNMAPPED = 1, /* no executable mapping held the address; address is absolute */
 	MODULE_ANON = 2,     /* anonymous code of no known process (out of memory); absolute */
 	MODULE_PYTHON = 3,   /* a Python frame: the address is its id in python_names */
-	MODULE_FIRST_FILE = 4,
+	MODULE_INLINE = 4,   /* a call inlined into a binary's frame: its id in inline_names */
+	MODULE_FIRST_FILE = 5,
 };
 
 struct code_starts;
+struct dwarf_index;
 struct module_slice;
 struct module_slices;
 
@@ -85,6 +87,10 @@ struct module {
 	bool wants_debug_file;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
+	/* Its inline chains and lines (binary/inline_frames.h), opened on first use, dropped
+	 * with its symbols; NULL when it has no DWARF (dwarf_tried). */
+	struct dwarf_index *dwarf;
+	bool dwarf_tried;
 };
 
 /* A binary unused for this many sweeps has its symbols and table dropped. */
@@ -191,6 +197,9 @@ void module_registry__jitdump_stats(const struct module_registry *reg,
 struct module *module_registry__by_id(struct module_registry *reg, uint32_t id);
 /* The names of Python frames (MODULE_PYTHON), kept for the registry's life. */
 struct python_names *module_registry__python_names(const struct module_registry *reg);
+/* The locations of inline frames (MODULE_INLINE), kept for the registry's life: module is
+ * the binary's name, function the inlined function's, file and line where it is. */
+struct python_names *module_registry__inline_names(const struct module_registry *reg);
 /* Translates a process address inside mapping m of module mod to the module's ELF
  * virtual address. Returns 0 or -ENOENT (unreadable ELF or no segment holds it). */
 int module__addr_to_vaddr(const struct module *mod, const struct mapping *m, uint64_t addr,

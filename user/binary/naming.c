@@ -123,6 +123,15 @@ static bool may_fetch_debug_file(struct module_registry *modules, struct module 
 	return true;
 }
 
+/* An inlined call, marked as perf and inferno mark one: "func_[i]". */
+static char *inline_frame_name(const struct python_names *names, uint64_t id)
+{
+	const struct python_location *loc = python_names__get(names, id);
+	char *name = NULL;
+
+	return asprintf(&name, "%s_[i]", loc ? loc->function : "[inline]") < 0 ? NULL : name;
+}
+
 char *frame_name__format(struct module_registry *modules, const struct ksyms *ksyms,
 			 const struct frame *f)
 {
@@ -156,6 +165,8 @@ char *frame_name__format_provisional(struct module_registry *modules, const stru
 	case MODULE_PYTHON:
 		name = python_names__format(module_registry__python_names(modules), f->addr);
 		return name ? name : strdup("[python]");
+	case MODULE_INLINE:
+		return inline_frame_name(module_registry__inline_names(modules), f->addr);
 	}
 	mod = module_registry__by_id(modules, f->module);
 	if (mod && mod->anon_code)

@@ -240,6 +240,8 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 		ret = session__new(!o->no_dwarf, &r->session);
 	if (!ret && !o->frame_addresses)
 		ret = profile__key_by_name(session__profile(r->session));
+	if (!ret && !(o->no_inline && o->no_lines))
+		ret = profile__expand_inline(session__profile(r->session), !o->no_inline, !o->no_lines);
 	if (ret)
 		goto cleanup;
 	session__set_replay(r->session);

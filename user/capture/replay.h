@@ -18,6 +18,8 @@ struct replay_opts {
 	bool no_dwarf;        /* frame pointers only */
 	uint32_t stack_limit; /* replay as if copies had been at most this long; 0 = as recorded */
 	bool frame_addresses; /* keep return addresses in one function apart (pprof output) */
+	bool no_inline;       /* no inline frames from DWARF */
+	bool no_lines;        /* no source lines from DWARF */
 	/* a slice file (binary/slice.h): binaries are read from it, never from their files */
 	const char *slices;
 	bool debuginfod;      /* debug files may be fetched once replayed (session__set_debuginfod) */

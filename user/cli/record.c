@@ -43,6 +43,8 @@ struct record_opts {
 	bool no_dwarf;
 	bool no_stack_delta; /* --no-stack-delta: every copy sent whole */
 	bool no_scan;        /* --no-scan: code without CFI by exact methods only */
+	bool no_inline;      /* --no-inline: no inline frames from DWARF */
+	bool no_lines;       /* --no-lines: no source lines from DWARF */
 	enum session_python python; /* --python */
 	unsigned stack_size; /* bytes */
 	char **command;      /* NULL or argv of the command to run */
@@ -93,6 +95,8 @@ static void usage(FILE *out)
 		"  --no-scan             never scan the stack for a return address through\n"
 		"                        code without CFI (instruction analysis and frame\n"
 		"                        records only)\n"
+		"  --no-inline           no frames for inlined calls (from the binaries' DWARF)\n"
+		"  --no-lines            no source lines (from the binaries' DWARF)\n"
 		"  --python MODE         CPython's frames in its stacks: on (the default:\n"
 		"                        each evaluator frame replaced by the Python frames\n"
 		"                        it ran), native (keeping the interpreter's frames\n"
@@ -132,7 +136,7 @@ static long long max_sample_rate(void)
 
 enum { OPT_SVG = 256, OPT_FOLDED, OPT_TIME, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_RAW, OPT_PPROF,
        OPT_JSON, OPT_RING_SIZE, OPT_NO_STACK_DELTA, OPT_NO_SCAN, OPT_TOP,
-       OPT_PYTHON, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD };
+       OPT_PYTHON, OPT_DEBUG_DIR, OPT_NO_DEBUGINFOD, OPT_NO_INLINE, OPT_NO_LINES };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -210,6 +214,12 @@ static int parse_option(struct record_opts *o, int opt, const char *arg)
 	case OPT_NO_SCAN:
 		o->no_scan = true;
 		return 0;
+	case OPT_NO_INLINE:
+		o->no_inline = true;
+		return 0;
+	case OPT_NO_LINES:
+		o->no_lines = true;
+		return 0;
 	case OPT_RAW:
 		o->raw_path = arg;
 		return 0;
@@ -265,6 +275,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "no-stack-delta", no_argument, NULL, OPT_NO_STACK_DELTA },
 		{ "no-scan", no_argument, NULL, OPT_NO_SCAN },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "raw", required_argument, NULL, OPT_RAW },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
@@ -588,6 +600,8 @@ int cmd_record(int argc, char **argv)
 	/* pprof shows addresses; every other output names functions */
 	if (!err && !o.out.pprof_path)
 		err = profile__key_by_name(session__profile(session));
+	if (!err && !(o.no_inline && o.no_lines))
+		err = profile__expand_inline(session__profile(session), !o.no_inline, !o.no_lines);
 	if (!err && o.raw_path)
 		err = capture_writer__open(o.raw_path, &raw);
 	if (!err && !o.quiet && status_line_wanted())

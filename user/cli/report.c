@@ -27,11 +27,13 @@ struct report {
 static void usage(FILE *out)
 {
 	fprintf(out, "Usage: hprof report CAPTURE [--svg FILE] [--folded FILE] [--pprof FILE]\n"
-		     "                    [--json FILE] [--no-dwarf] [--stack-size BYTES] [-v|-q]\n"
+		     "                    [--json FILE] [--no-dwarf] [--stack-size BYTES]\n"
+		     "                    [--no-inline] [--no-lines] [-v|-q]\n"
 		     "Unwinds and renders the samples hprof --raw saved. With no output named,\n"
 		     "folded stacks go to stdout. --pprof writes a gzip-compressed pprof profile,\n"
 		     "--json the summary and top functions. --no-dwarf replays frame pointers\n"
 		     "only; --stack-size replays as if each stack copy had been at most BYTES long.\n"
+		     "--no-inline leaves out frames of inlined calls, --no-lines source lines.\n"
 		     "-v (--verbose) ends with every figure of the summary, -q (--quiet) prints\n"
 		     "only errors.\n"
 		     "--top N prints the N functions with the most self samples (self and\n"
@@ -67,6 +69,8 @@ static int parse_args(int argc, char **argv, struct report *rep)
 		{ "pprof", required_argument, NULL, 'p' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "no-dwarf", no_argument, NULL, 'n' },
+		{ "no-inline", no_argument, NULL, 'I' },
+		{ "no-lines", no_argument, NULL, 'L' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 't' },
 		{ "debug-dir", required_argument, NULL, 'd' },
@@ -96,6 +100,12 @@ static int parse_args(int argc, char **argv, struct report *rep)
 			break;
 		case 'n':
 			rep->replay.no_dwarf = true;
+			break;
+		case 'I':
+			rep->replay.no_inline = true;
+			break;
+		case 'L':
+			rep->replay.no_lines = true;
 			break;
 		case 'S': {
 			char *end;

@@ -46,6 +46,7 @@ struct serve_opts {
 	pid_t *pids;
 	size_t nr_pids;
 	bool no_dwarf;
+	bool no_inline, no_lines; /* --no-inline, --no-lines */
 	unsigned stack_size;
 	uint64_t every_ns;
 	unsigned keep;
@@ -119,6 +120,8 @@ static void usage(FILE *out)
 		"  -p, --pid PID         profile only this process (repeatable)\n"
 		"  --no-dwarf            frame pointers only: copy no user stack\n"
 		"  --stack-size BYTES    user stack bytes copied per sample (default %d)\n"
+		"  --no-inline           no frames for inlined calls (from the binaries' DWARF)\n"
+		"  --no-lines            no source lines (from the binaries' DWARF)\n"
 		"  --every DURATION      also write one file per window of DURATION (Ns, Nm or\n"
 		"                        Nh, at least 1s) to each of --pprof, --folded, --svg,\n"
 		"                        --json FILE, a pattern: strftime of the window's start,\n"
@@ -172,7 +175,7 @@ static bool parse_duration(const char *s, uint64_t *ns)
 	return true;
 }
 
-enum { OPT_LISTEN = 256, OPT_NO_DWARF, OPT_STACK_SIZE, OPT_EVERY, OPT_KEEP, OPT_PPROF,
+enum { OPT_LISTEN = 256, OPT_NO_DWARF, OPT_NO_INLINE, OPT_NO_LINES, OPT_STACK_SIZE, OPT_EVERY, OPT_KEEP, OPT_PPROF,
        OPT_FOLDED, OPT_SVG, OPT_JSON };
 
 static int parse_option(struct serve_opts *o, int opt, const char *arg)
@@ -197,6 +200,12 @@ static int parse_option(struct serve_opts *o, int opt, const char *arg)
 		if (!text__parse_number(arg, 1, INT32_MAX, &v))
 			return usage_error("--pid takes a process id, got '%s'", arg);
 		o->pids[o->nr_pids++] = (pid_t)v;
+		return 0;
+	case OPT_NO_INLINE:
+		o->no_inline = true;
+		return 0;
+	case OPT_NO_LINES:
+		o->no_lines = true;
 		return 0;
 	case OPT_NO_DWARF:
 		o->no_dwarf = true;
@@ -244,6 +253,8 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "every", required_argument, NULL, OPT_EVERY },
 		{ "keep", required_argument, NULL, OPT_KEEP },
@@ -522,6 +533,8 @@ static int run(struct serve_opts *o)
 						 .ksyms = session__ksyms(sv.session),
 						 .frequency = o->frequency,
 						 .every_ns = o->every_ns,
+						 .inlines = !o->no_inline,
+						 .lines = !o->no_lines,
 						 .out = o->out,
 						 .keep = o->keep,
 						 .snapshot = counters_snapshot,

@@ -23,6 +23,7 @@
 #include "cli/commands.h"
 #include "binary/modules.h"
 #include "binary/naming.h"
+#include "binary/inline_frames.h"
 #include "binary/python_names.h"
 #include "proc/procmaps.h"
 #include "python/threads.h"
@@ -63,26 +64,32 @@ struct stack_cmd {
 	enum session_python python; /* --python */
 	bool python_known;          /* python_proc holds the process's CPython */
 	struct hprof_python_proc python_proc;
+	bool no_inline, no_lines;   /* --no-inline, --no-lines */
+	struct inline_frames *inline_frames; /* NULL: neither inline frames nor lines */
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: hprof stack [--python MODE] PID\n"
+	fprintf(out, "Usage: hprof stack [--python MODE] [--no-inline] [--no-lines] PID\n"
 		     "Prints every thread's stack of process PID, a frame per line, unwound with\n"
 		     "DWARF CFI (no frame pointers needed). The process is stopped with ptrace only\n"
 		     "while its registers and stacks are copied; a stopped process stays stopped.\n"
 		     "  --python MODE  CPython's frames (module.function (file:line)) in place of\n"
 		     "                 its evaluator's: on (the default), native (keeping the\n"
-		     "                 interpreter's frames between them) or off\n");
+		     "                 interpreter's frames between them) or off\n"
+		     "  --no-inline    no frames for inlined calls (from the binaries' DWARF)\n"
+		     "  --no-lines     no file:line after the frames (from the binaries' DWARF)\n");
 }
 
 /* Returns 0, 1 for --help, or -EINVAL. */
 static int parse_args(int argc, char **argv, struct stack_cmd *cmd)
 {
-	enum { OPT_PYTHON = 256 };
+	enum { OPT_PYTHON = 256, OPT_NO_INLINE, OPT_NO_LINES };
 	static const struct option long_opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "python", required_argument, NULL, OPT_PYTHON },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 		{ 0 },
 	};
 	char *end;
@@ -96,7 +103,11 @@ static int parse_args(int argc, char **argv, struct stack_cmd *cmd)
 			usage(stdout);
 			return 1;
 		}
-		if (opt == OPT_PYTHON && strcmp(optarg, "on") == 0) {
+		if (opt == OPT_NO_INLINE) {
+			cmd->no_inline = true;
+		} else if (opt == OPT_NO_LINES) {
+			cmd->no_lines = true;
+		} else if (opt == OPT_PYTHON && strcmp(optarg, "on") == 0) {
 			cmd->python = SESSION_PYTHON_ON;
 		} else if (opt == OPT_PYTHON && strcmp(optarg, "native") == 0) {
 			cmd->python = SESSION_PYTHON_NATIVE;
@@ -483,14 +494,14 @@ struct print_buf {
 	uint32_t origin[STACK_FRAMES_MAX]; /* as python_stack__place gives it */
 };
 
-static void print_python(struct module_registry *modules, uint32_t i, const struct frame *f,
+static void print_python(struct module_registry *modules, uint32_t *i, const struct frame *f,
 			 FILE *out)
 {
 	const struct python_location *loc =
 		python_names__get(module_registry__python_names(modules), f->addr);
 	char *name = frame_name__format(modules, NULL, f);
 
-	fprintf(out, "#%-3u %s", i, name ? name : "?");
+	fprintf(out, "#%-3u %s", (*i)++, name ? name : "?");
 	if (loc && loc->line > 0)
 		fprintf(out, " (%s:%d)", loc->file, loc->line);
 	else if (loc)
@@ -499,17 +510,49 @@ static void print_python(struct module_registry *modules, uint32_t i, const stru
 	free(name);
 }
 
-static void print_native(struct module_registry *modules, uint32_t i,
-			 const struct unwind_frame *walked, const struct frame *f, FILE *out)
+/* " at file:line" where loc has them, as gdb's bt ends a frame. */
+static void print_place(const struct python_location *loc, FILE *out)
+{
+	if (loc && loc->file[0] && loc->line > 0)
+		fprintf(out, " at %s:%d", loc->file, loc->line);
+}
+
+/* The calls inlined at f's pc, innermost first, each a frame of its own without an
+ * address, as gdb's bt shows them. */
+static void print_inlined(const struct stack_cmd *cmd, struct module_registry *modules,
+			  uint32_t *i, const struct inline_expansion *x, FILE *out)
+{
+	struct python_names *names = module_registry__inline_names(modules);
+
+	for (uint32_t k = x->nr_inlined; cmd->inline_frames && k-- > 0;) {
+		const struct python_location *loc = python_names__get(names, x->inlined[k].addr);
+
+		if (!loc)
+			continue;
+		fprintf(out, "#%-3u %-18s %s (%s)", (*i)++, "[inlined]", loc->function, loc->module);
+		print_place(loc, out);
+		fputc('\n', out);
+	}
+}
+
+static void print_native(const struct stack_cmd *cmd, struct module_registry *modules,
+			 uint32_t *i, const struct unwind_frame *walked, const struct frame *f,
+			 FILE *out)
 {
 	const struct module *mod = NULL;
 	char *name = frame_name__format(modules, NULL, f);
+	struct inline_expansion x = { 0 };
 
 	if (f->module >= MODULE_FIRST_FILE)
 		mod = module_registry__by_id(modules, f->module);
-	fprintf(out, "#%-3u 0x%016" PRIx64 " %s", i, walked->pc, name ? name : "?");
+	if (cmd->inline_frames)
+		inline_frames__expand(cmd->inline_frames, f, &x);
+	print_inlined(cmd, modules, i, &x, out);
+	fprintf(out, "#%-3u 0x%016" PRIx64 " %s", (*i)++, walked->pc, name ? name : "?");
 	if (mod)
 		fprintf(out, " (%s)", mod->name);
+	if (x.has_line)
+		print_place(python_names__get(module_registry__inline_names(modules), x.line_id), out);
 	fputc('\n', out);
 	/* as Breakpad says how each frame was found; only where it was not by CFI */
 	if (walked->found > UNWIND_FOUND_CFI)
@@ -549,11 +592,12 @@ static void print_thread(struct session *s, const struct stack_cmd *cmd, const s
 		fprintf(out, "    [out of memory]\n");
 		return;
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0, shown = 0; i < n; i++) {
 		if (b->origin[i] == PYTHON_FRAME_PLACED)
-			print_python(modules, i, &b->frames[i], out);
+			print_python(modules, &shown, &b->frames[i], out);
 		else
-			print_native(modules, i, &b->walked[b->origin[i]], &b->frames[i], out);
+			print_native(cmd, modules, &shown, &b->walked[b->origin[i]], &b->frames[i],
+				     out);
 	}
 	if (result.end != UNWIND_END_COMPLETE)
 		fprintf(out, "    %s\n", hybrid__truncated_root(result.end));
@@ -657,6 +701,13 @@ int cmd_stack(int argc, char **argv)
 		fprintf(stderr, "hprof: stack: out of memory\n");
 		goto cleanup;
 	}
+	if ((!cmd.no_inline || !cmd.no_lines) &&
+	    inline_frames__new(session__modules(s), !cmd.no_inline, !cmd.no_lines,
+			       &cmd.inline_frames) != 0) {
+		err = -ENOMEM;
+		fprintf(stderr, "hprof: stack: out of memory\n");
+		goto cleanup;
+	}
 	for (size_t i = 0; i < cmd.nr_threads; i++) {
 		if (!cmd.threads[i].stack)
 			continue;
@@ -670,6 +721,7 @@ int cmd_stack(int argc, char **argv)
 	}
 cleanup:
 	detach_all(&cmd);
+	inline_frames__free(cmd.inline_frames);
 	stack_cmd__free(&cmd);
 	free(buf);
 	session__free(s);

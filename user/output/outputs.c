@@ -36,26 +36,28 @@ static int write_folded_file(struct profile *p, const char *path)
 	return atomic_file__commit(f);
 }
 
-/* What the SVG knows of a flamegraph node that Python frames were counted in: drawn in
- * the interpreted family, its tooltip with the code's place. Which place does not depend
- * on the order stacks come in: one location, one file's several lines, or several files. */
+/* What the SVG knows of a flamegraph node that frames with a source location were counted
+ * in (Python frames, inline frames, a binary's frames with DWARF lines): Python's drawn in
+ * the interpreted family, inline ones in a lighter shade, their tooltip with the code's
+ * place. Which place does not depend on the order stacks come in: one location, one file's
+ * several lines, or several files. */
 enum python_place {
-	PLACE_NONE,  /* no Python frame here */
+	PLACE_NONE,  /* no frame with a location here */
 	PLACE_ONE,   /* one file and line: "file:line" */
 	PLACE_LINES, /* one file, several lines: "file" */
 	PLACE_FILES, /* several files (one module name in two packages): none */
 };
 
 struct python_node {
-	uint64_t id; /* a location in python_names: the one, or one of the file's */
+	const struct python_location *loc; /* the one, or one of the file's */
 	enum python_place place;
+	uint32_t module; /* MODULE_PYTHON, MODULE_INLINE, or a binary's */
 };
 
 /* Building the flamegraph's tree from the profile's stacks, named as the folded text
  * names them, so the SVG is the one flamegraph.pl-style tools draw from that text. */
 struct graph_build {
 	struct profile *p;
-	const struct python_names *py_names;
 	struct flamegraph *fg;
 	struct python_node *py;     /* by flamegraph node id; NULL until a Python frame */
 	size_t nr_py, py_cap;
@@ -88,22 +90,21 @@ static const char *stack_name(struct graph_build *g, const struct profile_stack 
 	return profile__frame_name(g->p, &st->frames[n - 1 - i]);
 }
 
-/* Python frame id was counted in node. */
-static void note_python(struct graph_build *g, struct python_node *node, uint64_t id)
+/* A frame at location loc (interned: one pointer per location) was counted in node. */
+static void note_python(struct python_node *node, const struct python_location *loc,
+			uint32_t module)
 {
-	const struct python_location *a, *b;
+	const struct python_location *a = node->loc;
 
 	if (node->place == PLACE_NONE) {
-		*node = (struct python_node){ id, PLACE_ONE };
+		*node = (struct python_node){ loc, PLACE_ONE, module };
 		return;
 	}
-	if (node->place == PLACE_FILES || node->id == id)
+	if (node->place == PLACE_FILES || a == loc)
 		return;
-	a = python_names__get(g->py_names, node->id);
-	b = python_names__get(g->py_names, id);
-	if (!a || !b || strcmp(a->file, b->file) != 0)
+	if (strcmp(a->file, loc->file) != 0)
 		node->place = PLACE_FILES;
-	else if (a->line != b->line)
+	else if (a->line != loc->line)
 		node->place = PLACE_LINES;
 }
 
@@ -115,7 +116,7 @@ static int note_python_frames(struct graph_build *g, const struct profile_stack 
 	bool any = false;
 
 	for (uint32_t i = 0; i < st->nr_frames && !any; i++)
-		any = st->frames[i].module == MODULE_PYTHON;
+		any = profile__frame_location(g->p, &st->frames[i]) != NULL;
 	if (!any)
 		return 0;
 	if (grow_array((void **)&g->py, &g->py_cap, flamegraph__nr_nodes(g->fg), sizeof(*g->py)))
@@ -124,11 +125,12 @@ static int note_python_frames(struct graph_build *g, const struct profile_stack 
 	g->nr_py = g->py_cap;
 	for (size_t i = 0; i < n; i++) {
 		const struct frame *f = i >= first ? &st->frames[n - 1 - i] : NULL;
+		const struct python_location *loc = f ? profile__frame_location(g->p, f) : NULL;
 
 		if (flamegraph__child(g->fg, node, g->names[i], &node) != 0)
 			return -ENOENT; /* the stack was just added */
-		if (f && f->module == MODULE_PYTHON)
-			note_python(g, &g->py[node], f->addr);
+		if (loc)
+			note_python(&g->py[node], loc, f->module);
 	}
 	return 0;
 }
@@ -165,12 +167,22 @@ static const struct python_node *python_node(const struct graph_build *g, uint32
 	return g->py && id < g->py_cap && g->py[id].place != PLACE_NONE ? &g->py[id] : NULL;
 }
 
-/* Python frames in the interpreted family, as flamegraph.pl's java palette draws Java's. */
+/* Python frames in the interpreted family, as flamegraph.pl's java palette draws Java's;
+ * inline frames in their family's colour, lighter (halfway to white). */
 static bool python_fill(void *ctx, const struct flamegraph_frame *f, struct flamegraph_rgb *fill)
 {
-	if (!python_node(ctx, f->id))
+	const struct python_node *node = python_node(ctx, f->id);
+
+	if (!node || (node->module != MODULE_PYTHON && node->module != MODULE_INLINE))
 		return false;
-	*fill = flamegraph__colour(FLAMEGRAPH_FAMILY_INTERPRETED, f->name);
+	if (node->module == MODULE_PYTHON) {
+		*fill = flamegraph__colour(FLAMEGRAPH_FAMILY_INTERPRETED, f->name);
+		return true;
+	}
+	*fill = flamegraph__colour(FLAMEGRAPH_FAMILY_USER, f->name);
+	fill->r = (uint8_t)((fill->r + 255) / 2);
+	fill->g = (uint8_t)((fill->g + 255) / 2);
+	fill->b = (uint8_t)((fill->b + 255) / 2);
 	return true;
 }
 
@@ -180,11 +192,10 @@ static bool python_tip(void *ctx, const struct flamegraph_frame *f, char *buf, s
 {
 	const struct graph_build *g = ctx;
 	const struct python_node *node = python_node(g, f->id);
-	const struct python_location *loc;
+	const struct python_location *loc = node ? node->loc : NULL;
 	int at;
 
-	if (!node || node->place == PLACE_FILES ||
-	    !(loc = python_names__get(g->py_names, node->id)))
+	if (!node || node->place == PLACE_FILES || !loc->file[0])
 		return false;
 	at = snprintf(buf, len, "%" PRIu64 " sample%s, %.2f%%, %s", f->samples,
 		      f->samples == 1 ? "" : "s", 100.0 * (double)f->samples / (double)f->total,
@@ -194,10 +205,10 @@ static bool python_tip(void *ctx, const struct flamegraph_frame *f, char *buf, s
 	return true;
 }
 
-static int write_svg_file(struct profile *p, struct module_registry *modules,
+static int write_svg_file(struct profile *p,
 			  const struct output_opts *opts)
 {
-	struct graph_build g = { .p = p, .py_names = module_registry__python_names(modules) };
+	struct graph_build g = { .p = p };
 	struct flamegraph_style style = { python_fill, python_tip, &g };
 	struct flamegraph_opts fg_opts = { .title = opts->title, .subtitle = opts->subtitle,
 					   .style = &style };
@@ -246,7 +257,7 @@ int outputs__write(struct profile *p, struct module_registry *modules,
 		}
 	}
 	if (opts->svg_path) {
-		err = write_svg_file(p, modules, opts);
+		err = write_svg_file(p, opts);
 		if (err) {
 			fprintf(stderr, "hprof: cannot write %s: %s\n", opts->svg_path,
 				strerror(-err));

@@ -103,23 +103,29 @@ static int64_t string_index(struct builder *b, const char *s)
 	return e->index;
 }
 
+/* A stack's frames but its inline frames: those are Lines of the location of the frame
+ * they were inlined into, as pprof shows inlined calls. */
 static int collect_stack(void *ctx, const struct profile_stack *s)
 {
 	struct builder *b = ctx;
+	uint32_t n = 0;
 
 	if (grow_array((void **)&b->stacks, &b->stacks_cap, b->nstacks + 1, sizeof(*b->stacks)) ||
 	    grow_array((void **)&b->all_frames, &b->all_frames_cap, b->nall_frames + s->nr_frames,
 		       sizeof(*b->all_frames)))
 		return -ENOMEM;
-	memcpy(b->all_frames + b->nall_frames, s->frames, s->nr_frames * sizeof(*s->frames));
+	for (uint32_t i = 0; i < s->nr_frames; i++) {
+		if (s->frames[i].module != MODULE_INLINE)
+			b->all_frames[b->nall_frames + n++] = s->frames[i];
+	}
 	b->stacks[b->nstacks] = (struct stack_copy){ .comm = s->comm, .root = s->root,
 						    .first = b->nall_frames,
-						    .nr_frames = s->nr_frames, .count = s->count,
+						    .nr_frames = n, .count = s->count,
 						    .labeled = s->labels != NULL };
 	if (s->labels)
 		b->stacks[b->nstacks].labels = *s->labels;
 	b->nstacks++;
-	b->nall_frames += s->nr_frames;
+	b->nall_frames += n;
 	return 0;
 }
 
@@ -294,19 +300,51 @@ static int new_mapping(struct builder *b, const struct mapping_span *s)
 	return 0;
 }
 
+/* The Lines of the calls inlined at f, innermost first, from lines[*at] on. */
+static int add_inlined_lines(struct builder *b, const struct frame *f, size_t *at)
+{
+	const struct frame *inlined;
+	uint32_t nr;
+
+	profile__inline_frames(b->profile, f, &inlined, &nr);
+	for (uint32_t k = nr; k-- > 0;) {
+		const struct python_location *loc = profile__frame_location(b->profile, &inlined[k]);
+		pb_line *l = &b->lines[*at];
+
+		perftools__profiles__line__init(l);
+		if (!loc)
+			continue;
+		l->line = loc->line;
+		l->function_id = function_id(b, loc->function, loc->file, 0);
+		if (!l->function_id)
+			return -ENOMEM;
+		b->line_ptrs[(*at)++] = l;
+	}
+	return 0;
+}
+
 /* One location per distinct frame (address, mapping, function), then one per root. Frames
  * are sorted by module and address, so each mapping's frames come in one run. */
 static int build_locations(struct builder *b)
 {
-	size_t n = b->nframes + b->nroots;
+	size_t n = b->nframes + b->nroots, nlines, line = 0;
 	struct mapping_span cur = { 0 };
 	bool have_cur = false;
 
 	b->locations = calloc(n + 1, sizeof(*b->locations));
 	b->location_ptrs = calloc(n + 1, sizeof(*b->location_ptrs));
-	b->lines = calloc(n + 1, sizeof(*b->lines));
-	b->line_ptrs = calloc(n + 1, sizeof(*b->line_ptrs));
-	b->function_arr = calloc(n + 1, sizeof(*b->function_arr));
+	nlines = n;
+	for (size_t i = 0; i < b->nframes; i++) {
+		const struct frame *inlined;
+		uint32_t nr;
+
+		profile__inline_frames(b->profile, &b->frames[i], &inlined, &nr);
+		nlines += nr;
+	}
+	b->lines = calloc(nlines + 1, sizeof(*b->lines));
+	b->line_ptrs = calloc(nlines + 1, sizeof(*b->line_ptrs));
+	/* a function per line at most */
+	b->function_arr = calloc(nlines + 1, sizeof(*b->function_arr));
 	b->mappings = calloc(b->nframes + 1, sizeof(*b->mappings));
 	b->owned = calloc(b->nframes + 1, sizeof(*b->owned));
 	if (!b->locations || !b->location_ptrs || !b->lines || !b->line_ptrs ||
@@ -318,10 +356,10 @@ static int build_locations(struct builder *b)
 		const char *name = f ? profile__frame_name(b->profile, f) : b->roots[i - b->nframes];
 		const char *filename = "";
 		const struct python_location *py = NULL;
+		pb_line *own;
 		int err;
 
 		perftools__profiles__location__init(loc);
-		perftools__profiles__line__init(&b->lines[i]);
 		loc->id = i + 1;
 		if (!name)
 			return -ENOMEM;
@@ -344,19 +382,30 @@ static int build_locations(struct builder *b)
 			filename = b->string_table[b->mappings[b->nmappings - 1].filename];
 			loc->address = f->module == MODULE_PYTHON ? 0 : f->addr;
 		}
-		/* a Python frame is its code's function at one line, as pprof shows Go's */
-		if (f && f->module == MODULE_PYTHON)
-			py = python_names__get(module_registry__python_names(b->reg), f->addr);
+		loc->line = &b->line_ptrs[line];
+		/* the calls inlined here, innermost first, then the frame's own function */
+		if (f && (err = add_inlined_lines(b, f, &line)) != 0)
+			return err;
+		own = &b->lines[line];
+		perftools__profiles__line__init(own);
+		/* a Python frame is its code's function at one line, as pprof shows Go's; a
+		 * binary's frame with DWARF its function at its line */
+		if (f)
+			py = profile__frame_location(b->profile, f);
 		if (py) {
 			filename = py->file;
-			b->lines[i].line = py->line;
+			own->line = py->line;
 		}
-		b->lines[i].function_id = function_id(b, name, filename, py ? py->firstlineno : 0);
-		if (!b->lines[i].function_id)
+		own->function_id = function_id(b, name, filename, py ? py->firstlineno : 0);
+		if (!own->function_id)
 			return -ENOMEM;
-		b->line_ptrs[i] = &b->lines[i];
-		loc->n_line = 1;
-		loc->line = &b->line_ptrs[i];
+		b->line_ptrs[line++] = own;
+		loc->n_line = (size_t)(&b->line_ptrs[line] - loc->line);
+		if (loc->mapping_id && loc->n_line > 1)
+			b->mappings[loc->mapping_id - 1].has_filenames = true;
+		if (loc->mapping_id && own->line)
+			b->mappings[loc->mapping_id - 1].has_filenames =
+				b->mappings[loc->mapping_id - 1].has_line_numbers = true;
 		b->location_ptrs[i] = loc;
 	}
 	b->function_ptrs = calloc(b->nfunctions + 1, sizeof(*b->function_ptrs));

@@ -224,6 +224,19 @@ static int intern_name(struct reader *r, const char *s, uint32_t *id)
 	return err;
 }
 
+/* name + "_[i]", interned. */
+static int intern_inlined(struct reader *r, const char *name, uint32_t *id)
+{
+	char *marked = NULL;
+	int err;
+
+	if (asprintf(&marked, "%s_[i]", name) < 0)
+		return -ENOMEM;
+	err = intern_name(r, marked, id);
+	free(marked);
+	return err;
+}
+
 static int push_id(struct reader *r, size_t *n, uint32_t id)
 {
 	if (*n >= UINT32_MAX)
@@ -235,7 +248,8 @@ static int push_id(struct reader *r, size_t *n, uint32_t id)
 }
 
 /* A location's frames, outermost first: its lines run from the innermost inlined function
- * to the caller they were inlined into. An unsymbolized location is named by address. */
+ * to the caller they were inlined into; the inlined ones are named "func_[i]", as folded
+ * stacks name them (output/profile.h). An unsymbolized location is named by address. */
 static int push_location(struct reader *r, uint64_t sample, uint64_t loc_id, size_t *n)
 {
 	const struct id_index *hit = lookup(r->locations, r->msg->n_location, loc_id);
@@ -261,7 +275,7 @@ static int push_location(struct reader *r, uint64_t sample, uint64_t loc_id, siz
 		if (!name)
 			return bad(r, "location %" PRIu64 ": bad function id %" PRIu64, loc_id,
 				   loc->line[l]->function_id);
-		err = intern_name(r, name, &id);
+		err = l + 1 < loc->n_line ? intern_inlined(r, name, &id) : intern_name(r, name, &id);
 		if (!err)
 			err = push_id(r, n, id);
 		if (err)

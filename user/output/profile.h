@@ -2,12 +2,14 @@
 #ifndef HPROF_PROFILE_H
 #define HPROF_PROFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "binary/frame.h"
 #include "binary/ksyms.h"
 #include "binary/modules.h"
+#include "output/profile_labels.h"
 
 struct profile;
 
@@ -21,6 +23,21 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
  * them apart. Python frames stay apart by line (the SVG's tooltips show it). Called before
  * the first sample; -EBUSY after. */
 int profile__key_by_name(struct profile *p);
+/* Expands each binary's frame into the calls inlined at its pc (inline frames,
+ * MODULE_INLINE, inside it) when inlines, and gives frames their source lines when lines,
+ * from the binary's DWARF (binary/inline_frames.h). Called before the first sample; -EBUSY
+ * after. Returns 0, -EBUSY or -ENOMEM. */
+int profile__expand_inline(struct profile *p, bool inlines, bool lines);
+/* The calls inlined at f's pc, outermost first (MODULE_INLINE frames, valid until the next
+ * call): the frames that follow f in its stacks. None without profile__expand_inline. */
+void profile__inline_frames(struct profile *p, const struct frame *f, const struct frame **inlined,
+			    uint32_t *nr);
+struct inline_frames_stats;
+void profile__inline_stats(const struct profile *p, struct inline_frames_stats *stats);
+/* Where f's code is: a Python frame's or an inline frame's location, a binary's frame's
+ * function, file and line when it was counted with its line; NULL when none. */
+const struct python_location *profile__frame_location(const struct profile *p,
+						       const struct frame *f);
 struct name_cache;
 /* Takes frame names from cache and leaves there the ones it makes (hprof serve's windows,
  * one profile after another). The cache must outlive the profile's naming. */
@@ -29,13 +46,6 @@ void profile__use_name_cache(struct profile *p, struct name_cache *cache);
  * frame placed right under comm (e.g. the reason a stack is incomplete). */
 int profile__add(struct profile *p, const char *comm, const char *root,
 		 const struct frame *frames, uint32_t n);
-/* What a stack is labelled with besides its command name (hprof serve's pprof labels):
- * stacks with other labels are counted apart. */
-struct profile_labels {
-	uint32_t pid, tid;
-	const char *process; /* the process's command name; NULL: unknown */
-	const char *cgroup;  /* the cgroup path; NULL: none */
-};
 /* profile__add with labels (NULL: none, as profile__add). */
 int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 			 const struct profile_labels *labels, const struct frame *frames,

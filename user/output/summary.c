@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/atomic_file.h"
+#include "binary/inline_frames.h"
 #include "binary/modules.h"
 #include "output/json.h"
 #include "output/outputs.h"
@@ -181,6 +182,39 @@ static void json_python(struct json_writer *w, const struct python_stats *py)
 	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)
 		json_count(w, python_reason__name(i), py->reasons[i]);
 	json__end_object(w);
+	json__end_object(w);
+}
+
+/* Inline frames and lines from DWARF: nothing when no binary had DWARF. */
+static void print_inline(struct profile *p, FILE *out)
+{
+	struct inline_frames_stats st;
+
+	profile__inline_stats(p, &st);
+	if (st.binaries_with_dwarf)
+		fprintf(out, "hprof: inline frames and lines: %" PRIu64 " binaries with DWARF, %" PRIu64
+				" distinct pcs; without a chain: no function in the DWARF %" PRIu64
+				", unreadable DWARF %" PRIu64 ", past the index's bounds %" PRIu64
+				"; looked up again (cache full) %" PRIu64 "\n",
+			st.binaries_with_dwarf, st.pcs, st.pcs_no_chain, st.pcs_bad_dwarf,
+			st.pcs_over_bounds, st.pcs_uncached);
+}
+
+static void json_inline(struct json_writer *w, struct profile *p)
+{
+	struct inline_frames_stats st;
+
+	profile__inline_stats(p, &st);
+	if (!st.binaries_with_dwarf)
+		return;
+	json__key(w, "inline");
+	json__begin_object(w);
+	json_count(w, "binaries_with_dwarf", st.binaries_with_dwarf);
+	json_count(w, "pcs", st.pcs);
+	json_count(w, "pcs_no_function", st.pcs_no_chain);
+	json_count(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
+	json_count(w, "pcs_over_bounds", st.pcs_over_bounds);
+	json_count(w, "pcs_uncached", st.pcs_uncached);
 	json__end_object(w);
 }
 
@@ -438,6 +472,7 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	write_counts(&w, r, kc);
 	write_transport(&w, r, kc);
 	json_python(&w, r->python);
+	json_inline(&w, r->profile);
 	err = write_top(&w, "top_self", set, true);
 	if (!err)
 		err = write_top(&w, "top_inclusive", set, false);
@@ -644,6 +679,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 		print_deltas(r->deltas, out);
 	print_python(r->python, out);
 	summary__print_debug_files(r->debug_files, true, out);
+	print_inline(r->profile, out);
 }
 
 static const char *plural(uint64_t n)

@@ -38,12 +38,17 @@ struct top_build {
 /* The binary a frame is in, as perf report's "Shared Object" column names it. */
 static const char *module_label(struct module_registry *reg, const struct frame *f)
 {
+	const struct python_location *loc;
 	const struct module *mod;
 
 	if (f->module == MODULE_KERNEL)
 		return "[kernel.kallsyms]";
 	if (f->module == MODULE_PYTHON)
 		return PYTHON_NAMES_MODULE_LABEL;
+	/* an inlined call is in the binary it was inlined into */
+	if (f->module == MODULE_INLINE && (loc = python_names__get(module_registry__inline_names(reg),
+								   f->addr)))
+		return loc->module;
 	mod = f->module >= MODULE_FIRST_FILE ? module_registry__by_id(reg, f->module) : NULL;
 	return mod && mod->name ? mod->name : "[unknown]";
 }

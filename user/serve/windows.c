@@ -311,6 +311,8 @@ static int start_window(struct serve_windows *w, struct window *win, uint64_t no
 
 	if (!err && by_name)
 		err = profile__key_by_name(win->profile);
+	if (!err && (w->o.inlines || w->o.lines))
+		err = profile__expand_inline(win->profile, w->o.inlines, w->o.lines);
 	if (err)
 		return err;
 	profile__use_name_cache(win->profile, w->names);

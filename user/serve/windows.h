@@ -30,6 +30,9 @@ struct serve_windows_opts {
 	/* --every: back-to-back windows of this length written to the files out names (its
 	 * paths are patterns: strftime of the window's start); 0: none */
 	uint64_t every_ns;
+	/* each window's profile expands frames into their inlined calls, gives them lines
+	 * (profile__expand_inline) */
+	bool inlines, lines;
 	struct output_opts out; /* out.json_path: written through write_json */
 	unsigned keep; /* --keep: files kept per output; 0: all */
 	/* --every --json: snapshot() takes the counters at a window's start (malloc'd);

@@ -1,0 +1,617 @@
+#include "binary/dwarf_index.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "util/grow.h"
+
+/* From libstdc++ (the C++ ABI's demangler, as binary/naming.c uses it). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Most address ranges read from one DIE's DW_AT_ranges, and compile units read. */
+#define MAX_RANGES_PER_DIE 4096
+#define MAX_UNITS (1u << 20)
+
+struct addr_range {
+	uint64_t lo, hi; /* [lo, hi) */
+	uint32_t owner;  /* a unit's index, or a scope's */
+};
+
+/* A subprogram or inlined subroutine with code. Scopes of a unit lie in DIE order; the
+ * ones under scope s are s + 1 .. end - 1, so s's siblings are found by jumping to end. */
+struct scope {
+	Dwarf_Die die;
+	uint32_t first_range, nr_ranges;
+	uint32_t end;
+	bool inlined;
+};
+
+struct unit {
+	Dwarf_Die die;        /* the unit that has the code: a skeleton's split unit */
+	Dwarf_Die line_die;   /* the unit whose line table covers the code: the skeleton */
+	bool indexed, failed, over_bounds;
+	struct scope *scopes;
+	size_t nr_scopes, scopes_cap;
+	struct addr_range *ranges; /* scopes' ranges */
+	size_t nr_ranges, ranges_cap;
+};
+
+struct cached_chain {
+	uint64_t pc;
+	struct source_frame *frames;
+	uint32_t nr;
+	int err; /* when nr is 0: make_chain's reason */
+	UT_hash_handle hh;
+};
+
+struct interned {
+	char *text;
+	UT_hash_handle hh;
+};
+
+struct dwarf_index {
+	int fd;
+	Elf *elf;
+	Dwarf *dwarf;
+	struct unit *units;
+	size_t nr_units, units_cap;
+	struct addr_range *unit_ranges; /* sorted by lo */
+	size_t nr_unit_ranges, unit_ranges_cap;
+	struct cached_chain *cache;
+	size_t nr_cached;
+	struct interned *strings;
+	size_t bytes;
+	uint64_t scopes_total;
+	struct dwarf_index_stats stats;
+	struct source_frame scratch[DWARF_INDEX_MAX_DEPTH]; /* a chain not cached */
+};
+
+static int add_range(struct addr_range **arr, size_t *nr, size_t *cap, uint64_t lo, uint64_t hi,
+		     uint32_t owner)
+{
+	if (lo >= hi)
+		return 0;
+	if (grow_array((void **)arr, cap, *nr + 1, sizeof(**arr)))
+		return -ENOMEM;
+	(*arr)[(*nr)++] = (struct addr_range){ lo, hi, owner };
+	return 0;
+}
+
+/* Calls add for each of die's ranges, at most MAX_RANGES_PER_DIE. */
+static int die_ranges(Dwarf_Die *die, struct addr_range **arr, size_t *nr, size_t *cap,
+		      uint32_t owner)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	int err = 0;
+
+	for (int i = 0; i < MAX_RANGES_PER_DIE && !err; i++) {
+		off = dwarf_ranges(die, off, &base, &lo, &hi);
+		if (off <= 0)
+			break;
+		err = add_range(arr, nr, cap, lo, hi, owner);
+	}
+	return err;
+}
+
+static int compare_ranges(const void *a, const void *b)
+{
+	const struct addr_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+/* Every compile unit and its ranges; a skeleton unit stands for its split unit. */
+static int read_units(struct dwarf_index *ix)
+{
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie, subdie;
+	int err = 0, ret;
+
+	while (!err && ix->nr_units < MAX_UNITS &&
+	       (ret = dwarf_get_units(ix->dwarf, cu, &next, &version, &type, &cudie, &subdie)) == 0) {
+		struct unit *u;
+
+		cu = next;
+		if (type != DW_UT_compile && type != DW_UT_skeleton && type != DW_UT_partial)
+			continue;
+		if (grow_array((void **)&ix->units, &ix->units_cap, ix->nr_units + 1, sizeof(*u)))
+			return -ENOMEM;
+		u = &ix->units[ix->nr_units];
+		memset(u, 0, sizeof(*u));
+		u->line_die = cudie;
+		/* a skeleton whose .dwo is missing keeps its own DIE: lines, no inline frames */
+		u->die = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie
+											   : cudie;
+		err = die_ranges(&cudie, &ix->unit_ranges, &ix->nr_unit_ranges,
+				 &ix->unit_ranges_cap, (uint32_t)ix->nr_units);
+		ix->nr_units++;
+	}
+	if (err)
+		return err;
+	if (ix->nr_unit_ranges)
+		qsort(ix->unit_ranges, ix->nr_unit_ranges, sizeof(*ix->unit_ranges), compare_ranges);
+	ix->bytes += ix->units_cap * sizeof(*ix->units) +
+		     ix->unit_ranges_cap * sizeof(*ix->unit_ranges);
+	return 0;
+}
+
+/* Sections libdw would read (and inflate whole, when compressed) that no chain or line
+ * needs: variables' locations, macros, CFI, name indexes. */
+static bool unneeded_section(const char *name)
+{
+	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro",
+					     ".debug_macinfo", ".debug_frame", ".debug_pubnames",
+					     ".debug_pubtypes", ".debug_names",
+					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
+ * mapping) so that libdw leaves them: Debian's debug files compress every section, and
+ * libdw inflates each it knows when it opens the file. */
+static Elf *open_elf(int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return elf;
+	/* bounded by the section count libelf read */
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr) || !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
+		    !unneeded_section(name))
+			continue;
+		shdr.sh_name = 0;
+		gelf_update_shdr(scn, &shdr);
+	}
+	return elf;
+}
+
+static bool has_debug_info(Dwarf *dwarf)
+{
+	Dwarf_CU *next;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie, subdie;
+
+	return dwarf_get_units(dwarf, NULL, &next, &version, &type, &cudie, &subdie) == 0;
+}
+
+int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len)
+{
+	struct dwarf_index *ix;
+	struct stat st;
+	int err;
+
+	*out = NULL;
+	ix = calloc(1, sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	ix->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (ix->fd < 0) {
+		err = -errno;
+		snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	/* a FIFO or device planted under a debug file's name must not hang the profiler */
+	if (fstat(ix->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		snprintf(msg, msg_len, "%s: not a regular file", path);
+		goto fail;
+	}
+	elf_version(EV_CURRENT);
+	ix->elf = open_elf(ix->fd);
+	ix->dwarf = ix->elf ? dwarf_begin_elf(ix->elf, DWARF_C_READ, NULL) : NULL;
+	if (!ix->dwarf || !has_debug_info(ix->dwarf)) {
+		err = -ENOENT;
+		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
+		goto fail;
+	}
+	err = read_units(ix);
+	if (err) {
+		snprintf(msg, msg_len, "%s: compile units: %s", path, strerror(-err));
+		goto fail;
+	}
+	*out = ix;
+	return 0;
+fail:
+	dwarf_index__free(ix);
+	return err;
+}
+
+/* The unit whose ranges hold pc, or NULL. Unit ranges may overlap (hostile or odd DWARF):
+ * the last range starting at or below pc that holds it, looked back over a bounded few. */
+static struct unit *unit_of(struct dwarf_index *ix, uint64_t pc)
+{
+	size_t lo = 0, hi = ix->nr_unit_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix->unit_ranges[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, looked = 0; i-- > 0 && looked < 64; looked++) {
+		if (pc < ix->unit_ranges[i].hi)
+			return &ix->units[ix->unit_ranges[i].owner];
+	}
+	return NULL;
+}
+
+static bool is_code_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Adds die as a scope if it has code. Returns 1 when added, 0 when not, or -errno. */
+static int add_scope(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die, int tag)
+{
+	size_t first = u->nr_ranges;
+	struct scope *s;
+	int err;
+
+	if (ix->scopes_total >= DWARF_INDEX_MAX_SCOPES)
+		return -E2BIG;
+	err = die_ranges(die, &u->ranges, &u->nr_ranges, &u->ranges_cap, (uint32_t)u->nr_scopes);
+	if (err || u->nr_ranges == first)
+		return err;
+	if (grow_array((void **)&u->scopes, &u->scopes_cap, u->nr_scopes + 1, sizeof(*s)))
+		return -ENOMEM;
+	s = &u->scopes[u->nr_scopes++];
+	*s = (struct scope){ .die = *die, .first_range = (uint32_t)first,
+			     .nr_ranges = (uint32_t)(u->nr_ranges - first),
+			     .inlined = tag == DW_TAG_inlined_subroutine };
+	ix->scopes_total++;
+	return 1;
+}
+
+/* The unit's scopes, walked depth first without recursion: stack[d] is the DIE at depth d,
+ * open[d] the scope it opened (or -1), closed when the walk leaves it. */
+static int index_unit(struct dwarf_index *ix, struct unit *u)
+{
+	Dwarf_Die stack[DWARF_INDEX_MAX_DEPTH * 2];
+	long open[DWARF_INDEX_MAX_DEPTH * 2];
+	int depth = 0, err = 0;
+	uint32_t walked = 0;
+
+	if (dwarf_child(&u->die, &stack[0]) != 0)
+		return 0;
+	open[0] = -1;
+	while (depth >= 0) {
+		Dwarf_Die *die = &stack[depth];
+		int tag = dwarf_tag(die), ret;
+
+		if (++walked > DWARF_INDEX_MAX_DIES)
+			return -E2BIG;
+		open[depth] = -1;
+		if (is_code_scope(tag)) {
+			ret = add_scope(ix, u, die, tag);
+			if (ret < 0)
+				return ret;
+			if (ret)
+				open[depth] = (long)u->nr_scopes - 1;
+		}
+		if (depth + 1 < (int)(sizeof(stack) / sizeof(stack[0])) &&
+		    dwarf_haschildren(die) > 0 && dwarf_child(die, &stack[depth + 1]) == 0) {
+			depth++;
+			continue;
+		}
+		/* leave this DIE, and every parent whose last child it was */
+		for (;;) {
+			if (open[depth] >= 0)
+				u->scopes[open[depth]].end = (uint32_t)u->nr_scopes;
+			ret = dwarf_siblingof(&stack[depth], &stack[depth]);
+			if (ret == 0)
+				break;
+			if (ret < 0)
+				err = -EBADMSG;
+			if (--depth < 0)
+				break;
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void forget_unit(struct dwarf_index *ix, struct unit *u)
+{
+	ix->scopes_total -= u->nr_scopes;
+	free(u->scopes);
+	free(u->ranges);
+	u->scopes = NULL;
+	u->ranges = NULL;
+	u->nr_scopes = u->scopes_cap = u->nr_ranges = u->ranges_cap = 0;
+}
+
+static int ensure_indexed(struct dwarf_index *ix, struct unit *u)
+{
+	int err;
+
+	if (u->indexed)
+		return !u->failed ? 0 : u->over_bounds ? -E2BIG : -EBADMSG;
+	u->indexed = true;
+	err = index_unit(ix, u);
+	if (err == -E2BIG)
+		u->over_bounds = true;
+	if (err) {
+		forget_unit(ix, u);
+		u->failed = true;
+		if (err == -E2BIG)
+			ix->stats.over_bounds++;
+		else
+			ix->stats.bad_dwarf++;
+		return err == -E2BIG ? -E2BIG : -EBADMSG;
+	}
+	ix->stats.units_indexed++;
+	ix->stats.scopes = ix->scopes_total;
+	ix->bytes += u->scopes_cap * sizeof(*u->scopes) + u->ranges_cap * sizeof(*u->ranges);
+	return 0;
+}
+
+static bool scope_holds(const struct unit *u, const struct scope *s, uint64_t pc)
+{
+	for (uint32_t i = 0; i < s->nr_ranges; i++) {
+		const struct addr_range *r = &u->ranges[s->first_range + i];
+
+		if (pc >= r->lo && pc < r->hi)
+			return true;
+	}
+	return false;
+}
+
+/* The scopes holding pc, outermost first, into chain[0..*nr): one descent, each level's
+ * siblings visited by their subtree ends (which only grow, so the walk ends). A subprogram
+ * nested in another starts the chain anew: it is a function of its own, not inlined. */
+static void scopes_at(const struct unit *u, uint64_t pc, uint32_t *chain, uint32_t *nr)
+{
+	size_t at = 0, end = u->nr_scopes;
+
+	*nr = 0;
+	while (at < end) {
+		const struct scope *s = &u->scopes[at];
+
+		if (!scope_holds(u, s, pc)) {
+			at = s->end > at ? s->end : at + 1;
+			continue;
+		}
+		if (!s->inlined)
+			*nr = 0;
+		if (*nr < DWARF_INDEX_MAX_DEPTH)
+			chain[(*nr)++] = (uint32_t)at;
+		end = s->end > at && s->end < end ? s->end : end;
+		at++;
+	}
+}
+
+static const char *intern(struct dwarf_index *ix, const char *text)
+{
+	struct interned *e;
+	size_t len = strlen(text);
+
+	HASH_FIND(hh, ix->strings, text, len, e);
+	if (e)
+		return e->text;
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->text = strdup(text))) {
+		free(e);
+		return NULL;
+	}
+	HASH_ADD_KEYPTR(hh, ix->strings, e->text, len, e);
+	ix->bytes += sizeof(*e) + len + 1;
+	return e->text;
+}
+
+/* A function's name as eu-addr2line -C gives it: its linkage name demangled, else its
+ * name, through DW_AT_abstract_origin and DW_AT_specification. */
+static const char *function_name(struct dwarf_index *ix, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	char *demangled = NULL;
+	const char *kept;
+	int status = -1;
+
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (name && name[0] == '_' && name[1] == 'Z')
+		demangled = __cxa_demangle(name, NULL, NULL, &status);
+	if (demangled && status == 0)
+		name = demangled;
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	kept = intern(ix, name ? name : "??");
+	free(demangled);
+	return kept;
+}
+
+/* A file name as eu-addr2line prints it: a relative one after the unit's DW_AT_comp_dir
+ * (Debian's packages are built with relative names: "./csu/../csu/libc-start.c"). */
+static const char *source_file(struct dwarf_index *ix, struct unit *u, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+	char *joined = NULL;
+	const char *kept;
+
+	if (!file)
+		return intern(ix, "");
+	if (file[0] == '/' ||
+	    !(dir = dwarf_formstring(dwarf_attr(&u->line_die, DW_AT_comp_dir, &attr))) || !dir[0])
+		return intern(ix, file);
+	if (asprintf(&joined, "%s/%s", dir, file) < 0)
+		return NULL;
+	kept = intern(ix, joined);
+	free(joined);
+	return kept;
+}
+
+/* The call site of an inlined scope: its DW_AT_call_file in the unit's file table. */
+static void call_site(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die,
+		      struct source_frame *f)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word file = 0, line = 0;
+	Dwarf_Files *files;
+	size_t nfiles;
+	const char *name = NULL;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line) == 0)
+		f->line = line > UINT32_MAX ? 0 : (uint32_t)line;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &file) == 0 &&
+	    dwarf_getsrcfiles(&u->die, &files, &nfiles) == 0 && file < nfiles)
+		name = dwarf_filesrc(files, file, NULL, NULL);
+	f->file = source_file(ix, u, name);
+}
+
+/* The line table's row for pc. */
+static void pc_line(struct dwarf_index *ix, struct unit *u, uint64_t pc, struct source_frame *f)
+{
+	Dwarf_Line *line = dwarf_getsrc_die(&u->line_die, pc);
+	const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+	int lineno = 0;
+
+	if (line && dwarf_lineno(line, &lineno) == 0 && lineno > 0)
+		f->line = (uint32_t)lineno;
+	f->file = source_file(ix, u, file);
+}
+
+/* pc's chain into frames; returns how many, 0 when none, and then in *err why: -ENOENT
+ * (nothing covers pc), -EBADMSG (its unit could not be read), -E2BIG (a bound was reached)
+ * or -ENOMEM. */
+static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_frame *frames,
+			   int *err)
+{
+	struct unit *u = unit_of(ix, pc);
+	uint32_t scopes[DWARF_INDEX_MAX_DEPTH], nr;
+
+	*err = -ENOENT;
+	if (!u) {
+		ix->stats.no_unit++;
+		return 0;
+	}
+	*err = ensure_indexed(ix, u);
+	if (*err)
+		return 0;
+	*err = -ENOMEM;
+	scopes_at(u, pc, scopes, &nr);
+	if (nr == 0) {
+		/* code no subprogram covers still has its line, as eu-addr2line gives it */
+		ix->stats.no_function++;
+		frames[0] = (struct source_frame){ .function = intern(ix, "??") };
+		pc_line(ix, u, pc, &frames[0]);
+		if (frames[0].function && frames[0].file && frames[0].line)
+			return 1;
+		*err = frames[0].function && frames[0].file ? -ENOENT : -ENOMEM;
+		return 0;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		frames[i] = (struct source_frame){ .function = function_name(ix, &u->scopes[scopes[i]].die) };
+		if (i + 1 < nr)
+			call_site(ix, u, &u->scopes[scopes[i + 1]].die, &frames[i]);
+		else
+			pc_line(ix, u, pc, &frames[i]);
+		if (!frames[i].function || !frames[i].file)
+			return 0; /* out of memory */
+	}
+	return nr;
+}
+
+int dwarf_index__chain(struct dwarf_index *ix, uint64_t pc, struct source_chain *chain)
+{
+	struct cached_chain *c;
+	uint32_t nr;
+
+	int err;
+
+	HASH_FIND(hh, ix->cache, &pc, sizeof(pc), c);
+	if (c) {
+		*chain = (struct source_chain){ c->frames, c->nr };
+		return c->nr ? 0 : c->err;
+	}
+	nr = make_chain(ix, pc, ix->scratch, &err);
+	*chain = (struct source_chain){ ix->scratch, nr };
+	/* out of memory: tried again next time */
+	if (ix->nr_cached >= DWARF_INDEX_MAX_CACHED || (!nr && err == -ENOMEM) ||
+	    !(c = calloc(1, sizeof(*c))))
+		return nr ? 0 : err;
+	c->pc = pc;
+	c->nr = nr;
+	c->err = err;
+	if (nr && !(c->frames = malloc(nr * sizeof(*c->frames)))) {
+		free(c);
+		return 0;
+	}
+	if (nr)
+		memcpy(c->frames, ix->scratch, nr * sizeof(*c->frames));
+	HASH_ADD(hh, ix->cache, pc, sizeof(c->pc), c);
+	ix->nr_cached++;
+	ix->bytes += sizeof(*c) + nr * sizeof(*c->frames);
+	*chain = (struct source_chain){ c->frames, nr };
+	return nr ? 0 : err;
+}
+
+void dwarf_index__stats(const struct dwarf_index *ix, struct dwarf_index_stats *stats)
+{
+	*stats = ix->stats;
+}
+
+size_t dwarf_index__bytes(const struct dwarf_index *ix)
+{
+	return ix ? ix->bytes : 0;
+}
+
+void dwarf_index__free(struct dwarf_index *ix)
+{
+	struct cached_chain *c, *ctmp;
+	struct interned *s, *stmp;
+
+	if (!ix)
+		return;
+	HASH_ITER(hh, ix->cache, c, ctmp) {
+		HASH_DEL(ix->cache, c);
+		free(c->frames);
+		free(c);
+	}
+	HASH_ITER(hh, ix->strings, s, stmp) {
+		HASH_DEL(ix->strings, s);
+		free(s->text);
+		free(s);
+	}
+	for (size_t i = 0; i < ix->nr_units; i++)
+		forget_unit(ix, &ix->units[i]);
+	free(ix->units);
+	free(ix->unit_ranges);
+	if (ix->dwarf)
+		dwarf_end(ix->dwarf);
+	elf_end(ix->elf);
+	if (ix->fd >= 0)
+		close(ix->fd);
+	free(ix);
+}

@@ -1,0 +1,204 @@
+#include "binary/inline_frames.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "binary/debug_files.h"
+#include "binary/python_names.h"
+#include "binary/symbols.h"
+#include "util/file_view.h"
+
+struct expansion_key {
+	uint32_t module;
+	uint32_t flags;
+	uint64_t addr;
+};
+
+struct cached_expansion {
+	struct expansion_key key;
+	struct frame *inlined;
+	uint32_t nr_inlined;
+	bool has_line;
+	uint64_t line_id;
+	UT_hash_handle hh;
+};
+
+struct inline_frames {
+	struct module_registry *reg;
+	bool inlines, lines;
+	struct cached_expansion *cache;
+	size_t nr_cached;
+	struct inline_frames_stats stats;
+	struct frame scratch[DWARF_INDEX_MAX_DEPTH]; /* an expansion not cached */
+};
+
+int inline_frames__new(struct module_registry *reg, bool inlines, bool lines,
+		       struct inline_frames **out)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	**out = (struct inline_frames){ .reg = reg, .inlines = inlines, .lines = lines };
+	return 0;
+}
+
+static int open_index(const char *path, struct dwarf_index **ix)
+{
+	char msg[256];
+
+	return dwarf_index__open(path, ix, msg, sizeof(msg));
+}
+
+/* The binary's separate debug file (debug_files__find: by build-id, then by
+ * .gnu_debuglink with its CRC-32 checked: another build's debug file has addresses that
+ * would lie). */
+static int open_separate_file(const struct module *mod, const char *binary,
+			      struct dwarf_index **ix)
+{
+	char path[PATH_MAX];
+	const uint8_t *id = NULL;
+	size_t len = mod->syms ? elf_symbols__build_id(mod->syms, &id) : 0;
+	int fd = open(binary, O_RDONLY | O_CLOEXEC), err = -ENOENT;
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+
+	if (elf && debug_files__find(elf, mod->path, id, len, path, sizeof(path)) == 0)
+		err = open_index(path, ix);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* The module's DWARF: in its own file, else in its separate debug file (by build-id, then
+ * by .gnu_debuglink, --debug-dir's first). NULL when none; looked for once while its symbols are kept. */
+static struct dwarf_index *module_dwarf(struct inline_frames *x, struct module *mod)
+{
+	const char *binary = mod->load_path[0] ? mod->load_path : mod->path;
+
+	if (mod->dwarf_tried)
+		return mod->dwarf;
+	mod->dwarf_tried = true;
+	if (mod->anon_code || mod->from_slices || mod->load_err || mod->path[0] != '/')
+		return NULL;
+	if (open_index(binary, &mod->dwarf) == -ENOENT)
+		open_separate_file(mod, binary, &mod->dwarf);
+	if (mod->dwarf)
+		x->stats.binaries_with_dwarf++;
+	return mod->dwarf;
+}
+
+static int intern(struct inline_frames *x, const struct module *mod,
+		  const struct source_frame *sf, uint64_t *id)
+{
+	struct python_location loc = { .module = mod->name ? mod->name : "", .function = sf->function,
+				       .file = sf->file, .line = (int)sf->line };
+
+	return python_names__intern(module_registry__inline_names(x->reg), &loc, id);
+}
+
+/* f's expansion into out (its inlined frames into x->scratch). */
+static void expand(struct inline_frames *x, struct module *mod, const struct frame *f,
+		   struct inline_expansion *out)
+{
+	struct dwarf_index *ix = module_dwarf(x, mod);
+	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr, id;
+	struct source_chain chain;
+
+	*out = (struct inline_expansion){ .inlined = x->scratch };
+	if (!ix)
+		return;
+	x->stats.pcs++;
+	switch (dwarf_index__chain(ix, pc, &chain)) {
+	case 0:
+		break;
+	case -EBADMSG:
+		x->stats.pcs_bad_dwarf++;
+		return;
+	case -E2BIG:
+		x->stats.pcs_over_bounds++;
+		return;
+	default:
+		x->stats.pcs_no_chain++;
+		return;
+	}
+	if (x->lines && intern(x, mod, &chain.frames[0], &out->line_id) == 0)
+		out->has_line = true;
+	for (uint32_t i = 1; x->inlines && i < chain.nr; i++) {
+		struct source_frame sf = chain.frames[i];
+
+		if (!x->lines)
+			sf.file = "", sf.line = 0;
+		if (intern(x, mod, &sf, &id) != 0)
+			break;
+		x->scratch[out->nr_inlined++] = (struct frame){ .module = MODULE_INLINE, .addr = id };
+	}
+}
+
+void inline_frames__expand(struct inline_frames *x, const struct frame *f,
+			   struct inline_expansion *out)
+{
+	struct expansion_key key = { f->module, f->flags, f->addr };
+	struct cached_expansion *c;
+
+	struct module *mod;
+
+	*out = (struct inline_expansion){ .inlined = x->scratch };
+	if (f->module < MODULE_FIRST_FILE || (!x->inlines && !x->lines))
+		return;
+	/* a binary without DWARF costs neither a lookup nor a cache entry */
+	mod = module_registry__by_id(x->reg, f->module);
+	if (!mod || (mod->dwarf_tried && !mod->dwarf))
+		return;
+	HASH_FIND(hh, x->cache, &key, sizeof(key), c);
+	if (c) {
+		*out = (struct inline_expansion){ c->inlined, c->nr_inlined, c->has_line, c->line_id };
+		return;
+	}
+	expand(x, mod, f, out);
+	if (!mod->dwarf)
+		return;
+	if (x->nr_cached >= INLINE_FRAMES_MAX_CACHED) {
+		x->stats.pcs_uncached++;
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || (out->nr_inlined && !(c->inlined = malloc(out->nr_inlined * sizeof(*c->inlined))))) {
+		free(c);
+		return;
+	}
+	c->key = key;
+	c->nr_inlined = out->nr_inlined;
+	c->has_line = out->has_line;
+	c->line_id = out->line_id;
+	if (out->nr_inlined)
+		memcpy(c->inlined, out->inlined, out->nr_inlined * sizeof(*c->inlined));
+	HASH_ADD(hh, x->cache, key, sizeof(c->key), c);
+	x->nr_cached++;
+	out->inlined = c->inlined;
+}
+
+void inline_frames__stats(const struct inline_frames *x, struct inline_frames_stats *stats)
+{
+	*stats = x ? x->stats : (struct inline_frames_stats){ 0 };
+}
+
+void inline_frames__free(struct inline_frames *x)
+{
+	struct cached_expansion *c, *tmp;
+
+	if (!x)
+		return;
+	HASH_ITER(hh, x->cache, c, tmp) {
+		HASH_DEL(x->cache, c);
+		free(c->inlined);
+		free(c);
+	}
+	free(x);
+}
