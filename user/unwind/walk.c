@@ -1125,6 +1125,11 @@ static enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 	 * indirect call, in a frame whose return address slot holds 0 (QEMU's TCG frame keeps
 	 * 1 KiB of temporaries), would pass for the stack's start. */
 	last = &w->cache->trial[result.nr_frames - 1];
+	/* Nor is a return address to a function's start, where a stack some code started by
+	 * hand ends (makecontext): a stale candidate's walk meets one in the middle of a
+	 * stack (a mono thread's) as easily as a right one meets clone3. */
+	if (result.started_stack)
+		return TRIAL_STOPS;
 	if (!(result.end == UNWIND_END_COMPLETE && result.last.ip != 0) &&
 	    !(result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
 	      w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)))
