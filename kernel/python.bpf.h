@@ -74,6 +74,10 @@ struct py_frame_buf {
 	 * in each step, past its limit */
 	__u64 blind;
 	struct py_walk_pos pos;
+	/* the thread this CPU last found a thread state for, and that state: most samples on
+	 * a CPU are of the thread before, whose state is then checked without a lookup */
+	__u64 last_tstate;
+	__u32 last_tid;
 };
 
 static __always_inline __u64 blind(struct py_frame_buf *buf, __u64 v)
@@ -154,13 +158,19 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 					     enum hprof_py_status *status)
 {
 	struct py_thread_search t = { .proc = proc, .fs_base = fs_base };
-	__u64 *cached = bpf_map_lookup_elem(&python_tstates, &tid);
-	__u64 interp;
+	__u64 *cached, interp;
 
 	/* the one read of the walk's thread state, its thread_id checked in it */
-	if (cached && *cached && read_tstate(proc, buf, *cached) &&
+	if (buf->last_tid == tid && buf->last_tstate && read_tstate(proc, buf, buf->last_tstate) &&
 	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base)
+		return buf->last_tstate;
+	cached = bpf_map_lookup_elem(&python_tstates, &tid);
+	if (cached && *cached && read_tstate(proc, buf, *cached) &&
+	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base) {
+		buf->last_tid = tid;
+		buf->last_tstate = *cached;
 		return *cached;
+	}
 	if (!read_word(proc->runtime + proc->runtime_interp, &interp) || interp == 0 ||
 	    !read_word(interp + proc->interp_threads, &t.tstate)) {
 		*status = HPROF_PY_READ_FAILED;
@@ -176,6 +186,8 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 		return 0;
 	}
 	bpf_map_update_elem(&python_tstates, &tid, &t.tstate, BPF_ANY);
+	buf->last_tid = tid;
+	buf->last_tstate = t.tstate;
 	return t.tstate;
 }
 
