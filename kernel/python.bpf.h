@@ -320,6 +320,7 @@ static __always_inline __u64 brent_mark(struct py_walk_pos *pos, __u64 frame, __
 	return mark;
 }
 
+_Static_assert(HPROF_PY_CHECK_MEMO == 4, "py_block_frames compares with each check remembered");
 _Static_assert((HPROF_PY_MAX_FRAMES & (HPROF_PY_MAX_FRAMES - 1)) == 0,
 	       "a frame's slot is masked into dst");
 
@@ -409,18 +410,6 @@ static __always_inline long py_frame_next(struct py_frame_walk *w)
 	return 0;
 }
 
-/* The check this walk remembers for code; false when it has none. */
-static __always_inline bool memo_check(const struct py_frame_buf *buf, __u64 code, __u32 *check)
-{
-	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++) {
-		if (buf->memo_code[i] == code) {
-			*check = buf->memo_check[i];
-			return true;
-		}
-	}
-	return false;
-}
-
 /* The word of the block's copy at at + off (off one of a frame's fields, within
  * HPROF_PY_FRAME_READ: runs_possible). */
 static __always_inline __u64 block_word(const struct py_frame_buf *buf, __u64 at, __u32 off)
@@ -445,14 +434,16 @@ struct py_frame_slots {
 __noinline int py_block_frames(struct py_walk_pos *pos, const struct hprof_python_proc *proc,
 			       const struct py_frame_buf *buf, struct py_frame_slots *dst)
 {
-	__u64 frame, last, mark, lo, len, at, code, instr;
-	__u32 n, span, check, flags, kind;
+	__u64 frame, last, mark, lo, len, at, code, instr, memo_code[HPROF_PY_CHECK_MEMO];
+	__u32 n, span, check, flags, kind, off_code, off_instr, off_previous, off_entry;
+	__u32 memo_check[HPROF_PY_CHECK_MEMO];
 	struct hprof_py_frame *f;
 	int taken = 0;
 	__u8 entry;
 
 	if (!pos || !proc || !buf || !dst)
 		return 0;
+	/* all in locals: the stores to dst would otherwise have each read again per frame */
 	frame = pos->frame;
 	last = pos->last;
 	mark = pos->mark;
@@ -461,22 +452,42 @@ __noinline int py_block_frames(struct py_walk_pos *pos, const struct hprof_pytho
 	n = pos->n;
 	span = pos->frame_read & PY_SPAN_MASK;
 	kind = proc->kind;
+	off_code = proc->frame_code;
+	off_instr = proc->frame_instr;
+	off_previous = proc->frame_previous;
+	off_entry = proc->frame_entry;
+	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++) {
+		memo_code[i] = buf->memo_code[i];
+		memo_check[i] = buf->memo_check[i];
+	}
+	if (len < span)
+		return 0;
+	len -= span;
 	for (int j = 0; j < PY_RUN; j++) {
 		at = frame - lo;
-		if (frame == 0 || frame == mark || len < span || at > len - span ||
-		    n >= HPROF_PY_MAX_FRAMES)
+		if (frame == 0 || frame == mark || at > len || n >= HPROF_PY_MAX_FRAMES)
 			break;
-		code = block_word(buf, at, proc->frame_code);
-		entry = buf->bytes[(at + proc->frame_entry) & (PY_BUF_SIZE - 1)];
+		code = block_word(buf, at, off_code);
+		entry = buf->bytes[(at + off_entry) & (PY_BUF_SIZE - 1)];
 		if (kind == HPROF_PY_FRAME_CSTACK_SHIM && entry == HPROF_PY_OWNED_BY_CSTACK)
 			break;
-		if (code == 0 || !memo_check(buf, code, &check))
+		if (code == 0)
 			break;
-		instr = block_word(buf, at, proc->frame_instr);
+		if (code == memo_code[0])
+			check = memo_check[0];
+		else if (code == memo_code[1])
+			check = memo_check[1];
+		else if (code == memo_code[2])
+			check = memo_check[2];
+		else if (code == memo_code[3])
+			check = memo_check[3];
+		else
+			break;
+		instr = block_word(buf, at, off_instr);
 		flags = kind == HPROF_PY_FRAME_IS_ENTRY && entry ? HPROF_PY_ENTRY : 0;
 		mark = brent_mark(pos, frame, mark);
 		last = frame;
-		frame = block_word(buf, at, proc->frame_previous);
+		frame = block_word(buf, at, off_previous);
 		f = &dst->f[frame_index(n)];
 		f->code = code;
 		f->instr = ((__u32)(instr - code) & HPROF_PY_INSTR_MASK) | flags;
