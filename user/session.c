@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "binary/code.h"
 #include "binary/fetch_debug.h"
@@ -204,6 +205,8 @@ int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t
 
 int session__handle_map_event(struct session *s, const struct map_event *e, const char *path)
 {
+	int err;
+
 	/* a process's exit is its main thread's too */
 	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT)
 		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_EXIT ? e->pid : e->tid);
@@ -218,7 +221,14 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 		profile__settle_names(s->profile, e->pid);
 		module_registry__process_gone(s->modules, e->pid);
 	}
-	return process_table__apply(s->processes, e, path);
+	err = process_table__apply(s->processes, e, path);
+	/* a CPython's file mapped: the kernel learns the process now, in the order of its
+	 * events (a replay does the same), not at its first sample, which comes a wakeup and
+	 * the reorder window later; its samples between would have no Python frames */
+	if (!err && s->python && e->type == MAP_EVENT_MMAP && (e->prot & PROT_EXEC) &&
+	    python_file__maybe(path) && !session__python_proc(s, e->pid))
+		err = -ENOMEM;
+	return err;
 }
 
 void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path)

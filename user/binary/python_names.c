@@ -10,8 +10,8 @@
 
 struct entry {
 	struct python_location loc;
-	char *key; /* module NUL function NUL file NUL firstlineno line NUL: what loc's strings
-		    * point into */
+	char *key; /* module NUL function NUL file NUL, then firstlineno and line (int each, in
+		    * the host's order): what loc's strings point into */
 	size_t key_len;
 	uint64_t id;
 	UT_hash_handle hh;
@@ -28,48 +28,45 @@ struct python_names *python_names__new(void)
 	return calloc(1, sizeof(struct python_names));
 }
 
-/* The key's bytes (malloc'd): the three strings and the two line numbers, NUL-terminated. */
-static char *make_key(const struct python_location *loc, size_t *len)
-{
-	size_t m = strlen(loc->module) + 1, f = strlen(loc->function) + 1, p = strlen(loc->file) + 1;
-	char *key = malloc(m + f + p + 32);
-	int l;
+/* A key that fits this is looked up without an allocation (a warm frame's is found). */
+#define KEY_ON_STACK 512
 
-	if (!key)
-		return NULL;
-	memcpy(key, loc->module, m);
-	memcpy(key + m, loc->function, f);
-	memcpy(key + m + f, loc->file, p);
-	l = snprintf(key + m + f + p, 32, "%d %d", loc->firstlineno, loc->line);
-	*len = m + f + p + (size_t)l + 1;
-	return key;
+/* The key's length: the three strings, NUL-terminated, and the two line numbers. */
+static size_t key_length(const struct python_location *loc, size_t lens[3])
+{
+	lens[0] = strlen(loc->module) + 1;
+	lens[1] = strlen(loc->function) + 1;
+	lens[2] = strlen(loc->file) + 1;
+	return lens[0] + lens[1] + lens[2] + 2 * sizeof(int);
 }
 
-int python_names__intern(struct python_names *n, const struct python_location *loc,
-			 uint64_t *id)
+/* Writes the key (key_length bytes) to key. */
+static void write_key(const struct python_location *loc, const size_t lens[3], char *key)
 {
-	struct entry *e;
-	size_t len;
-	char *key = make_key(loc, &len);
+	memcpy(key, loc->module, lens[0]);
+	key += lens[0];
+	memcpy(key, loc->function, lens[1]);
+	key += lens[1];
+	memcpy(key, loc->file, lens[2]);
+	key += lens[2];
+	memcpy(key, &loc->firstlineno, sizeof(int));
+	memcpy(key + sizeof(int), &loc->line, sizeof(int));
+}
 
-	if (!key)
-		return -ENOMEM;
-	HASH_FIND(hh, n->by_key, key, len, e);
-	if (e) {
-		free(key);
-		*id = e->id;
-		return 0;
-	}
-	e = calloc(1, sizeof(*e));
-	if (!e || grow_array((void **)&n->by_id, &n->cap, n->nr + 1, sizeof(*n->by_id))) {
+static int add(struct python_names *n, const struct python_location *loc, const char *key,
+	       size_t len, uint64_t *id)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+
+	if (!e || grow_array((void **)&n->by_id, &n->cap, n->nr + 1, sizeof(*n->by_id)) ||
+	    !(e->key = malloc(len))) {
 		free(e);
-		free(key);
 		return -ENOMEM;
 	}
-	e->key = key;
+	memcpy(e->key, key, len);
 	e->key_len = len;
-	e->loc.module = key;
-	e->loc.function = key + strlen(key) + 1;
+	e->loc.module = e->key;
+	e->loc.function = e->key + strlen(e->key) + 1;
 	e->loc.file = e->loc.function + strlen(e->loc.function) + 1;
 	e->loc.firstlineno = loc->firstlineno;
 	e->loc.line = loc->line;
@@ -79,6 +76,29 @@ int python_names__intern(struct python_names *n, const struct python_location *l
 	HASH_ADD_KEYPTR(hh, n->by_key, e->key, e->key_len, e);
 	*id = e->id;
 	return 0;
+}
+
+int python_names__intern(struct python_names *n, const struct python_location *loc,
+			 uint64_t *id)
+{
+	char on_stack[KEY_ON_STACK], *key = on_stack;
+	size_t lens[3], len = key_length(loc, lens);
+	struct entry *e;
+	int err;
+
+	if (len > sizeof(on_stack) && !(key = malloc(len)))
+		return -ENOMEM;
+	write_key(loc, lens, key);
+	HASH_FIND(hh, n->by_key, key, len, e);
+	if (e) {
+		*id = e->id;
+		err = 0;
+	} else {
+		err = add(n, loc, key, len, id);
+	}
+	if (key != on_stack)
+		free(key);
+	return err;
 }
 
 const struct python_location *python_names__get(const struct python_names *n, uint64_t id)

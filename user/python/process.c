@@ -138,6 +138,14 @@ const struct python_proc *python_procs__get(struct python_procs *t, struct proce
 	return &e->p;
 }
 
+bool python_file__maybe(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
+}
+
 void python_procs__gone(struct python_procs *t, uint32_t pid)
 {
 	struct entry *e;

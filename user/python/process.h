@@ -43,6 +43,9 @@ void python_procs__set_hook(struct python_procs *t, python_proc_hook_fn fn, void
  * when out of memory. */
 const struct python_proc *python_procs__get(struct python_procs *t, struct process *proc,
 					    const struct resolver *resolver);
+/* path's file may be a CPython's executable or library (python3.X, libpython3.X.so): its
+ * mapping is worth looking at before the process's first sample. */
+bool python_file__maybe(const char *path);
 /* pid exited or exec'd: forgotten, and the kernel told. */
 void python_procs__gone(struct python_procs *t, uint32_t pid);
 void python_procs__free(struct python_procs *t);

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "record/capabilities.h"
 #include "record/reorder.h"
 #include "record/sideband.h"
+#include "python/process.h"
 #include "record/stack_delta.h"
 #include "util/grow.h"
 #include "util/tid_set.h"
@@ -236,6 +238,9 @@ static int queue_map_event(void *ctx, const struct map_event *e, const char *pat
 	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_THREAD_EXIT)
 		return read_exit(r, e);
 	session__pin_mapped_file(r->session, e, path);
+	/* handled (and a CPython learned) as soon as the reorder window lets it go */
+	if (e->type == MAP_EVENT_MMAP && (e->prot & PROT_EXEC) && python_file__maybe(path))
+		recorder__read_within(r, REORDER_SLACK_NS / 1000000 + 1);
 	return push_event(r, e, path);
 }
 
