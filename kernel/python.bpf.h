@@ -40,21 +40,6 @@ _Static_assert((HPROF_PY_TSTATE_READ & (HPROF_PY_TSTATE_READ - 1)) == 0 &&
 		       (HPROF_PY_CODE_READ & (HPROF_PY_CODE_READ - 1)) == 0,
 	       "offsets into the thread state's and code object's copies are masked");
 
-/* Where a walk of a frame chain is: the part of its state py_block_frames, a function the
- * verifier checks on its own, reads and writes. Kept in the per-CPU buffer, not on the
- * stack: the verifier tracks none of it (no state of its own for each count), and a
- * function checked on its own may write it. */
-struct py_walk_pos {
-	__u64 frame;     /* the next frame to read; 0: the chain ended */
-	__u64 mark;      /* Brent's kept frame */
-	__u64 last;      /* the frame read before this one; 0: none */
-	__u64 block_lo;  /* the block in buf: block_len bytes of the process's from block_lo */
-	__u64 block_len;
-	__u32 until_mark, mark_span;
-	__u32 n;
-	__u32 frame_read; /* bytes of a frame read: proc->frame_read, bounded */
-};
-
 /* Each CPU's copy of the frames being read and the checks of one walk: kept off the BPF
  * stack, which the sample's handler and bpf_loop's callbacks share, and out of the
  * verifier's sight (a scalar written to the stack is tracked, state by state: the memo
@@ -73,11 +58,6 @@ struct py_frame_buf {
 	 * from (the frame, the block, the chunk) precisely, a state for each range these took
 	 * in each step, past its limit */
 	__u64 blind;
-	struct py_walk_pos pos;
-	/* the thread this CPU last found a thread state for, and that state: most samples on
-	 * a CPU are of the thread before, whose state is then checked without a lookup */
-	__u64 last_tstate;
-	__u32 last_tid;
 };
 
 static __always_inline __u64 blind(struct py_frame_buf *buf, __u64 v)
@@ -158,19 +138,13 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 					     enum hprof_py_status *status)
 {
 	struct py_thread_search t = { .proc = proc, .fs_base = fs_base };
-	__u64 *cached, interp;
+	__u64 *cached = bpf_map_lookup_elem(&python_tstates, &tid);
+	__u64 interp;
 
 	/* the one read of the walk's thread state, its thread_id checked in it */
-	if (buf->last_tid == tid && buf->last_tstate && read_tstate(proc, buf, buf->last_tstate) &&
-	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base)
-		return buf->last_tstate;
-	cached = bpf_map_lookup_elem(&python_tstates, &tid);
 	if (cached && *cached && read_tstate(proc, buf, *cached) &&
-	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base) {
-		buf->last_tid = tid;
-		buf->last_tstate = *cached;
+	    tstate_word(proc, buf, proc->tstate_thread_id) == fs_base)
 		return *cached;
-	}
 	if (!read_word(proc->runtime + proc->runtime_interp, &interp) || interp == 0 ||
 	    !read_word(interp + proc->interp_threads, &t.tstate)) {
 		*status = HPROF_PY_READ_FAILED;
@@ -186,8 +160,6 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 		return 0;
 	}
 	bpf_map_update_elem(&python_tstates, &tid, &t.tstate, BPF_ANY);
-	buf->last_tid = tid;
-	buf->last_tstate = t.tstate;
 	return t.tstate;
 }
 
@@ -196,9 +168,17 @@ static __always_inline __u64 py_thread_state(const struct hprof_python_proc *pro
 struct py_frame_walk {
 	const struct hprof_python_proc *proc;
 	__u8 *dst;       /* where frame n goes: struct hprof_py_frame each */
-	struct py_frame_buf *buf;
+	__u64 frame;     /* the next frame to read; 0: the chain ended */
+	__u64 mark;      /* Brent's kept frame */
+	__u64 last;      /* the frame read before this one; 0: none */
 	__u64 chunk;     /* the data stack chunk of the innermost frames; 0: not known */
+	__u64 block_lo;  /* the block in buf: block_len bytes of the process's from block_lo */
+	__u64 block_len;
+	__u32 until_mark, mark_span;
+	__u32 n;
 	__u32 status;
+	__u32 frame_read; /* bytes of a frame read: proc->frame_read, bounded */
+	struct py_frame_buf *buf;
 };
 
 /* The word at at + off of buf (at: where the frame's copy starts); 0 for a field past
@@ -212,7 +192,7 @@ static __always_inline __u64 buf_word(const struct py_frame_walk *w, __u32 at, _
 	return 0;
 }
 
-/* Where in buf the copy of w->buf->pos.frame's first frame_read bytes starts, after a read if the
+/* Where in buf the copy of w->frame's first frame_read bytes starts, after a read if the
  * block holds no such copy; -1 when it cannot be read. From 3.11 a frame is read with the
  * frames below it on the data stack, its callers then taken from that block: from the
  * start of the thread's current chunk (datastack_chunk) where the frame lies within
@@ -225,25 +205,25 @@ static __always_inline __u64 buf_word(const struct py_frame_walk *w, __u32 at, _
  * it says), the page's read is tried. */
 static __always_inline long frame_copy(struct py_frame_walk *w)
 {
-	__u64 frame = w->buf->pos.frame, at = frame - w->buf->pos.block_lo, lo, len;
-	__u32 span = w->buf->pos.frame_read & PY_SPAN_MASK;
+	__u64 frame = w->frame, at = frame - w->block_lo, lo, len;
+	__u32 span = w->frame_read & PY_SPAN_MASK;
 
-	if (w->buf->pos.block_len >= span && at <= w->buf->pos.block_len - span)
+	if (w->block_len >= span && at <= w->block_len - span)
 		return at;
 	if (w->proc->kind == HPROF_PY_FRAME_OBJECT ||
-	    (w->buf->pos.last != 0 && (frame >= w->buf->pos.last || w->buf->pos.last - frame > HPROF_PY_PAGE))) {
+	    (w->last != 0 && (frame >= w->last || w->last - frame > HPROF_PY_PAGE))) {
 		if (bpf_probe_read_user(w->buf->bytes + PY_SINGLE, span & PY_SPAN_MASK,
 					(void *)frame))
 			return -1;
 		return PY_SINGLE;
 	}
-	w->buf->pos.block_len = 0;
+	w->block_len = 0;
 	if (w->chunk && frame >= w->chunk && frame - w->chunk <= HPROF_PY_BLOCK_MAX - span) {
 		len = blind(w->buf, frame - w->chunk + span);
 		if (len <= HPROF_PY_BLOCK_MAX &&
 		    !bpf_probe_read_user(w->buf->bytes, len, (void *)w->chunk)) {
-			w->buf->pos.block_lo = w->chunk;
-			w->buf->pos.block_len = len;
+			w->block_lo = w->chunk;
+			w->block_len = len;
 			return frame - w->chunk;
 		}
 	}
@@ -253,8 +233,8 @@ static __always_inline long frame_copy(struct py_frame_walk *w)
 		return -1;
 	if (bpf_probe_read_user(w->buf->bytes, len, (void *)lo))
 		return -1;
-	w->buf->pos.block_lo = lo;
-	w->buf->pos.block_len = len;
+	w->block_lo = lo;
+	w->block_len = len;
 	return frame - lo;
 }
 
@@ -309,59 +289,32 @@ static __always_inline bool code_check(struct py_frame_walk *w, __u64 code, __u3
 	return true;
 }
 
-/* Brent's kept frame after a step from frame: frame itself at each power of two steps. */
-static __always_inline __u64 brent_mark(struct py_walk_pos *pos, __u64 frame, __u64 mark)
-{
-	if (--pos->until_mark == 0) {
-		mark = frame;
-		pos->mark_span *= 2;
-		pos->until_mark = pos->mark_span;
-	}
-	return mark;
-}
-
-_Static_assert(HPROF_PY_CHECK_MEMO == 4, "py_block_frames compares with each check remembered");
-_Static_assert((HPROF_PY_MAX_FRAMES & (HPROF_PY_MAX_FRAMES - 1)) == 0,
-	       "a frame's slot is masked into dst");
-
-/* Where frame n (below HPROF_PY_MAX_FRAMES) goes in dst; masked, as the verifier wants it:
- * it does not track the walk's n (py_walk_pos). */
-static __always_inline __u32 frame_index(__u32 n)
-{
-	/* (the compiler would drop the mask, knowing n's bound, that the verifier does not) */
-	barrier_var(n);
-	return n & (HPROF_PY_MAX_FRAMES - 1);
-}
-
-static __always_inline __u8 *frame_slot(const struct py_frame_walk *w, __u32 n)
-{
-	return w->dst + frame_index(n) * sizeof(struct hprof_py_frame);
-}
-
 static __always_inline void mark_last_entry(struct py_frame_walk *w)
 {
-	__u32 n = w->buf->pos.n;
+	__u32 n = w->n;
+	struct hprof_py_frame *last;
 
 	if (n == 0 || n > HPROF_PY_MAX_FRAMES)
 		return;
-	*(__u32 *)(frame_slot(w, n - 1) + 8) |= HPROF_PY_ENTRY;
+	last = (struct hprof_py_frame *)(w->dst + (n - 1) * sizeof(*last));
+	last->instr |= HPROF_PY_ENTRY;
 }
 
-/* The walk's next frame, whatever it takes (a read, a check, a shim); 1: the walk ends. */
-static __always_inline long py_frame_next(struct py_frame_walk *w)
+static long py_frame_step(__u64 i, void *ctx)
 {
+	struct py_frame_walk *w = ctx;
 	const struct hprof_python_proc *proc = w->proc;
 	struct hprof_py_frame f;
 	__u64 code, instr;
-	__u32 n = w->buf->pos.n, check;
+	__u32 n = w->n, check;
 	long at;
 	__u8 entry;
 
-	if (w->buf->pos.frame == 0) {
+	if (w->frame == 0) {
 		w->status = HPROF_PY_OK;
 		return 1;
 	}
-	if (w->buf->pos.frame == w->buf->pos.mark) {
+	if (w->frame == w->mark) {
 		w->status = HPROF_PY_CYCLE;
 		return 1;
 	}
@@ -371,13 +324,17 @@ static __always_inline long py_frame_next(struct py_frame_walk *w)
 		return 1;
 	}
 	at = blind(w->buf, at);
-	w->buf->pos.mark = brent_mark(&w->buf->pos, w->buf->pos.frame, w->buf->pos.mark);
+	if (--w->until_mark == 0) {
+		w->mark = w->frame;
+		w->mark_span *= 2;
+		w->until_mark = w->mark_span;
+	}
 	code = buf_word(w, at, proc->frame_code);
 	instr = buf_word(w, at, proc->frame_instr);
 	entry = proc->frame_entry < HPROF_PY_FRAME_READ ?
 			w->buf->bytes[(at + proc->frame_entry) & (PY_BUF_SIZE - 1)] : 0;
-	w->buf->pos.last = w->buf->pos.frame;
-	w->buf->pos.frame = buf_word(w, at, proc->frame_previous);
+	w->last = w->frame;
+	w->frame = buf_word(w, at, proc->frame_previous);
 	if (proc->kind == HPROF_PY_FRAME_CSTACK_SHIM && entry == HPROF_PY_OWNED_BY_CSTACK) {
 		/* the evaluator's own frame under the ones a call of it ran */
 		mark_last_entry(w);
@@ -403,124 +360,11 @@ static __always_inline long py_frame_next(struct py_frame_walk *w)
 	}
 	/* stored a field at a time: dst need not be aligned, and a memcpy of unknown
 	 * alignment is a store per byte */
-	*(__u64 *)frame_slot(w, n) = f.code;
-	*(__u32 *)(frame_slot(w, n) + 8) = f.instr;
-	*(__u32 *)(frame_slot(w, n) + 12) = f.check;
-	w->buf->pos.n = n + 1;
+	*(__u64 *)(w->dst + n * sizeof(f)) = f.code;
+	*(__u32 *)(w->dst + n * sizeof(f) + 8) = f.instr;
+	*(__u32 *)(w->dst + n * sizeof(f) + 12) = f.check;
+	w->n = n + 1;
 	return 0;
-}
-
-/* The word of the block's copy at at + off (off one of a frame's fields, within
- * HPROF_PY_FRAME_READ: runs_possible). */
-static __always_inline __u64 block_word(const struct py_frame_buf *buf, __u64 at, __u32 off)
-{
-	return *(const __u64 *)(buf->bytes + ((at + off) & (PY_BUF_SIZE - 1)));
-}
-
-/* The memory py_block_frames writes: dst's room. */
-struct py_frame_slots {
-	struct hprof_py_frame f[HPROF_PY_MAX_FRAMES];
-};
-
-/* Up to PY_RUN frames after the one py_frame_next took, taken from the block's copy with no
- * helper call and no callback each: the callers of a frame in the block mostly lie in it
- * (the data stack), their code objects' checks read by this walk. The run stops, before
- * it, at a frame that needs more (outside the block, a check not read, a shim, the chain's
- * end, Brent's mark, the frame limit): py_frame_next takes that one. The fields are taken
- * as py_frame_next takes them, so the frames are the same. A global function: the verifier
- * checks it once, on its own, not in each state of the walk's callback. Returns the
- * frames taken. */
-#define PY_RUN 16
-__noinline int py_block_frames(struct py_walk_pos *pos, const struct hprof_python_proc *proc,
-			       const struct py_frame_buf *buf, struct py_frame_slots *dst)
-{
-	__u64 frame, last, mark, lo, len, at, code, instr, memo_code[HPROF_PY_CHECK_MEMO];
-	__u32 n, span, check, flags, kind, off_code, off_instr, off_previous, off_entry;
-	__u32 memo_check[HPROF_PY_CHECK_MEMO];
-	struct hprof_py_frame *f;
-	int taken = 0;
-	__u8 entry;
-
-	if (!pos || !proc || !buf || !dst)
-		return 0;
-	/* all in locals: the stores to dst would otherwise have each read again per frame */
-	frame = pos->frame;
-	last = pos->last;
-	mark = pos->mark;
-	lo = pos->block_lo;
-	len = pos->block_len;
-	n = pos->n;
-	span = pos->frame_read & PY_SPAN_MASK;
-	kind = proc->kind;
-	off_code = proc->frame_code;
-	off_instr = proc->frame_instr;
-	off_previous = proc->frame_previous;
-	off_entry = proc->frame_entry;
-	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++) {
-		memo_code[i] = buf->memo_code[i];
-		memo_check[i] = buf->memo_check[i];
-	}
-	if (len < span)
-		return 0;
-	len -= span;
-	for (int j = 0; j < PY_RUN; j++) {
-		at = frame - lo;
-		if (frame == 0 || frame == mark || at > len || n >= HPROF_PY_MAX_FRAMES)
-			break;
-		code = block_word(buf, at, off_code);
-		entry = buf->bytes[(at + off_entry) & (PY_BUF_SIZE - 1)];
-		if (kind == HPROF_PY_FRAME_CSTACK_SHIM && entry == HPROF_PY_OWNED_BY_CSTACK)
-			break;
-		if (code == 0)
-			break;
-		if (code == memo_code[0])
-			check = memo_check[0];
-		else if (code == memo_code[1])
-			check = memo_check[1];
-		else if (code == memo_code[2])
-			check = memo_check[2];
-		else if (code == memo_code[3])
-			check = memo_check[3];
-		else
-			break;
-		instr = block_word(buf, at, off_instr);
-		flags = kind == HPROF_PY_FRAME_IS_ENTRY && entry ? HPROF_PY_ENTRY : 0;
-		mark = brent_mark(pos, frame, mark);
-		last = frame;
-		frame = block_word(buf, at, off_previous);
-		f = &dst->f[frame_index(n)];
-		f->code = code;
-		f->instr = ((__u32)(instr - code) & HPROF_PY_INSTR_MASK) | flags;
-		f->check = check;
-		n++;
-		taken++;
-	}
-	pos->frame = frame;
-	pos->last = last;
-	pos->mark = mark;
-	pos->n = n;
-	return taken;
-}
-
-/* The version's frames can lie in a block, their fields all within HPROF_PY_FRAME_READ
- * (checked here, in the callback: branches before bpf_loop would each have the verifier
- * walk the callbacks again). */
-static __always_inline bool runs_possible(const struct hprof_python_proc *proc)
-{
-	return proc->kind != HPROF_PY_FRAME_OBJECT &&
-	       proc->frame_code <= HPROF_PY_FRAME_READ - 8 &&
-	       proc->frame_instr <= HPROF_PY_FRAME_READ - 8 &&
-	       proc->frame_previous <= HPROF_PY_FRAME_READ - 8 &&
-	       proc->frame_entry < HPROF_PY_FRAME_READ;
-}
-
-static long py_frame_step(__u64 i, void *ctx)
-{
-	struct py_frame_walk *w = ctx;
-
-	if (runs_possible(w->proc))
-		py_block_frames(&w->buf->pos, w->proc, w->buf, (struct py_frame_slots *)w->dst);
-	return py_frame_next(w);
 }
 
 /* Reads the sampled thread's Python frames to dst (room for HPROF_PY_MAX_FRAMES) when the
@@ -564,17 +408,18 @@ static __always_inline void read_python_frames(struct hprof_sample *s, __u8 *dst
 	for (int i = 0; i < HPROF_PY_CHECK_MEMO; i++)
 		w.buf->memo_code[i] = 0;
 	w.proc = proc;
-	w.buf->pos = (struct py_walk_pos){ .frame = frame, .until_mark = 2, .mark_span = 2 };
-	w.buf->pos.frame_read = proc->frame_read;
-	if (w.buf->pos.frame_read < 8 || w.buf->pos.frame_read > HPROF_PY_FRAME_READ)
-		w.buf->pos.frame_read = HPROF_PY_FRAME_READ;
+	w.frame = frame;
+	w.frame_read = proc->frame_read;
+	if (w.frame_read < 8 || w.frame_read > HPROF_PY_FRAME_READ)
+		w.frame_read = HPROF_PY_FRAME_READ;
+	w.until_mark = w.mark_span = 2;
 	w.status = HPROF_PY_TRUNCATED;
 	/* room for the evaluator's own frames (3.12+), which are read but not kept, and for
 	 * the step that finds the chain's end */
 	bpf_loop(2 * HPROF_PY_MAX_FRAMES + 1, py_frame_step, &w, 0);
 	status = w.status;
 	/* a chain that loops is no chain: no frame of it is kept */
-	s->nr_python = status == HPROF_PY_CYCLE ? 0 : w.buf->pos.n;
+	s->nr_python = status == HPROF_PY_CYCLE ? 0 : w.n;
 out:
 	s->flags |= (__u32)status << HPROF_PY_STATUS_SHIFT;
 }
