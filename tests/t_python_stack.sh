@@ -137,7 +137,7 @@ for py in "${pythons[@]}"; do
 		continue
 	fi
 
-	"$HPROF" stack "$pid" >"$out.stack" 2>"$out.stack.err"
+	"$HPROF" stack --no-inline --no-lines "$pid" >"$out.stack" 2>"$out.stack.err"
 	rc=$?
 	check "python $name: hprof stack exits 0 ($rc)" [ "$rc" -eq 0 ]
 	sed 's/^/# stderr: /' "$out.stack.err"
@@ -154,13 +154,20 @@ for py in "${pythons[@]}"; do
 		grep -qE '^#[0-9]+ +0x[0-9a-f]+ .*write' "$out.stack"
 	check "python $name: no evaluator frame left" bash -c "! grep -q _PyEval_EvalFrameDefault '$out.stack'"
 
-	"$HPROF" stack --python native "$pid" >"$out.native" 2>/dev/null
+	# inline frames and source lines, on by default, change neither the Python frames nor
+	# their lines (the checks here and against gdb compare frames without them)
+	"$HPROF" stack "$pid" >"$out.inline" 2>/dev/null
+	python_chains "$out.inline" >"$out.inline.got"
+	check "python $name: with inline frames and source lines, the same Python frames" \
+		cmp -s "$out.want" "$out.inline.got"
+
+	"$HPROF" stack --no-inline --no-lines --python native "$pid" >"$out.native" 2>/dev/null
 	python_chains "$out.native" >"$out.native.got"
 	on=$(grep -c '^#[0-9]* *0x' "$out.stack")
 	native=$(grep -c '^#[0-9]* *0x' "$out.native")
 	check "python $name: --python native: the same Python frames, the interpreter's frames kept ($on -> $native native frames)" \
 		bash -c "cmp -s '$out.want' '$out.native.got' && [ $native -gt $on ]"
-	"$HPROF" stack --python off "$pid" >"$out.off" 2>/dev/null
+	"$HPROF" stack --no-inline --no-lines --python off "$pid" >"$out.off" 2>/dev/null
 	check "python $name: --python off: no Python frame, the evaluator's instead" \
 		bash -c "! grep -qE '^#[0-9]+ +[^0 ]' '$out.off' && grep -q _PyEval_EvalFrameDefault '$out.off'"
 
