@@ -219,7 +219,7 @@ mkdir -p "$TMP/serve"
 "$HPROF" serve -F 499 --listen 127.0.0.1:0 -p "$pid" --every 1s --folded "$TMP/serve/w.folded" \
 	>/dev/null 2>"$TMP/serve.err" &
 serve_pid=$!
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < 600; i++)); do
 	cat "$TMP"/serve/w.*.folded 2>/dev/null | grep -q ';spin;step_\[i\]' && break
 	sleep 0.1
 done
