@@ -41,27 +41,7 @@ int unwind_table__from_eh_frame(const void *eh_frame, size_t size, uint64_t sect
 				const char *name, struct unwind_table **out, char *err,
 				size_t errlen);
 
-/* Compiled rows of lazily opened tables, shared by all of them and bounded in bytes: the
- * least recently used function's rows go first. */
-struct unwind_row_cache;
-
-struct unwind_row_cache_stats {
-	uint64_t max_bytes;  /* the bound */
-	uint64_t bytes;      /* held now: rows, side tables and bookkeeping */
-	uint64_t functions;  /* functions held now */
-	uint64_t compiled;   /* functions compiled (again, after an eviction) */
-	uint64_t hits;       /* lookups whose function was compiled already */
-	uint64_t misses;     /* lookups that compiled their function */
-	uint64_t evictions;
-	uint64_t bad_fdes;   /* functions whose FDE was malformed: no rows */
-	uint64_t changed_files; /* tables whose file changed under them: no more lookups */
-};
-
-int unwind_row_cache__new(size_t max_bytes, struct unwind_row_cache **out);
-/* Every table opened on the cache must be freed first. Accepts NULL. */
-void unwind_row_cache__free(struct unwind_row_cache *cache);
-void unwind_row_cache__stats(const struct unwind_row_cache *cache,
-			     struct unwind_row_cache_stats *stats);
+#include "cfi/row_cache.h" /* the cache lazily opened tables share */
 
 /* Opens the ELF file at path for lookups without compiling it: the file stays mapped
  * (util/file_view.h), an index of its FDE starts is kept, and a function's rows are
