@@ -3,7 +3,8 @@
 # (nofp_asm), JIT code with and without frame records, named by a perf map or a jitdump or
 # not at all, in anonymous memory, shared memory or a file of no ELF format (nofp_jitgen),
 # JIT code registered through gdb's JIT interface
-# (nofp_gdbjit), a CPython-like trampoline copied into executable memory or in place
+# (nofp_gdbjit), callees run on a heap workspace that code without CFI moved rsp to
+# (nofp_switch), a CPython-like trampoline copied into executable memory or in place
 # (nofp_trampoline), code a trampoline jumps to and runs in its own frame (nofp_jumpframe),
 # gcc's stack realignment through a DRAP sampled in its prologue
 # and epilogue (nofp_drap), and a leaf whose frame holds planted decoys for a stack scan
@@ -282,6 +283,8 @@ uncovered() {
 
 check "nofp_asm: no FDE covers asm_leaf, asm_pushes, asm_multiret, asm_savedsp, asm_pushjmp, asm_jumped, asm_movsaves (readelf -wF)" \
 	uncovered "$WL/nofp_asm" asm_leaf asm_pushes asm_multiret asm_savedsp asm_pushjmp asm_jumped asm_movsaves
+check "nofp_switch: no FDE covers switch_reg, switch_area, switch_frame (readelf -wF)" \
+	uncovered "$WL/nofp_switch" switch_reg switch_area switch_frame
 for fn in call_direct_movsaves call_via_ptr_movsaves; do
 	check "nofp_asm: $fn's CFA is rbp + 16 in its body (readelf -wF)" \
 		grep -q '^[0-9a-f]* rbp+16 ' <(fde_rows "$WL/nofp_asm" "$fn")
@@ -349,6 +352,33 @@ expect_chains asm_noscan "${ASM_CHAINS[@]}"
 if record asm_noscan --no-scan -- nofp_asm 3; then
 	expect_leaves asm_noscan nofp_asm 5 "${ASM_FUNCTIONS[@]}" c_callee
 	report_judged asm_noscan nofp_asm
+fi
+
+# Callees run on a workspace on the heap: code without CFI moves rsp there and keeps the way
+# back in a register, at the workspace's top, or in its frame found by rbp, in the main
+# thread and in one more (nofp_switch.S). The callers' frames stay on the thread's stack,
+# which the kernel copies a window of, below the thread's learned base (or where glibc puts
+# a new thread's first frames). Every sample in the workspace must carry its whole chain.
+switch_chains() {
+	awk -v comm=nofp_switch '
+		{ split($0, f, ";"); if (f[1] != comm) next
+		  count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack); gsub(/;[^;]*_\[k\]/, "", stack)
+		  if (stack !~ /;on_workspace$/) next
+		  total += count
+		  if (stack ~ /;\[truncated:/) truncated += count
+		  else if (stack ~ /;(main|thread_main);run_phases;phase_(reg;switch_reg|area;switch_area|frame;switch_frame);on_workspace$/) right += count
+		  else { wrong += count; if (shown++ < 5) print "#   wrong: " substr(stack, 1, 300) > "/dev/stderr" } }
+		END { printf "%d %d %d %d\n", total, right + 0, wrong + 0, truncated + 0 }' "$1"
+}
+if record switch -F 4999 -- nofp_switch 2.4; then
+	read -r total right wrong truncated < <(switch_chains "$TMP/switch.folded")
+	echo "# switch: $total samples on the workspace: right $right, wrong $wrong, truncated $truncated"
+	check "switch: >= 10000 samples on the workspace ($total)" test "$total" -ge 10000
+	check "switch: >= 99% of them carry their whole chain back to the thread's stack ($right of $total)" \
+		at_least 99 "$right/$total"
+	check "switch: no stack with a wrong frame ($wrong)" test "$wrong" -eq 0
+	check "switch: no stack passes for complete short of an entry ($(false_complete "$TMP/switch.folded"))" \
+		test "$(false_complete "$TMP/switch.folded")" -eq 0
 fi
 
 # A frame laid out as BEAM's process_main's: 16.5 KiB reserved below a realigned rsp and
