@@ -317,7 +317,7 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # parts leave a gap), each ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl aomenc"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn onednn_avx2 qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl aomenc"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -367,6 +367,11 @@ print(n)') ;;
 	onednn)
 		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/onednn_gemm" 2) ;;
+	# oneDNN's AVX2 GEMM kernels (the ones an AVX2 CPU runs; a CPU without AVX2 runs its
+	# best below) move rsp to a workspace of their own, off the thread's stack
+	onednn_avx2)
+		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
+		CMD=(/usr/bin/env DNNL_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=2 "$dir/onednn_gemm" 3 100 256 320 383) ;;
 	qemu)     CMD=(/usr/bin/qemu-x86_64 /usr/bin/xz -6 -T1 -c "$dir/text1m") ;;
 	lli)
 		[ -s "$dir/work.bc" ] || { cat "$dir/llvm.err" >&2; return 1; }

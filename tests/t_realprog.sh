@@ -66,10 +66,15 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	# oneDNN calls its generated kernels from its own code: the JIT frame's caller is a
 	# libdnnl frame, in the main thread and in OpenMP's workers alike (the kernel, and so
 	# its callers' names, depends on the CPU's vector units).
-	if [ "$name" = onednn ]; then
+	if [ "$name" = onednn ] || [ "$name" = onednn_avx2 ]; then
 		through=$(share_among "$TMP/$name.folded" onednn_gemm ';\[jit\](;|$)' ';libdnnl[^;]*;\[jit\](;|$)')
-		check "onednn: stacks through the JIT kernels go on into libdnnl ($through)" \
+		check "$name: stacks through the JIT kernels go on into libdnnl ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		# in the main thread, on into the program's call of dnnl_sgemm
+		through=$(share_among "$TMP/$name.folded" onednn_gemm ';main;([^;]*;)*\[jit\](;|$)' \
+			';main;([^;]*;)*dnnl_sgemm;([^;]*;)*\[jit\](;|$)')
+		check "$name: the main thread's stacks through the JIT kernels hold main's call of dnnl_sgemm ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
 	fi
 	# QEMU's translated blocks run in the frame of its code buffer's prologue, which
 	# cpu_exec's callee calls: the CFI QEMU registers says so, and names the buffer.

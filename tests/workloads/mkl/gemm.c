@@ -9,7 +9,7 @@
  * ones (which have CFI) elsewhere. The workload answers MKL's own check for that, as users
  * of MKL on other CPUs do, so that the kernels profiled are the same on every machine: the
  * fastest the CPU supports. Linked with -rdynamic, so that MKL's call finds this definition.
- * Usage: gemm [SECONDS] */
+ * Usage: gemm [SECONDS [SIZE...]] */
 #include "../gemm_loop.h"
 
 /* BLAS's Fortran interface (MKL's gf_lp64 layer: 32-bit integers, arguments by address). */
@@ -24,10 +24,9 @@ int mkl_serv_intel_cpu_true(void)
 }
 
 /* Column-major BLAS on row-major matrices: the same work, a transposed product. */
-static int mkl_sgemm(const float *a, const float *b, float *c)
+static int mkl_sgemm(int n, const float *a, const float *b, float *c)
 {
 	const float one = 1.0f, zero = 0.0f;
-	const int n = GEMM_N;
 
 	sgemm_("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
 	return 0;

@@ -1,18 +1,15 @@
 /* oneDNN's JIT sgemm (Debian's libdnnl), for tests/t_realprog.sh and bench/b_realprog.sh:
- * dnnl_sgemm on 384x384 floats, over and over for SECONDS of wall time, on the OpenMP
+ * dnnl_sgemm on 384x384 floats (or the sizes named), over and over for SECONDS of wall time, on the OpenMP
  * threads OMP_NUM_THREADS gives. oneDNN generates its GEMM kernels (60-110 KiB each, no
  * CFI) into anonymous executable memory at run time. Prints the rounds and one element.
- * Usage: gemm [SECONDS] */
+ * Usage: gemm [SECONDS [SIZE...]] */
 #include <dnnl.h>
 
 #include "../gemm_loop.h"
 
-static int onednn_sgemm(const float *a, const float *b, float *c)
+static int onednn_sgemm(int n, const float *a, const float *b, float *c)
 {
-	return dnnl_sgemm('N', 'N', GEMM_N, GEMM_N, GEMM_N, 1.0f, a, GEMM_N, b, GEMM_N, 0.0f, c,
-			  GEMM_N) == dnnl_success
-		       ? 0
-		       : -1;
+	return dnnl_sgemm('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, c, n) == dnnl_success ? 0 : -1;
 }
 
 int main(int argc, char **argv)
