@@ -150,7 +150,9 @@ static int gunzip_to_temp(const char *gz_path, char *tmp, size_t len)
 }
 
 /* The capture replayed (from slices, or from the binaries' files with slices NULL), its
- * folded stacks normalized into *out (malloc'd). opts may carry hooks. */
+ * folded stacks normalized into *out (malloc'd). opts may carry hooks. Without inline
+ * frames and lines: the corpus pins the walk, and a replay from files would take them
+ * from whatever debug files the machine has (slices keep none). */
 static int replay_case__folded(const char *capture, const char *slices,
 			       const struct replay_opts *opts, char **out, char *err,
 			       size_t errlen)
@@ -164,6 +166,7 @@ static int replay_case__folded(const char *capture, const char *slices,
 	int ret;
 
 	o.slices = slices;
+	o.no_inline = o.no_lines = true;
 	if (gz && (ret = gunzip_to_temp(capture, tmp, sizeof(tmp))) != 0) {
 		snprintf(err, errlen, "cannot decompress the capture: %s", strerror(-ret));
 		return ret;
