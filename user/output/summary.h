@@ -92,7 +92,9 @@ struct json_writer;
 void summary__json_debug_files(struct json_writer *w, const struct fetch_debug_report *rep);
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
 			    FILE *out);
-/* Writes the summary as one JSON object. Returns 0 or -errno. */
+/* part as a percentage of whole; 0 when whole is 0. */
+double summary__percent(uint64_t part, uint64_t whole);
+/* Writes the summary as one JSON object (summary_json.c). Returns 0 or -errno. */
 int summary__write_json(const struct run_summary *r, FILE *out);
 /* The same into path, whole or not at all; on error prints one line and returns -errno. */
 int summary__write_json_file(const char *path, const struct run_summary *r);
