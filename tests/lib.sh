@@ -294,9 +294,10 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # Real programs whose hot code has no CFI, for the same test and bench: x264 and dav1d
 # (kernels in nasm assembly), libjpeg-turbo's tjbench (its SIMD in nasm), pcre2grep (PCRE2's
 # JIT compiles the pattern to anonymous executable memory), luajit (traces), java
-# (HotSpot's interpreter and compiled methods, which keep no frame pointer), onednn
-# (oneDNN's sgemm on 2 OpenMP threads: GEMM kernels it generates at run time, as PyTorch's
-# CPU matmuls run) and qemu (qemu-user's TCG running xz: translated blocks that run in
+# (HotSpot's interpreter and compiled methods, which keep no frame pointer), java_interp
+# (HotSpot's template interpreter alone, -Xint), onednn (oneDNN's sgemm on 2 OpenMP threads:
+# GEMM kernels it generates at run time, as PyTorch's CPU matmuls run), onednn_avx2 (its AVX2
+# kernels, which move rsp to a workspace of their own) and qemu (qemu-user's TCG running xz: translated blocks that run in
 # their prologue's frame, described through gdb's JIT interface) and lli (LLVM 14's JIT
 # running C compiled to bitcode without frame pointers: the objects it registers through
 # the same interface) and mkl (Intel MKL's sgemm on 2 OpenMP threads: hand-written kernels
@@ -317,7 +318,7 @@ REALPROGS="xz zstd gzip python3 perl sqlite3 openssl node lld_rust lld_chain"
 # parts leave a gap), each ~2 s of CPU work; hprof
 # unwinds through that code by analysing it, or by the CFI its JIT registered (README:
 # "Code without CFI"). Their inputs come from realprog_nocfi_prepare.
-REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java onednn onednn_avx2 qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl aomenc"
+REALPROGS_NOCFI="x264 tjbench dav1d pcre2grep luajit java java_interp onednn onednn_avx2 qemu lli mkl php mono rav1e erl shellcheck pandoc esbuild sbcl aomenc"
 
 # realprog_prepare DIR: writes the programs' inputs to DIR and builds the LLD Rust binary
 # there (DIR/lld_rust.path holds its path; missing when it could not be built).
@@ -364,6 +365,9 @@ print(n)') ;;
 	java)
 		[ -s "$dir/java/Work.class" ] || { cat "$dir/java.err" >&2; return 1; }
 		CMD=(/usr/bin/java -cp "$dir/java" Work 2.5) ;;
+	java_interp)
+		[ -s "$dir/java/Interp.class" ] || { cat "$dir/java.err" >&2; return 1; }
+		CMD=(/usr/bin/java -Xint -cp "$dir/java" Interp 2.5) ;;
 	onednn)
 		[ -s "$dir/onednn_gemm" ] || { cat "$dir/onednn.err" >&2; return 1; }
 		CMD=(/usr/bin/env OMP_NUM_THREADS=2 "$dir/onednn_gemm" 2) ;;
@@ -400,8 +404,8 @@ print(n)') ;;
 # image.ppm (tjbench), text (pcre2grep; realprog_prepare's, written here if missing), text1m
 # (its first MB, for xz under qemu) and
 # video.ivf (dav1d: AV1 that aomenc, from aom-tools, encodes from the video's first 48 frames,
-# repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class
-# (tests/workloads/java/Work.java; when javac cannot, java.err says why), onednn_gemm
+# repeated 10 times over; when it cannot, video.ivf.err says why), java/Work.class and
+# java/Interp.class (tests/workloads/java/; when javac cannot, java.err says why), onednn_gemm
 # (tests/workloads/onednn/gemm.c against libdnnl; when it cannot be built, onednn.err),
 # mkl_gemm (tests/workloads/mkl/gemm.c against MKL; else mkl.err), work.exe
 # (tests/workloads/mono/Work.cs, for mono; else mono.err), work.bc
@@ -418,7 +422,8 @@ realprog_nocfi_prepare() {
 	fi
 	if ! command -v javac >/dev/null; then
 		echo "no javac to compile Work.java (openjdk-17-jdk-headless; scripts/install-deps.sh)" >"$dir/java.err"
-	elif ! javac -d "$dir/java" tests/workloads/java/Work.java 2>"$dir/java.err"; then
+	elif ! javac -d "$dir/java" tests/workloads/java/Work.java tests/workloads/java/Interp.java \
+		2>"$dir/java.err"; then
 		sed -i '1s/^/javac failed: /' "$dir/java.err"
 	fi
 	if ! clang -O1 -fomit-frame-pointer -c -emit-llvm -o "$dir/work.bc" tests/workloads/llvm/work.c \

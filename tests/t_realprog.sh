@@ -76,6 +76,16 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 		check "$name: the main thread's stacks through the JIT kernels hold main's call of dnnl_sgemm ($through)" \
 			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
 	fi
+	# HotSpot's interpreter (-Xint) runs Interp's leaf under main, a, b and c, each in an
+	# interpreted frame of no CFI whose return address follows no call: a stack that ends
+	# in the JIT code under JavaCalls::call_helper holds the call stub and those five
+	# frames, none dropped, none added (the rest: class loading, the clock's native calls).
+	if [ "$name" = java_interp ]; then
+		through=$(share_among "$TMP/$name.folded" java ';JavaCalls::call_helper[^;]*(;\[jit\])+(;[^;]*_\[k\])*$' \
+			';JavaCalls::call_helper[^;]*;\[jit\];\[jit\];\[jit\];\[jit\];\[jit\];\[jit\](;[^;]*_\[k\])*$')
+		check "java_interp: stacks in the interpreted code hold the call stub and the five interpreted frames ($through)" \
+			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 200 ]'
+	fi
 	# QEMU's translated blocks run in the frame of its code buffer's prologue, which
 	# cpu_exec's callee calls: the CFI QEMU registers says so, and names the buffer.
 	if [ "$name" = qemu ]; then

@@ -29,7 +29,7 @@ NOT_FALSE_COMPLETE="# a stack not cut with a reason reaches an entry: none passe
 
 # A case: its command (CMD), sampling (FREQ Hz for TIME ms) and checks (CHECKS, one a line).
 WORKLOAD_CASES="nofp_asm nofp_realign nofp_jumpframe nofp_decoys nofp_drap nofp_trampoline nofp_gdbjit nofp_jitdump nofp_signal nofp_cxx nofp_gap"
-REALPROG_CASES="x264 tjbench pcre2grep luajit java onednn onednn_avx2 qemu lli mkl php mono erl shellcheck esbuild sbcl"
+REALPROG_CASES="x264 tjbench pcre2grep luajit java java_interp onednn onednn_avx2 qemu lli mkl php mono erl shellcheck esbuild sbcl"
 
 define_case() {
 	FREQ=199 TIME=1500 CHECKS="99 $COMPLETE"$'\n'"$NOT_FALSE_COMPLETE"
@@ -95,6 +95,7 @@ realprog_checks() {
 	echo "99 $COMPLETE"
 	echo "$NOT_FALSE_COMPLETE"
 	case $1 in
+	java_interp) echo '99 among ;JavaCalls::call_helper[^;]*(;\[jit\])+$ re ;JavaCalls::call_helper[^;]*;\[jit\];\[jit\];\[jit\];\[jit\];\[jit\];\[jit\]$' ;;
 	onednn|onednn_avx2) echo '99 among ;\[jit\](;|$) re ;libdnnl[^;]*;\[jit\](;|$)' ;;
 	qemu) echo '99 among ;code_gen_buffer(;|$) re ;cpu_exec;([^;]*;)*code_gen_buffer(;|$)' ;;
 	lli) echo '99 among ;leaf_work(;|$) re runAsMain[^;]*;main;middle;leaf_work(;|$)' ;;

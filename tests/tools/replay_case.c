@@ -94,7 +94,9 @@ static int write_text(const char *dir, const char *name, const char *text)
 static int record(const char *capture, const char *dir)
 {
 	struct recording rec = { .w = slice_writer__new() };
-	struct replay_opts o = { .on_sample = on_sample, .on_sample_ctx = &rec };
+	/* as replay_case__folded replays: no inline frames or lines */
+	struct replay_opts o = { .on_sample = on_sample, .on_sample_ctx = &rec, .no_inline = true,
+				 .no_lines = true };
 	struct module_slices *slices = NULL;
 	struct replay *r = NULL;
 	char err[512] = "", path[PATH_MAX + 32];
