@@ -1,42 +1,6 @@
-/* A step by the rules an analysis of the frame's code gave: taken where its return
- * address follows a call, else the frame record or a scan instead. */
+/* The frame step by the rules an analysis of the frame's code gave (code without CFI):
+ * taken where the caller they give fits (caller_fits), else the steps after it try. */
 #include "unwind/walk_internal.h"
-
-#include "unwind/x86_code.h"
-
-/* The return address an analysis gave (caller->ip, the caller's frame at caller->sp)
- * follows a call: known from the caller's cache slot (the walk looks it up next anyway),
- * else checked and remembered there. One into code without CFI that follows no call is
- * taken where a walk from it reaches the stack's start: HotSpot's interpreter calls by
- * pushing its return entry's address and jumping. Compiled code, which has CFI, is
- * returned to after calls only. Only in a sampled stack's walk: trial walks share one
- * buffer. */
-static bool return_address_checked(struct walker *w, uint64_t id, struct cached_rules *rules,
-				   const struct frame_regs *caller)
-{
-	struct cached_rules *slot = caller_rules(w, id, rules, caller->ip - 1);
-	uint64_t target;
-
-	if (slot && slot->ra_checked)
-		return true;
-	if (follows_call(w, caller->ip, &target) == CODE_CALL_NONE) {
-		/* a failure is not remembered (a copy cut short fails where the next may not),
-		 * so a walk tries a few: each may cost a walk of the whole stack */
-		if (w->first_is_return || (slot && slot->found == UNWIND_FOUND_CFI) ||
-		    w->ra_trials == 0)
-			return false;
-		w->ra_trials--;
-		if (trial_walk(w, caller->ip, caller->sp, caller, true, NULL, NULL) !=
-		    TRIAL_REACHES_START)
-			return false;
-		w->cache->stats.analysis_ra_by_walk++;
-		/* the trial walk may have filled the slot with another pc's rules */
-		slot = caller_rules(w, id, rules, caller->ip - 1);
-	}
-	if (slot)
-		slot->ra_checked = true;
-	return true;
-}
 
 /* A frame no larger than this: a default thread stack. */
 #define MAX_FRAME_BYTES (8ull << 20)
@@ -60,82 +24,62 @@ static bool cfa_off_stack(const struct cached_rules *rules, const struct frame_r
 	return cfa <= regs->sp || cfa - regs->sp > MAX_FRAME_BYTES;
 }
 
-/* Where an analysis's rules gave no caller that follows a call: the frame record or a scan,
- * as for code the analysis found nothing in. Where they could not be stepped because their
- * CFA is off the stack (cfa_off_stack), a scan only: the rules said where the return
- * address is, and a frame record at rbp would be a guess they contradict. Otherwise, and
- * when neither finds the caller, the step's own reason stands (a copy too short stays
- * one). */
-static enum unwind_end fallback_step(struct walker *w, const struct cached_rules *rules,
-				     struct frame_regs *cur, bool exact, uint8_t *found,
-				     enum unwind_end stepped)
+/* The rules were stepped (stepped: how it went) to a caller that did not fit, or could
+ * not be stepped: the frame record and the scan try next, as for code the analysis found
+ * nothing in. Where the rules could not be stepped because their CFA is off the stack
+ * (cfa_off_stack), a scan only: the rules said where the return address is, and a frame
+ * record at rbp would be a guess they contradict; for any other failure the walk stops
+ * with the step's own reason (a copy too short stays one), as it does when no later step
+ * finds the caller. */
+static enum step_result rejected(struct walker *w, struct frame *f, enum unwind_end stepped)
 {
-	enum unwind_end end;
-
-	if (stepped != UNWIND_END_COMPLETE && !cfa_off_stack(rules, cur))
-		return stepped;
-	end = nocfi_step_by(w, cur, exact, found, stepped == UNWIND_END_COMPLETE);
-	return end != UNWIND_END_COMPLETE && stepped != UNWIND_END_COMPLETE ? stepped : end;
+	w->cache->stats.analysis_rejected++;
+	if (stepped != UNWIND_END_COMPLETE && !cfa_off_stack(f->rules, &f->regs)) {
+		f->end = stepped;
+		return STEP_STOP;
+	}
+	f->rejected = stepped;
+	f->no_frame_record = stepped != UNWIND_END_COMPLETE;
+	/* The walk took plain rules in its straight line and stopped where they led when
+	 * nothing else found the caller; kept so, for the same stacks. */
+	f->stop_at_rejected = stepped == UNWIND_END_COMPLETE && f->rules->plain;
+	f->rejected_caller = f->caller;
+	return STEP_REJECTED;
 }
 
-/* A step by the rules an analysis gave, whose return address must follow a call; else
- * fallback_step. *outermost: the rules say no frame is above (a runtime's stack end). */
-
-enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
-				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found,
-				     bool *outermost)
+/* The frame's rules by analysis: cached in its slot, or found now (analysis_rules, which
+ * also gives the rules of a runtime's stack end: no frame above). None: rejected. */
+enum step_result analysis_step(struct walker *w, struct frame *f)
 {
-	struct frame_regs caller;
+	struct cached_rules *rules = f->rules;
 	bool ra_undefined, signal;
 	enum unwind_end end;
 
-	/* plain rules never come here: the walk's loop steps them and calls analysed_return */
-	end = step(w, rules, cur, leaf, &caller, &ra_undefined, &signal);
-	if (leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&
+	if (!rules || rules->found != UNWIND_FOUND_ANALYSIS) {
+		rules = analysis_rules(w, w->space->id, f->regs.ip, f->exact, rules);
+		if (!rules)
+			return STEP_REJECTED;
+		f->rules = rules;
+	}
+	f->analysed = true;
+	end = step(w, rules, &f->regs, f->leaf, &f->caller, &ra_undefined, &signal);
+	if (f->leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&
 	    rules->cfa_offset == 8)
-		w->drap_caller_sp = caller.sp;
-	/* where a runtime's stacks end (analysis_rules): the walk ends, complete */
-	*outermost = end == UNWIND_END_COMPLETE && ra_undefined;
-	if (*outermost)
-		return end;
-	if (end == UNWIND_END_COMPLETE && !ra_undefined &&
-	    (!w->space->call_before || (return_address_checked(w, id, rules, &caller) &&
-					(!rules->via_jump || tail_call_fits(w, cur, exact, caller.ip))))) {
-		*cur = caller;
-		return end;
+		w->drap_caller_sp = f->caller.sp;
+	if (end == UNWIND_END_COMPLETE && ra_undefined)
+		return STEP_OUTERMOST;
+	if (end != UNWIND_END_COMPLETE ||
+	    !caller_fits(w, f, rules, &f->caller, UNWIND_FOUND_ANALYSIS))
+		return rejected(w, f, end);
+	/* a caller at its callee's sp (a return address moved up into the caller's frame)
+	 * once at any sp: two frames there could name each other forever */
+	if (f->caller.sp == f->regs.sp) {
+		if (w->same_sp == f->regs.sp) {
+			f->end = UNWIND_END_BAD_FRAME;
+			return STEP_STOP;
+		}
+		w->same_sp = f->regs.sp;
 	}
-	w->cache->stats.analysis_rejected++;
-	return fallback_step(w, rules, cur, exact, found, end);
-}
-
-/* After a plain step by an analysis's rules from callee to *ip (*end: how it went): true
- * when it was stepped and the return address follows a call; else the frame record or a
- * scan from callee, true when one found the caller (into *ip.., *found), false with *end
- * set when none did. Out of line: the walk's loop only tests for it. */
-__attribute__((noinline)) bool
-analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struct frame_regs callee,
-		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
-		enum unwind_end *end)
-{
-	const struct cached_rules *known;
-	struct frame_regs caller;
-
-	if (*end == UNWIND_END_COMPLETE) {
-		/* the common case first, before the caller's registers are gathered */
-		known = caller_rules(w, id, rules, *ip - 1);
-		if (!w->space->call_before || (known && known->ra_checked))
-			return true;
-		caller = (struct frame_regs){ *ip, *sp, *bp, BX_LOST, *bp_valid };
-		if (return_address_checked(w, id, rules, &caller))
-			return true;
-	}
-	w->cache->stats.analysis_rejected++;
-	*end = fallback_step(w, rules, &callee, exact, found, *end);
-	if (*end != UNWIND_END_COMPLETE)
-		return false;
-	*ip = callee.ip;
-	*sp = callee.sp;
-	*bp = callee.bp;
-	*bp_valid = callee.bp_valid;
-	return true;
+	f->caller_exact = false;
+	return STEP_FOUND;
 }

@@ -324,7 +324,7 @@ static uint64_t replay_bx_at(struct walker *w, uint32_t steps)
 				   &signal) != UNWIND_END_COMPLETE || ra_undefined)
 			return BX_LOST;
 		w->replay = caller;
-		w->replay_lookup = signal ? caller.ip : caller.ip - 1;
+		w->replay_lookup = code_at(caller.ip, signal);
 	}
 	return w->replay.bx_at;
 }
@@ -332,7 +332,7 @@ static uint64_t replay_bx_at(struct walker *w, uint32_t steps)
 /* step() for a CFA = rbx + N, after steps steps: finds where rbx is first. Out of line, so
  * that its copy of the rules (the replay's lookups may evict them from the cache) does not
  * cost the walk's loop a register for its alignment. */
-__attribute__((noinline)) enum unwind_end
+static __attribute__((noinline)) enum unwind_end
 step_bx(struct walker *w, const struct cached_rules *rules, uint32_t steps, struct frame_regs *cur,
 	struct frame_regs *caller, bool *ra_undefined, bool *signal)
 {
@@ -340,4 +340,58 @@ step_bx(struct walker *w, const struct cached_rules *rules, uint32_t steps, stru
 
 	cur->bx_at = replay_bx_at(w, steps);
 	return step(w, &here, cur, steps == 0, caller, ra_undefined, signal);
+}
+
+/* A frame without rules of its own stops the walk where its pc is in no mapping, or where
+ * it is a return address to a function's start (returns_to_function_start): no later
+ * step finds a caller there. */
+static enum step_result no_rules(struct walker *w, struct frame *f)
+{
+	if (!f->rules && w->miss != UNWIND_END_NO_CFI) {
+		f->end = w->miss;
+		return STEP_STOP;
+	}
+	if (!f->exact && returns_to_function_start(w, f->regs.ip)) {
+		f->end = UNWIND_END_NO_CFI;
+		return STEP_STOP;
+	}
+	return STEP_REJECTED;
+}
+
+/* The frame step by CFI rows (or the psABI's rules at a function's entry): trusted as they
+ * are, so a failure stops the walk rather than falling through to a guess. A frame without
+ * CFI goes on to the next step. The walk's loop takes plain rules inline (step_plain) and
+ * comes here with them only when traced; a frame's rbx is found by replay (step_bx) only
+ * for a CFA = rbx + N. */
+enum step_result cfi_step(struct walker *w, struct frame *f)
+{
+	const struct cached_rules *rules = f->rules;
+	bool ra_undefined = false, signal = false;
+	enum unwind_end end;
+
+	if (!rules || rules->cfa == UNWIND_CFA_END)
+		return no_rules(w, f);
+	if (rules->found != UNWIND_FOUND_CFI)
+		return STEP_REJECTED;
+	if (rules->plain) {
+		f->caller = f->regs;
+		end = step_plain(rules, w->view, &f->caller.ip, &f->caller.sp, &f->caller.bp,
+				 &f->caller.bp_valid);
+		/* only plain rules: the walk has always kept the DRAP caller's sp from them */
+		if (f->leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&
+		    rules->cfa_offset == 8)
+			w->drap_caller_sp = f->caller.sp;
+	} else if (rules->cfa == UNWIND_CFA_BX_OFFSET) {
+		end = step_bx(w, rules, f->index, &f->regs, &f->caller, &ra_undefined, &signal);
+	} else {
+		end = step(w, rules, &f->regs, f->leaf, &f->caller, &ra_undefined, &signal);
+	}
+	if (end != UNWIND_END_COMPLETE) {
+		f->end = end;
+		return STEP_STOP;
+	}
+	if (ra_undefined)
+		return STEP_OUTERMOST;
+	f->caller_exact = signal; /* a signal frame's caller resumes at its exact pc */
+	return STEP_FOUND;
 }

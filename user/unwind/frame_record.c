@@ -1,46 +1,28 @@
-/* Code without CFI and without rules by analysis: its caller by the frame record rbp
- * points at, else by a scan of the stack. */
+/* The frame step by a frame record: for code without CFI, and without rules by analysis
+ * or with rules whose caller did not fit, the caller whose return address and rbp are at
+ * the frame's rbp. */
 #include "unwind/walk_internal.h"
 
-#include "unwind/x86_code.h"
-
 /* The frame record rbp points at, for a frame that keeps one: it lies above the frame's
- * sp, in the copied stack, and its return address follows a call. */
-static bool frame_pointer_step(struct walker *w, struct frame_regs *regs)
+ * sp, in the copied stack. Rejected where the process tells nothing about its code
+ * (no call_before: nothing to judge the return address by), under HPROF_DEBUG=scan, after
+ * rules that said where the return address is (f->no_frame_record), and where its return
+ * address does not fit (caller_fits). rbp's validity stays as it was. */
+enum step_result frame_record_step(struct walker *w, struct frame *f)
 {
-	uint64_t saved_bp, ra, target;
+	const struct frame_regs *regs = &f->regs;
+	uint64_t saved_bp, ra;
 
+	if (!w->space->call_before || w->space->scan_only || f->no_frame_record)
+		return STEP_REJECTED;
 	if (!regs->bp_valid || regs->bp < regs->sp || (regs->bp & 7))
-		return false;
+		return STEP_REJECTED;
 	if (!read_u64(w->view, regs->bp, &saved_bp) || !read_u64(w->view, regs->bp + 8, &ra))
-		return false;
-	if (follows_call(w, ra, &target) == CODE_CALL_NONE)
-		return false;
-	regs->ip = ra;
-	regs->sp = regs->bp + 16;
-	regs->bp = saved_bp;
-	return true;
-}
-
-/* A frame whose code has no CFI and no rules by analysis: its caller by its frame record
- * (unless frame_record is false), else by a scan. Sets *found; NO_CFI when neither works. */
-enum unwind_end nocfi_step_by(struct walker *w, struct frame_regs *regs, bool exact,
-				     uint8_t *found, bool frame_record)
-{
-	if (!w->space->call_before)
-		return UNWIND_END_NO_CFI;
-	if (frame_record && !w->space->scan_only && frame_pointer_step(w, regs))
-		*found = UNWIND_FOUND_FRAME_POINTER;
-	else if (w->may_scan && scan_step(w, regs, exact))
-		*found = UNWIND_FOUND_SCAN;
-	else
-		return UNWIND_END_NO_CFI;
-	w->cache->stats.nocfi_frames[*found]++;
-	return UNWIND_END_COMPLETE;
-}
-
-enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, bool exact,
-				  uint8_t *found)
-{
-	return nocfi_step_by(w, regs, exact, found, true);
+		return STEP_REJECTED;
+	f->caller = (struct frame_regs){ .ip = ra, .sp = regs->bp + 16, .bp = saved_bp,
+					 .bx_at = BX_LOST, .bp_valid = regs->bp_valid };
+	if (!caller_fits(w, f, f->rules, &f->caller, UNWIND_FOUND_FRAME_POINTER))
+		return STEP_REJECTED;
+	f->caller_exact = false;
+	return STEP_FOUND;
 }

@@ -165,7 +165,7 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 		.ra_checked = ra_checked, /* pc + 1 was checked before the code was analysed */
 		.via_jump = code.via_jump,
 	};
-	/* plain or not, each return address it gives is checked (analysed_return) */
+	/* plain or not, each return address it gives is checked (caller_fits) */
 	slot->plain = is_plain(slot);
 	return slot;
 }

@@ -180,59 +180,6 @@ static struct frame_regs regs_at_jump(struct walker *w, const struct frame_regs 
 	return caller;
 }
 
-/* The trial walk's n frames agree with the calls before their return addresses: no frame's
- * caller called, directly, another function's start than the frame's own. A stale return
- * address's walk meets its first disagreement where its stale frames join the live ones
- * (main called the clock, then the function being scanned: the clock's frames are stale,
- * and main's return address there follows the later call). A tail call makes a right walk
- * disagree too, so this only ranks candidates that both reach the start. */
-static bool trial_agrees(struct walker *w, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++) {
-		if (caller_called_elsewhere(w, w->cache->trial[i - 1].pc, w->cache->trial[i].pc))
-			return false;
-	}
-	return true;
-}
-
-/* Whether the walk from a candidate return address, found at sp - 8, reaches the stack's
- * start (an entry: a return address the CFI leaves undefined, or entry code), and, for a
- * candidate the scan is not sure of, whether its frame's caller called its function. One
- * that reaches the start sets *agrees (trial_agrees) and *nr_frames, when given. */
-enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
-			     const struct frame_regs *regs, bool sure, bool *agrees,
-			     uint32_t *nr_frames)
-{
-	const struct unwind_regs from = { .ip = ra, .sp = sp, .bp = regs->bp,
-					  .bp_valid = regs->bp_valid };
-	struct unwind_result result;
-	const struct unwind_frame *last;
-
-	w->walk_from(&from, w->view->copy, w->space, w->cache, w->cache->trial, UNWIND_MAX_FRAMES,
-		  &result, true);
-	if (!sure && result.nr_frames >= 2 &&
-	    caller_called_elsewhere(w, ra, w->cache->trial[1].pc))
-		return TRIAL_STALE;
-	/* A zero return address ends a walk, but is no entry: a stale word that follows an
-	 * indirect call, in a frame whose return address slot holds 0 (QEMU's TCG frame keeps
-	 * 1 KiB of temporaries), would pass for the stack's start. */
-	last = &w->cache->trial[result.nr_frames - 1];
-	/* Nor is a return address to a function's start, where a stack some code started by
-	 * hand ends (makecontext): a stale candidate's walk meets one in the middle of a
-	 * stack (a mono thread's) as easily as a right one meets clone3. */
-	if (result.started_stack)
-		return TRIAL_STOPS;
-	if (!(result.end == UNWIND_END_COMPLETE && result.last.ip != 0) &&
-	    !(result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
-	      w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)))
-		return TRIAL_STOPS;
-	if (agrees)
-		*agrees = trial_agrees(w, result.nr_frames);
-	if (nr_frames)
-		*nr_frames = result.nr_frames;
-	return TRIAL_REACHES_START;
-}
-
 /* Return addresses of a scan's first candidate whose walk reached the start but did not
  * agree throughout (trial_agrees), kept while later candidates are tried. */
 #define SCAN_HELD_FRAMES 64
@@ -280,9 +227,9 @@ static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
  * walk; a sure candidate never gives way to an unsure one. rbp is taken as the frame left
  * it, or, after a call of a function that jumped to the frame's code, as that function
  * saved it (regs_at_jump). */
-bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
+static bool scan_for_caller(struct walker *w, struct frame_regs *regs, bool exact)
 {
-	const struct scanned_function f = scanned_function(w, exact ? regs->ip : regs->ip - 1);
+	const struct scanned_function f = scanned_function(w, code_at(regs->ip, exact));
 	const struct unwind_map *map;
 	struct held_candidate held = { 0 };
 	struct frame_jumps jumps = { 0 };
@@ -354,5 +301,35 @@ bool scan_step(struct walker *w, struct frame_regs *regs, bool exact)
 		regs->bp_valid = held.bp_valid;
 		return true;
 	}
-	return scan_for_stack_end(w, regs);
+	return false;
+}
+
+/* The scans come last, for code without CFI (and without rules by analysis, or with rules
+ * whose caller did not fit), where the process tells about its code (call_before) and the
+ * walk may scan (not no_scan, not within a trial walk). */
+static bool may_scan(const struct walker *w)
+{
+	return w->space->call_before && w->may_scan;
+}
+
+/* The frame step by a scan for a return address (scan_for_caller). rbp's validity is the
+ * candidate's (regs_at_jump may recover rbp). */
+enum step_result scan_step(struct walker *w, struct frame *f)
+{
+	f->caller = f->regs;
+	if (!may_scan(w) || !scan_for_caller(w, &f->caller, f->exact))
+		return STEP_REJECTED;
+	f->caller_exact = false;
+	return STEP_FOUND;
+}
+
+/* The last frame step: a return address where a runtime's stacks end, above the frame
+ * (scan_for_stack_end). */
+enum step_result stack_end_step(struct walker *w, struct frame *f)
+{
+	f->caller = f->regs;
+	if (!may_scan(w) || !scan_for_stack_end(w, &f->caller))
+		return STEP_REJECTED;
+	f->caller_exact = false;
+	return STEP_FOUND;
 }

@@ -221,8 +221,12 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 
-/* The same walk, one line per frame on out: pc, registers, the rules found, the CFA and
- * return address they give, and why it stopped (HPROF_DEBUG=unwind). Slow; never counts. */
+/* unwind__walk traced, one line per frame on out: pc and registers, then each frame step
+ * the walk tried, in order, with the rules it stepped by, and what the last one gave (the
+ * CFA and return address, or why the walk stops there); then why it stopped
+ * (HPROF_DEBUG=unwind). The walk itself, through a hook on its loop: it cannot print a
+ * step the walk does not take. Slow (no inline fast path); never counts (the cache's
+ * stats are put back). */
 void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
 		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out);
 

@@ -1,7 +1,9 @@
 /* The walk's parts, private to user/unwind/: the stack copy as the walk reads it
- * (stack_copy.c), the rule cache (rule_cache.c), the step by a frame's rules (cfi_step.c),
- * the judges of a candidate caller (caller_check.c), the steps for code without CFI
- * (analysis_step.c, frame_record.c, scan.c) and the loop that runs them (walk_loop.c).
+ * (stack_copy.c), the rule cache (rule_cache.c, which also holds the rules an analysis of
+ * code without CFI gives), the judge of a candidate caller and its trial walks
+ * (caller_check.c), and the frame steps, one file each: CFI rows (cfi_step.c), analysis
+ * (analysis_step.c), frame record (frame_record.c), scan and stack end (scan.c), tried in
+ * the order of the table in walk_loop.c, whose loop runs them.
  * Everything outside the folder uses walk.h. */
 #ifndef HPROF_UNWIND_WALK_INTERNAL_H
 #define HPROF_UNWIND_WALK_INTERNAL_H
@@ -147,6 +149,8 @@ struct walker {
 	 * it saved nothing on the stack, so r12-r15, callee-saved, still hold their sampled
 	 * values there; 0: no such caller. */
 	uint64_t drap_caller_sp;
+	/* the last sp an analysis's step found a caller at without moving up, 0 if none */
+	uint64_t same_sp;
 	/* The walk loop itself (walk_loop.c), for the trial walks a scan or an analysis's
 	 * unchecked return address makes: the steps lie below the loop, which lends itself. */
 	walk_from_fn walk_from;
@@ -225,6 +229,55 @@ static inline struct cached_rules *caller_rules(struct walker *w, uint64_t id,
 	return rules;
 }
 
+/* The address of the instruction a frame is in: its pc, when exact (the first frame's, or
+ * one a signal interrupted), else the call before it (pc is a return address). Every
+ * lookup of a frame's rules, function or code goes through here. */
+static inline uint64_t code_at(uint64_t pc, bool exact)
+{
+	return exact ? pc : pc - 1;
+}
+
+/* The frame a walk finds the caller of, as the frame steps (walk_loop.c) see it. */
+struct frame {
+	struct frame_regs regs; /* bx_at BX_LOST: rbx is found by replay where needed */
+	bool exact;             /* regs.ip is the pc itself, not a return address */
+	bool leaf;              /* regs are the sampled registers */
+	uint32_t index;         /* from 0, the first frame's */
+	/* the rules at code_at(regs.ip, exact): CFI's, an analysis's, or a slot of no rules;
+	 * NULL where no mapping or no table holds the pc (w->miss says which) */
+	struct cached_rules *rules;
+	/* Left by a step for the ones after it. analysed: the analysis gave rules. rejected:
+	 * why they could not be stepped (COMPLETE: they were, but their caller did not fit),
+	 * the walk's end when no later step finds the caller. no_frame_record: they said where
+	 * the return address is, and a frame record would be a guess they contradict. */
+	bool analysed, no_frame_record;
+	enum unwind_end rejected;
+	/* plain rules from the analysis stepped to a caller that did not fit: where the walk
+	 * stops if no later step finds one (today's walk stopped there, not at the frame) */
+	bool stop_at_rejected;
+	struct frame_regs rejected_caller;
+	/* STEP_FOUND: the caller, and whether its pc is exact (a signal frame's caller);
+	 * STEP_STOP: end, why the walk stops */
+	struct frame_regs caller;
+	bool caller_exact;
+	enum unwind_end end;
+};
+
+enum step_result {
+	STEP_FOUND,     /* f->caller is the frame's caller */
+	STEP_OUTERMOST, /* no frame is above this one: the walk is complete */
+	STEP_REJECTED,  /* this way found no caller: the next step tries */
+	STEP_STOP,      /* the walk stops at this frame, for f->end */
+};
+
+/* One way to find a frame's caller. found states the trust of a caller found so
+ * (enum unwind_found, most sure first); the walk tries the steps in that order. */
+struct frame_step {
+	const char *name;
+	uint8_t found;
+	enum step_result (*try)(struct walker *w, struct frame *f);
+};
+
 /* stack_copy.c */
 struct copy_view copy_view(const struct stack_copy *copy, bool *hole);
 
@@ -232,56 +285,43 @@ struct copy_view copy_view(const struct stack_copy *copy, bool *hole);
 uint64_t space_mix(uint64_t space);
 bool is_plain(const struct cached_rules *r);
 int find_map(struct map_cache *mc, const struct unwind_space *space, uint64_t pc,
-		    const struct unwind_map **out);
+	     const struct unwind_map **out);
 struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, bool exact,
-					   struct cached_rules *rules);
+				    struct cached_rules *rules);
 
 /* cfi_step.c */
 enum unwind_end compute_cfa(const struct walker *w, const struct cached_rules *rules,
-				   const struct frame_regs *regs, bool leaf, uint64_t *cfa);
+			    const struct frame_regs *regs, bool leaf, uint64_t *cfa);
 enum unwind_end recover_bp(const struct cached_rules *rules, const struct frame_regs *regs,
-				  uint64_t cfa, const struct copy_view *copy,
-				  struct frame_regs *caller);
+			   uint64_t cfa, const struct copy_view *copy, struct frame_regs *caller);
 enum unwind_end return_address(const struct walker *w, const struct cached_rules *rules,
-				      const struct frame_regs *regs, uint64_t cfa, bool leaf,
-				      uint64_t *ra, bool *in_register);
+			       const struct frame_regs *regs, uint64_t cfa, bool leaf, uint64_t *ra,
+			       bool *in_register);
 enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
-			    const struct frame_regs *regs, bool leaf, struct frame_regs *caller,
-			    bool *ra_undefined, bool *signal);
+		     const struct frame_regs *regs, bool leaf, struct frame_regs *caller,
+		     bool *ra_undefined, bool *signal);
 struct cached_rules *first_rules(struct walker *w, uint64_t id, uint64_t ip);
 bool returns_to_function_start(struct walker *w, uint64_t ra);
-enum unwind_end
-step_bx(struct walker *w, const struct cached_rules *rules, uint32_t steps, struct frame_regs *cur,
-	struct frame_regs *caller, bool *ra_undefined, bool *signal);
+enum step_result cfi_step(struct walker *w, struct frame *f);
 
 /* caller_check.c */
 enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target);
 bool is_stack_end(struct walker *w, uint64_t ra);
-int known_function_start(struct walker *w, uint64_t pc, uint64_t *start);
 bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t caller_ra);
-bool tail_call_fits(struct walker *w, const struct frame_regs *frame, bool exact,
-			   uint64_t ra);
+enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp, const struct frame_regs *regs,
+		      bool sure, bool *agrees, uint32_t *nr_frames);
+bool caller_fits(struct walker *w, const struct frame *f, struct cached_rules *rules,
+		 const struct frame_regs *caller, enum unwind_found by);
 bool may_be_outermost(const struct walker *w, const struct unwind_frame *f);
 
+/* analysis_step.c */
+enum step_result analysis_step(struct walker *w, struct frame *f);
+
 /* frame_record.c */
-enum unwind_end nocfi_step_by(struct walker *w, struct frame_regs *regs, bool exact,
-				     uint8_t *found, bool frame_record);
-enum unwind_end nocfi_step(struct walker *w, struct frame_regs *regs, bool exact,
-				  uint8_t *found);
+enum step_result frame_record_step(struct walker *w, struct frame *f);
 
 /* scan.c */
-bool scan_step(struct walker *w, struct frame_regs *regs, bool exact);
-enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
-			     const struct frame_regs *regs, bool sure, bool *agrees,
-			     uint32_t *nr_frames);
-
-/* analysis_step.c */
-enum unwind_end analysis_step(struct walker *w, uint64_t id, struct cached_rules *rules,
-				     struct frame_regs *cur, bool leaf, bool exact, uint8_t *found,
-				     bool *outermost);
-bool
-analysed_return(struct walker *w, uint64_t id, struct cached_rules *rules, struct frame_regs callee,
-		bool exact, uint64_t *ip, uint64_t *sp, uint64_t *bp, bool *bp_valid, uint8_t *found,
-		enum unwind_end *end);
+enum step_result scan_step(struct walker *w, struct frame *f);
+enum step_result stack_end_step(struct walker *w, struct frame *f);
 
 #endif

@@ -3,6 +3,7 @@
 #include "unwind/walk_internal.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_COMPLETE] = "complete",
@@ -36,10 +37,40 @@ const char *unwind_found__name(enum unwind_found found)
 	return found < UNWIND_FOUND_COUNT ? found_names[found] : "?";
 }
 
+/* The ways to find a frame's caller, in the order the walk tries them, most sure first; a
+ * step that finds none (rejected) leaves the frame to the next. Only CFI rows, the
+ * analysis and the frame record need the frame's own code or registers; a scan reads the
+ * stack above it. */
+static const struct frame_step frame_steps[] = {
+	{ "cfi", UNWIND_FOUND_CFI, cfi_step },
+	{ "analysis", UNWIND_FOUND_ANALYSIS, analysis_step },
+	{ "frame record", UNWIND_FOUND_FRAME_POINTER, frame_record_step },
+	{ "scan", UNWIND_FOUND_SCAN, scan_step },
+	{ "stack end", UNWIND_FOUND_SCAN, stack_end_step },
+};
+
+#define NR_FRAME_STEPS (sizeof(frame_steps) / sizeof(frame_steps[0]))
+
+/* A hook on the walk: called after each step the walk tries, with what it gave. */
+struct walk_trace {
+	void (*step)(void *ctx, const struct frame *f, const struct frame_step *step,
+		     enum step_result result);
+	void *ctx;
+};
+
 static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
 		      const struct unwind_space *space, struct unwind_cache *cache,
 		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
-		      bool first_is_return);
+		      bool first_is_return, const struct walk_trace *trace);
+
+/* A trial walk (walker.walk_from): never traced. */
+static void trial_walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
+			    const struct unwind_space *space, struct unwind_cache *cache,
+			    struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
+			    bool first_is_return)
+{
+	walk_from(regs, copy, space, cache, frames, max, result, first_is_return, NULL);
+}
 
 static void walker_init(struct walker *w, const struct unwind_space *space,
 			struct unwind_cache *cache, const struct copy_view *view,
@@ -58,15 +89,15 @@ static void walker_init(struct walker *w, const struct unwind_space *space,
 	w->first_is_return = false;
 	w->ra_trials = RA_TRIALS;
 	w->may_scan = !space->no_scan;
-	w->walk_from = walk_from;
+	w->same_sp = 0;
+	w->walk_from = trial_walk_from;
 }
 
 /* The first frame's rules: at the sampled pc, or for a trial walk, at the call before its
  * return address. */
-
 static struct cached_rules *start_rules(struct walker *w, uint64_t id, uint64_t ip)
 {
-	return w->first_is_return ? find_rules(w, id, ip - 1) : first_rules(w, id, ip);
+	return w->first_is_return ? find_rules(w, id, code_at(ip, false)) : first_rules(w, id, ip);
 }
 
 static inline uint32_t frame_depth(uint64_t first_sp, uint64_t sp)
@@ -75,10 +106,54 @@ static inline uint32_t frame_depth(uint64_t first_sp, uint64_t sp)
 								    : UNWIND_DEPTH_UNKNOWN;
 }
 
+/* The frame steps in order, for the frame f, up to the first that does not reject it:
+ * COMPLETE with f->caller and *found (the step's trust), or with *outermost; else why the
+ * walk stops. Where every step rejects the frame: the reason an analysis's rules could not
+ * be stepped, else NO_CFI. Out of line: the walk's loop takes plain CFI rules itself. */
+static __attribute__((noinline)) enum unwind_end
+take_step(struct walker *w, struct frame *f, const struct walk_trace *trace, uint8_t *found,
+	  bool *outermost)
+{
+	*outermost = false;
+	for (uint32_t i = 0; i < NR_FRAME_STEPS; i++) {
+		const struct frame_step *s = &frame_steps[i];
+		enum step_result r = s->try(w, f);
+
+		if (trace)
+			trace->step(trace->ctx, f, s, r);
+		switch (r) {
+		case STEP_FOUND:
+			*found = s->found;
+			if (s->found >= UNWIND_FOUND_FRAME_POINTER) {
+				w->cache->stats.nocfi_frames[s->found]++;
+				/* after code the analysis found nothing in, the walk has always
+				 * kept the frame's rbp validity (a scan's may differ): kept so */
+				if (!f->analysed)
+					f->caller.bp_valid = f->regs.bp_valid;
+			}
+			return UNWIND_END_COMPLETE;
+		case STEP_OUTERMOST:
+			*outermost = true;
+			return UNWIND_END_COMPLETE;
+		case STEP_STOP:
+			return f->end;
+		case STEP_REJECTED:
+			break;
+		}
+	}
+	if (f->stop_at_rejected)
+		f->regs = f->rejected_caller;
+	return f->rejected != UNWIND_END_COMPLETE ? f->rejected : UNWIND_END_NO_CFI;
+}
+
+/* Walks from regs, each frame's caller found by the first frame step that finds one. Plain
+ * CFI rules, nearly every compiled frame's, are stepped in the loop itself (step_plain) on
+ * plain values, but under a trace: the frame's cfi_step does the same. first_is_return:
+ * regs.ip is a return address (a trial walk from a scan's candidate). */
 static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
 		      const struct unwind_space *space, struct unwind_cache *cache,
 		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
-		      bool first_is_return)
+		      bool first_is_return, const struct walk_trace *trace)
 {
 	bool hole;
 	const struct copy_view view = copy_view(copy, &hole);
@@ -86,8 +161,6 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 	/* The registers live in locals, not in result or a struct: stores to frames[] could
 	 * alias those and force a reload every frame. */
 	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
-	/* the last sp a caller was found at without moving up, 0 if none */
-	uint64_t same_sp = 0;
 	bool bp_valid = regs->bp_valid, exact = !first_is_return;
 	enum unwind_end end = UNWIND_END_DEPTH;
 	const uint64_t id = space->id;
@@ -106,95 +179,45 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 	/* the first frame at its exact pc */
 	rules = start_rules(&w, id, ip);
 	for (;;) {
-		uint64_t lookup;
-
 		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact, .found = found,
 						     .depth = frame_depth(regs->sp, sp) };
 		found_mask |= 1u << found;
-		if (__builtin_expect(!rules || rules->cfa == UNWIND_CFA_END, 0)) {
-			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
-
-			end = rules ? UNWIND_END_NO_CFI : w.miss;
-			/* a stack some code started by hand: see returns_to_function_start */
-			if (end != UNWIND_END_NO_CFI || (!exact && returns_to_function_start(&w, ip)))
-				break;
-			rules = analysis_rules(&w, id, ip, exact, rules);
-			if (!rules) {
-				end = nocfi_step(&w, &cur, exact, &found);
-				if (end != UNWIND_END_COMPLETE)
-					break;
-				ip = cur.ip;
-				sp = cur.sp;
-				bp = cur.bp;
-				exact = false;
-				end = UNWIND_END_DEPTH;
-				if (ip == 0 || n == max)
-					break;
-				rules = find_rules(&w, id, ip - 1);
-				continue;
-			}
-		}
-		found = rules->found;
-		if (__builtin_expect(rules->plain, 1)) {
-			const struct frame_regs callee = { ip, sp, bp, BX_LOST, bp_valid };
-
+		if (__builtin_expect(rules && rules->plain && rules->found == UNWIND_FOUND_CFI &&
+				     !trace, 1)) {
+			/* cfi_step's step for plain rules, inline */
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			if (n == 1 && !first_is_return && end == UNWIND_END_COMPLETE &&
 			    rules->cfa == UNWIND_CFA_SP_OFFSET && rules->cfa_offset == 8)
 				w.drap_caller_sp = sp;
-			/* an analysis's step stands only if it could be stepped and its return
-			 * address follows a call */
-			if (__builtin_expect(rules->found == UNWIND_FOUND_ANALYSIS, 0) &&
-			    !analysed_return(&w, id, rules, callee, exact, &ip, &sp, &bp, &bp_valid,
-					     &found, &end))
+			if (end != UNWIND_END_COMPLETE)
 				break;
+			found = UNWIND_FOUND_CFI;
 			exact = false;
-			/* caller frames: look up ra-1, the call instruction, not the one after it */
-			lookup = ip - 1;
-		} else if (rules->found == UNWIND_FOUND_ANALYSIS) {
-			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid };
+		} else {
+			struct frame f = {
+				.regs = { ip, sp, bp, BX_LOST, bp_valid },
+				.exact = exact,
+				.leaf = n == 1 && !first_is_return,
+				.index = n - 1,
+				.rules = rules,
+			};
 			bool outermost;
 
-			end = analysis_step(&w, id, rules, &cur, n == 1 && !first_is_return, exact, &found,
-					    &outermost);
-			if (end != UNWIND_END_COMPLETE || outermost)
+			end = take_step(&w, &f, trace, &found, &outermost);
+			if (end != UNWIND_END_COMPLETE || outermost) {
+				ip = f.regs.ip;
+				sp = f.regs.sp;
+				bp = f.regs.bp;
+				bp_valid = f.regs.bp_valid;
 				break;
-			/* a caller at its callee's sp (a return address moved up into the caller's
-			 * frame) once at any sp: two frames there could name each other forever */
-			if (cur.sp == sp) {
-				if (same_sp == sp) {
-					end = UNWIND_END_BAD_FRAME;
-					break;
-				}
-				same_sp = sp;
 			}
-			ip = cur.ip;
-			sp = cur.sp;
-			bp = cur.bp;
-			bp_valid = cur.bp_valid;
-			exact = false;
-			lookup = ip - 1;
-		} else {
-			/* where rbx is matters only to a CFA = rbx + N: step_bx finds it */
-			struct frame_regs cur = { ip, sp, bp, BX_LOST, bp_valid }, caller;
-			bool ra_undefined, signal;
-
-			if (rules->cfa == UNWIND_CFA_BX_OFFSET)
-				end = step_bx(&w, rules, n - 1, &cur, &caller, &ra_undefined, &signal);
-			else
-				end = step(&w, rules, &cur, n == 1 && !first_is_return, &caller,
-					   &ra_undefined, &signal);
-			if (end != UNWIND_END_COMPLETE || ra_undefined)
-				break;
-			ip = caller.ip;
-			sp = caller.sp;
-			bp = caller.bp;
-			bp_valid = caller.bp_valid;
-			exact = signal; /* a signal frame's caller resumes at its exact pc */
-			lookup = exact ? ip : ip - 1;
+			ip = f.caller.ip;
+			sp = f.caller.sp;
+			bp = f.caller.bp;
+			bp_valid = f.caller.bp_valid;
+			exact = f.caller_exact;
+			rules = f.rules;
 		}
-		if (end != UNWIND_END_COMPLETE)
-			break;
 		if (ip == 0) {
 			if (!may_be_outermost(&w, &frames[n - 1]))
 				end = UNWIND_END_ZERO_RA;
@@ -203,7 +226,8 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		end = UNWIND_END_DEPTH;
 		if (n == max)
 			break;
-		rules = caller_rules(&w, id, rules, lookup);
+		rules = rules ? caller_rules(&w, id, rules, code_at(ip, exact))
+			      : find_rules(&w, id, code_at(ip, exact));
 	}
 	result->started_stack = false;
 	if (end == UNWIND_END_NO_CFI && !exact && returns_to_function_start(&w, ip)) {
@@ -221,7 +245,7 @@ void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	walk_from(regs, copy, space, cache, frames, max, result, false);
+	walk_from(regs, copy, space, cache, frames, max, result, false, NULL);
 }
 
 /* One frame's rules as the trace prints them. */
@@ -236,17 +260,69 @@ static void trace_rules(FILE *out, const struct cached_rules *r)
 		unwind_rbx_kind__name(r->rbx), r->rbx_offset);
 }
 
+struct trace_out {
+	FILE *out;
+	const struct cached_rules *entry; /* the cache's psABI entry rules */
+	uint32_t frame;                   /* the frame whose line is open, UINT32_MAX: none */
+};
+
+/* The rules a step stepped by, where it has any. */
+static const struct cached_rules *step_rules(const struct frame *f, const struct frame_step *s)
+{
+	if (!f->rules)
+		return NULL;
+	if (s->found == UNWIND_FOUND_CFI && f->rules->found == UNWIND_FOUND_CFI)
+		return f->rules;
+	if (s->found == UNWIND_FOUND_ANALYSIS && f->rules->found == UNWIND_FOUND_ANALYSIS)
+		return f->rules;
+	return NULL;
+}
+
+/* One step as HPROF_DEBUG=unwind prints it: a line per frame, its steps in the order the
+ * walk tried them, then what the last gave. */
+static void trace_step(void *ctx, const struct frame *f, const struct frame_step *s,
+		       enum step_result r)
+{
+	struct trace_out *t = ctx;
+	const struct cached_rules *rules = step_rules(f, s);
+
+	if (t->frame != f->index) {
+		t->frame = f->index;
+		fprintf(t->out, "unwind: #%u pc %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64 "%s: ",
+			f->index, f->regs.ip, f->regs.sp, f->regs.bp,
+			f->regs.bp_valid ? "" : " (lost)");
+	}
+	fprintf(t->out, "[%s] ", s->name);
+	if (rules == t->entry)
+		fprintf(t->out, "(function entry) ");
+	if (rules)
+		trace_rules(t->out, rules);
+	switch (r) {
+	case STEP_FOUND:
+		fprintf(t->out, " -> cfa %#" PRIx64 " ra %#" PRIx64 "%s\n", f->caller.sp,
+			f->caller.ip, f->caller_exact ? " (signal frame)" : "");
+		break;
+	case STEP_OUTERMOST:
+		fprintf(t->out, " -> return address undefined\n");
+		break;
+	case STEP_STOP:
+		fprintf(t->out, " -> %s\n", unwind_end__name(f->end));
+		break;
+	case STEP_REJECTED:
+		fprintf(t->out, rules ? " -> rejected; " : "none; ");
+		break;
+	}
+}
+
 void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
 		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out)
 {
-	bool hole;
-	const struct copy_view view = copy_view(copy, &hole);
-	struct walker w;
-	struct frame_regs cur = { regs->ip, regs->sp, regs->bp, BX_SAMPLED, regs->bp_valid }, caller;
-	enum unwind_end end = UNWIND_END_DEPTH;
-	bool exact = true;
+	struct trace_out t = { .out = out, .entry = &cache->entry, .frame = UINT32_MAX };
+	const struct walk_trace trace = { .step = trace_step, .ctx = &t };
+	const struct unwind_cache_stats stats = cache->stats;
+	struct unwind_frame *frames = calloc(UNWIND_MAX_FRAMES, sizeof(*frames));
+	struct unwind_result result;
 
-	walker_init(&w, space, cache, &view, regs);
 	fprintf(out, "unwind: walk ip %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64, regs->ip, regs->sp,
 		regs->bp);
 	if (regs->bx_valid)
@@ -260,60 +336,12 @@ void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy
 			fprintf(out, " (holes %#" PRIx64 ")", c->holes);
 	}
 	fputc('\n', out);
-	for (uint32_t n = 0; n < UNWIND_MAX_FRAMES; n++) {
-		/* caller frames: look up ra-1, the call instruction, not the one after it */
-		uint64_t lookup = exact ? cur.ip : cur.ip - 1;
-		struct cached_rules *rules = n == 0 ? first_rules(&w, space->id, lookup)
-						    : find_rules(&w, space->id, lookup);
-		bool ra_undefined, signal;
-
-		fprintf(out, "unwind: #%u pc %#" PRIx64 " sp %#" PRIx64 " bp %#" PRIx64 "%s", n,
-			cur.ip, cur.sp, cur.bp, cur.bp_valid ? "" : " (lost)");
-		if (cur.bx_at == BX_LOST)
-			fprintf(out, " bx lost");
-		else if (cur.bx_at != BX_SAMPLED)
-			fprintf(out, " bx at %#" PRIx64, cur.bx_at);
-		fprintf(out, ": ");
-		if ((!rules && w.miss == UNWIND_END_NO_CFI) || (rules && rules->cfa == UNWIND_CFA_END)) {
-			struct cached_rules *found = analysis_rules(&w, space->id, cur.ip, exact, rules);
-
-			if (!found) {
-				uint8_t how = 0;
-
-				fprintf(out, "no CFI, no rules by analysis at %#" PRIx64, cur.ip);
-				end = nocfi_step(&w, &cur, exact, &how);
-				if (end != UNWIND_END_COMPLETE) {
-					fputc('\n', out);
-					break;
-				}
-				fprintf(out, " -> by %s: cfa %#" PRIx64 " ra %#" PRIx64 "\n",
-					unwind_found__name(how), cur.sp, cur.ip);
-				exact = false;
-				continue;
-			}
-			rules = found;
-		}
-		if (!rules) {
-			end = w.miss;
-			fprintf(out, "no rules at %#" PRIx64 "\n", lookup);
-			break;
-		}
-		if (rules == &w.cache->entry)
-			fprintf(out, "(function entry) ");
-		if (rules->found == UNWIND_FOUND_ANALYSIS)
-			fprintf(out, "(analysis) ");
-		trace_rules(out, rules);
-		end = step(&w, rules, &cur, n == 0, &caller, &ra_undefined, &signal);
-		if (end != UNWIND_END_COMPLETE || ra_undefined) {
-			fprintf(out, "%s\n", ra_undefined ? " -> return address undefined" : "");
-			break;
-		}
-		fprintf(out, " -> cfa %#" PRIx64 " ra %#" PRIx64 "%s\n", caller.sp, caller.ip,
-			signal ? " (signal frame)" : "");
-		cur = caller;
-		exact = signal;
-		if (cur.ip == 0)
-			break;
+	if (!frames) {
+		fprintf(out, "unwind: no memory for the trace\n");
+		return;
 	}
-	fprintf(out, "unwind: stopped: %s\n", unwind_end__name(short_or_hole(end, hole)));
+	walk_from(regs, copy, space, cache, frames, UNWIND_MAX_FRAMES, &result, false, &trace);
+	fprintf(out, "unwind: stopped: %s\n", unwind_end__name(result.end));
+	cache->stats = stats; /* the trace never counts */
+	free(frames);
 }
