@@ -106,22 +106,29 @@ int find_map(struct map_cache *mc, const struct unwind_space *space, uint64_t pc
 
 /* Looks pc up in the table of the mapping holding it, into slot. NULL with w->miss set
  * when no mapping or no table holds pc. */
-struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rules *slot)
+/* Looks pc up in the table of the mapping holding it, into slot. NULL with *miss set when
+ * no mapping or no table holds pc. */
+static struct cached_rules *fill(struct map_cache *maps, const struct unwind_space *space,
+				 uint64_t pc, struct cached_rules *slot, enum unwind_end *miss)
 {
 	const struct unwind_map *map;
-	int err;
+	int err = find_map(maps, space, pc, &map);
 
-	w->cache->stats.misses++;
-	err = find_map(&w->maps, w->space, pc, &map);
 	if (err) {
-		w->miss = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
+		*miss = err == -ENOENT ? UNWIND_END_UNMAPPED : UNWIND_END_NO_CFI;
 		return NULL;
 	}
 	decode_rules(map->table, pc - map->bias, slot);
 	slot->ra_checked = false;
-	slot->space = w->space->id;
+	slot->space = space->id;
 	slot->pc = pc;
 	return slot;
+}
+
+struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rules *slot)
+{
+	w->cache->stats.misses++;
+	return fill(&w->maps, w->space, pc, slot, &w->miss);
 }
 
 /* Code without CFI at ip: the rules its instructions give, put in the cache slot of its
@@ -182,4 +189,18 @@ bool unwind__rules_at(const struct unwind_space *space, uint64_t pc, struct unwi
 		return false;
 	unwind_table__decode(map.table, row, rules);
 	return true;
+}
+
+enum unwind_cfa_kind unwind__cfa_kind_at(const struct unwind_space *space,
+					 struct unwind_cache *cache, uint64_t pc)
+{
+	struct cached_rules *slot = &cache->slots[cache_slot(space_mix(space->id), pc)];
+	struct map_cache maps = { .nr = 0 };
+	enum unwind_end miss;
+
+	if (slot->pc != pc || slot->space != space->id)
+		slot = fill(&maps, space, pc, slot, &miss);
+	/* a slot of rules by analysis, or of none, is a pc without a row */
+	return slot && slot->found == UNWIND_FOUND_CFI ? (enum unwind_cfa_kind)slot->cfa
+						       : UNWIND_CFA_END;
 }

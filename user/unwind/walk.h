@@ -215,6 +215,12 @@ struct unwind_result {
  * less 1); false when no row does. Uncached: for the few lookups outside a walk. */
 bool unwind__rules_at(const struct unwind_space *space, uint64_t pc, struct unwind_rules *rules);
 
+/* The CFA kind of the row covering pc (as unwind__rules_at's), UNWIND_CFA_END where no row
+ * does, read through the walk's cache (slots keyed by space->id and pc, as the walk's):
+ * for a check of every frame of a sample outside the walk. Not counted as a miss. */
+enum unwind_cfa_kind unwind__cfa_kind_at(const struct unwind_space *space,
+					 struct unwind_cache *cache, uint64_t pc);
+
 /* Walks from regs over copy, writing up to max frames (innermost first). space->id must
  * not be 0 and cache not NULL. */
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
