@@ -42,7 +42,7 @@ static enum step_result rejected(struct walker *w, struct frame *f, enum unwind_
 	f->no_frame_record = stepped != UNWIND_END_COMPLETE;
 	/* The walk took plain rules in its straight line and stopped where they led when
 	 * nothing else found the caller; kept so, for the same stacks. */
-	f->stop_at_rejected = stepped == UNWIND_END_COMPLETE && f->rules->plain;
+	f->stop_at_rejected = stepped == UNWIND_END_COMPLETE && is_plain(f->rules);
 	f->rejected_caller = f->caller;
 	return STEP_REJECTED;
 }

@@ -84,7 +84,7 @@ static int gdb_jit_unwind_map(struct process_view *c, uint64_t pc, struct unwind
 	return 0;
 }
 
-static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
+int process_space__find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 {
 	struct process_view *c = ctx;
 	struct mapping *m = process__find_mapping(c->proc, pc);
@@ -108,7 +108,7 @@ static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
 
 /* Finds the mapping's module too, so that modules are numbered in the order the chain
  * meets them (pprof's mapping ids), whatever the walk looks up later. */
-static bool is_mapped(void *ctx, uint64_t pc)
+bool process_space__is_mapped(void *ctx, uint64_t pc)
 {
 	struct process_view *c = ctx;
 	struct mapping *m = process__find_mapping(c->proc, pc);
@@ -125,13 +125,14 @@ static bool returns_into_stack_switch(struct process_view *c, uint64_t ra)
 {
 	struct unwind_map map;
 
-	return find_map(c, ra, &map) == 0 && unwind_table__switches_stack(map.table, ra - 1 - map.bias);
+	return process_space__find_map(c, ra, &map) == 0 &&
+	       unwind_table__switches_stack(map.table, ra - 1 - map.bias);
 }
 
 /* Where a runtime's stacks end: the address an Erlang process's first frame returns to
  * (BEAM runs each Erlang process on a stack of its own, which ends there), and a return
  * into Go code that switched stacks. */
-static bool is_stack_end(void *ctx, uint64_t ra)
+bool process_space__is_stack_end(void *ctx, uint64_t ra)
 {
 	struct process_view *c = ctx;
 
@@ -142,47 +143,24 @@ static bool is_stack_end(void *ctx, uint64_t ra)
 }
 
 /* Where a stack starts: the ELF entry's code, or a runtime's stack end. */
-static bool is_entry_code(void *ctx, uint64_t pc, bool caller)
+bool process_space__is_entry_code(void *ctx, uint64_t pc, bool caller)
 {
 	struct process_view *c = ctx;
 
 	return resolver__is_entry_code(c->resolver, c->proc, pc, caller) ||
-	       (caller && is_stack_end(ctx, pc));
+	       (caller && process_space__is_stack_end(ctx, pc));
 }
 
-static bool is_function_entry(void *ctx, uint64_t pc)
+bool process_space__is_function_entry(void *ctx, uint64_t pc)
 {
 	struct process_view *c = ctx;
 
 	return resolver__is_function_entry(c->resolver, c->proc, pc);
 }
 
-static bool in_start_routine(void *ctx, uint64_t pc)
+bool process_space__in_start_routine(void *ctx, uint64_t pc)
 {
 	struct process_view *c = ctx;
 
 	return resolver__in_start_routine(c->resolver, c->proc, pc);
 }
-
-struct hybrid_space process_view__space(struct process_view *c)
-{
-	return (struct hybrid_space){
-		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id,
-			  /* symbols and mappings: here */
-			  .is_function_entry = is_function_entry,
-			  .is_entry_code = is_entry_code,
-			  .is_stack_end = is_stack_end,
-			  /* code: process_code.c */
-			  .analyze = c->scan_only ? NULL : process_code__analyze,
-			  .call_before = process_code__call_before,
-			  .function_start = process_code__function_start,
-			  .is_jit_code = process_code__is_jit_code,
-			  .jumps = process_code__jumps,
-			  .no_scan = c->no_scan, .scan_only = c->scan_only },
-		.is_mapped = is_mapped,
-		.is_entry_code = is_entry_code,
-		.in_start_routine = in_start_routine,
-		.pid = c->proc->pid,
-	};
-}
-

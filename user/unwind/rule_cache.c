@@ -23,6 +23,7 @@ struct unwind_cache *unwind_cache__new(void)
 	}
 	for (uint32_t i = 0; i < CACHE_SLOTS; i++)
 		cache->slots[i].next = &cache->slots[i];
+	cache->none = (struct cached_rules){ .cfa = UNWIND_CFA_END, .next = &cache->none };
 	return cache;
 }
 
@@ -172,8 +173,8 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 		.ra_checked = ra_checked, /* pc + 1 was checked before the code was analysed */
 		.via_jump = code.via_jump,
 	};
-	/* plain or not, each return address it gives is checked (caller_fits) */
-	slot->plain = is_plain(slot);
+	/* never plain: each return address it gives is checked (analysis_step) */
+	slot->plain = false;
 	return slot;
 }
 

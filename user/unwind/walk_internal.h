@@ -62,7 +62,7 @@ struct cached_rules {
 	 * checked against the caller's pc before use, never NULL. */
 	struct cached_rules *next;
 	uint8_t cfa, rbp, ra, rbx; /* enum unwind_{cfa,rbp,ra,rbx}_kind */
-	bool plain;                /* see is_plain */
+	bool plain;                /* CFI rules that is_plain: the walk's loop steps them inline */
 	/* How the caller of a frame with these rules is found: UNWIND_FOUND_CFI or _ANALYSIS.
 	 * In a slot with no rules (cfa UNWIND_CFA_END): 0 until the code was analysed, then
 	 * UNWIND_FOUND_FRAME_POINTER (the analysis found nothing: go on to the frame-pointer
@@ -94,6 +94,9 @@ struct unwind_cache {
 	/* the psABI's rules at a function's entry, for a walk that needs them (first_rules):
 	 * here rather than in the walk's locals, whose alignment would cost the walk a register */
 	struct cached_rules entry;
+	/* The slot of a frame that has no rules (no mapping, no table holds its pc): never
+	 * matches a lookup, not plain, so that the walk's loop always has a slot in hand. */
+	struct cached_rules none;
 	struct unwind_cache_stats stats;
 };
 

@@ -58,10 +58,11 @@ struct walk_trace {
 	void *ctx;
 };
 
-static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
-		      const struct unwind_space *space, struct unwind_cache *cache,
-		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
-		      bool first_is_return, const struct walk_trace *trace);
+static inline __attribute__((always_inline)) void
+walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
+	  const struct unwind_space *space, struct unwind_cache *cache, struct unwind_frame *frames,
+	  uint32_t max, struct unwind_result *result, bool first_is_return,
+	  const struct walk_trace *trace);
 
 /* A trial walk (walker.walk_from): never traced. */
 static void trial_walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
@@ -110,7 +111,7 @@ static inline uint32_t frame_depth(uint64_t first_sp, uint64_t sp)
  * COMPLETE with f->caller and *found (the step's trust), or with *outermost; else why the
  * walk stops. Where every step rejects the frame: the reason an analysis's rules could not
  * be stepped, else NO_CFI. Out of line: the walk's loop takes plain CFI rules itself. */
-static __attribute__((noinline)) enum unwind_end
+static inline enum unwind_end
 take_step(struct walker *w, struct frame *f, const struct walk_trace *trace, uint8_t *found,
 	  bool *outermost)
 {
@@ -149,11 +150,13 @@ take_step(struct walker *w, struct frame *f, const struct walk_trace *trace, uin
 /* Walks from regs, each frame's caller found by the first frame step that finds one. Plain
  * CFI rules, nearly every compiled frame's, are stepped in the loop itself (step_plain) on
  * plain values, but under a trace: the frame's cfi_step does the same. first_is_return:
- * regs.ip is a return address (a trial walk from a scan's candidate). */
-static void walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
-		      const struct unwind_space *space, struct unwind_cache *cache,
-		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result,
-		      bool first_is_return, const struct walk_trace *trace)
+ * regs.ip is a return address (a trial walk from a scan's candidate). Inlined into each
+ * caller, so that the untraced walks' loops test no trace. */
+static inline __attribute__((always_inline)) void
+walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
+	  const struct unwind_space *space, struct unwind_cache *cache, struct unwind_frame *frames,
+	  uint32_t max, struct unwind_result *result, bool first_is_return,
+	  const struct walk_trace *trace)
 {
 	bool hole;
 	const struct copy_view view = copy_view(copy, &hole);
@@ -178,12 +181,15 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		goto out;
 	/* the first frame at its exact pc */
 	rules = start_rules(&w, id, ip);
+	if (!rules)
+		rules = &cache->none;
 	for (;;) {
 		frames[n++] = (struct unwind_frame){ .pc = ip, .exact = exact, .found = found,
 						     .depth = frame_depth(regs->sp, sp) };
 		found_mask |= 1u << found;
-		if (__builtin_expect(rules && rules->plain && rules->found == UNWIND_FOUND_CFI &&
-				     !trace, 1)) {
+		uint64_t lookup;
+
+		if (__builtin_expect(rules->plain && !trace, 1)) {
 			/* cfi_step's step for plain rules, inline */
 			end = step_plain(rules, &view, &ip, &sp, &bp, &bp_valid);
 			if (n == 1 && !first_is_return && end == UNWIND_END_COMPLETE &&
@@ -193,15 +199,20 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 				break;
 			found = UNWIND_FOUND_CFI;
 			exact = false;
+			/* caller frames: look up ra-1, the call instruction, not the one after it */
+			lookup = ip - 1;
 		} else {
-			struct frame f = {
-				.regs = { ip, sp, bp, BX_LOST, bp_valid },
-				.exact = exact,
-				.leaf = n == 1 && !first_is_return,
-				.index = n - 1,
-				.rules = rules,
-			};
+			struct frame f;
 			bool outermost;
+
+			/* field by field: the rest is written by the step that fills it */
+			f.regs = (struct frame_regs){ ip, sp, bp, BX_LOST, bp_valid };
+			f.exact = exact;
+			f.leaf = n == 1 && !first_is_return;
+			f.index = n - 1;
+			f.rules = rules == &cache->none ? NULL : rules;
+			f.analysed = f.no_frame_record = f.stop_at_rejected = false;
+			f.rejected = UNWIND_END_COMPLETE;
 
 			end = take_step(&w, &f, trace, &found, &outermost);
 			if (end != UNWIND_END_COMPLETE || outermost) {
@@ -216,7 +227,8 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 			bp = f.caller.bp;
 			bp_valid = f.caller.bp_valid;
 			exact = f.caller_exact;
-			rules = f.rules;
+			rules = f.rules ? f.rules : &cache->none;
+			lookup = code_at(ip, exact);
 		}
 		if (ip == 0) {
 			if (!may_be_outermost(&w, &frames[n - 1]))
@@ -226,8 +238,9 @@ static void walk_from(const struct unwind_regs *regs, const struct stack_copy *c
 		end = UNWIND_END_DEPTH;
 		if (n == max)
 			break;
-		rules = rules ? caller_rules(&w, id, rules, code_at(ip, exact))
-			      : find_rules(&w, id, code_at(ip, exact));
+		rules = caller_rules(&w, id, rules, lookup);
+		if (__builtin_expect(!rules, 0))
+			rules = &cache->none;
 	}
 	result->started_stack = false;
 	if (end == UNWIND_END_NO_CFI && !exact && returns_to_function_start(&w, ip)) {
