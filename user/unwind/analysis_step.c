@@ -31,7 +31,7 @@ static bool cfa_off_stack(const struct cached_rules *rules, const struct frame_r
  * record at rbp would be a guess they contradict; for any other failure the walk stops
  * with the step's own reason (a copy too short stays one), as it does when no later step
  * finds the caller. */
-static enum step_result rejected(struct walker *w, struct frame *f, enum unwind_end stepped)
+static enum step_result rejected(struct walker *w, struct walk_frame *f, enum unwind_end stepped)
 {
 	w->cache->stats.analysis_rejected++;
 	if (stepped != UNWIND_END_COMPLETE && !cfa_off_stack(f->rules, &f->regs)) {
@@ -49,7 +49,7 @@ static enum step_result rejected(struct walker *w, struct frame *f, enum unwind_
 
 /* The frame's rules by analysis: cached in its slot, or found now (analysis_rules, which
  * also gives the rules of a runtime's stack end: no frame above). None: rejected. */
-enum step_result analysis_step(struct walker *w, struct frame *f)
+enum step_result analysis_step(struct walker *w, struct walk_frame *f)
 {
 	struct cached_rules *rules = f->rules;
 	bool ra_undefined, signal;

@@ -201,7 +201,7 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
  * - A scan ranks its candidates by their calls and trial walks (scan.c), which a single
  *   yes or no cannot carry: it asks none here.
  * Without call_before, the process tells nothing about its code, and every caller fits. */
-bool caller_fits(struct walker *w, const struct frame *f, struct cached_rules *rules,
+bool caller_fits(struct walker *w, const struct walk_frame *f, struct cached_rules *rules,
 		 const struct frame_regs *caller, enum unwind_found by)
 {
 	uint64_t target;

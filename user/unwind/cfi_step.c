@@ -345,7 +345,7 @@ step_bx(struct walker *w, const struct cached_rules *rules, uint32_t steps, stru
 /* A frame without rules of its own stops the walk where its pc is in no mapping, or where
  * it is a return address to a function's start (returns_to_function_start): no later
  * step finds a caller there. */
-static enum step_result no_rules(struct walker *w, struct frame *f)
+static enum step_result no_rules(struct walker *w, struct walk_frame *f)
 {
 	if (!f->rules && w->miss != UNWIND_END_NO_CFI) {
 		f->end = w->miss;
@@ -363,7 +363,7 @@ static enum step_result no_rules(struct walker *w, struct frame *f)
  * CFI goes on to the next step. The walk's loop takes plain rules inline (step_plain) and
  * comes here with them only when traced; a frame's rbx is found by replay (step_bx) only
  * for a CFA = rbx + N. */
-enum step_result cfi_step(struct walker *w, struct frame *f)
+enum step_result cfi_step(struct walker *w, struct walk_frame *f)
 {
 	const struct cached_rules *rules = f->rules;
 	bool ra_undefined = false, signal = false;

@@ -8,7 +8,7 @@
  * (no call_before: nothing to judge the return address by), under HPROF_DEBUG=scan, after
  * rules that said where the return address is (f->no_frame_record), and where its return
  * address does not fit (caller_fits). rbp's validity stays as it was. */
-enum step_result frame_record_step(struct walker *w, struct frame *f)
+enum step_result frame_record_step(struct walker *w, struct walk_frame *f)
 {
 	const struct frame_regs *regs = &f->regs;
 	uint64_t saved_bp, ra;

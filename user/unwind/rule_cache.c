@@ -139,7 +139,7 @@ struct cached_rules *fill_slot(struct walker *w, uint64_t pc, struct cached_rule
 struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, bool exact,
 					   struct cached_rules *rules)
 {
-	uint64_t lookup = exact ? ip : ip - 1;
+	uint64_t lookup = code_at(ip, exact);
 	struct cached_rules *slot = rules ? rules : &w->cache->slots[cache_slot(w->space_mix, lookup)];
 	struct code_rules code;
 	const bool ra_checked = rules && rules->pc == lookup && rules->ra_checked;

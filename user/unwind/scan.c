@@ -314,7 +314,7 @@ static bool may_scan(const struct walker *w)
 
 /* The frame step by a scan for a return address (scan_for_caller). rbp's validity is the
  * candidate's (regs_at_jump may recover rbp). */
-enum step_result scan_step(struct walker *w, struct frame *f)
+enum step_result scan_step(struct walker *w, struct walk_frame *f)
 {
 	f->caller = f->regs;
 	if (!may_scan(w) || !scan_for_caller(w, &f->caller, f->exact))
@@ -325,7 +325,7 @@ enum step_result scan_step(struct walker *w, struct frame *f)
 
 /* The last frame step: a return address where a runtime's stacks end, above the frame
  * (scan_for_stack_end). */
-enum step_result stack_end_step(struct walker *w, struct frame *f)
+enum step_result stack_end_step(struct walker *w, struct walk_frame *f)
 {
 	f->caller = f->regs;
 	if (!may_scan(w) || !scan_for_stack_end(w, &f->caller))

@@ -241,7 +241,7 @@ static inline uint64_t code_at(uint64_t pc, bool exact)
 }
 
 /* The frame a walk finds the caller of, as the frame steps (walk_loop.c) see it. */
-struct frame {
+struct walk_frame {
 	struct frame_regs regs; /* bx_at BX_LOST: rbx is found by replay where needed */
 	bool exact;             /* regs.ip is the pc itself, not a return address */
 	bool leaf;              /* regs are the sampled registers */
@@ -278,7 +278,7 @@ enum step_result {
 struct frame_step {
 	const char *name;
 	uint8_t found;
-	enum step_result (*try)(struct walker *w, struct frame *f);
+	enum step_result (*try)(struct walker *w, struct walk_frame *f);
 };
 
 /* stack_copy.c */
@@ -305,7 +305,7 @@ enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
 		     bool *ra_undefined, bool *signal);
 struct cached_rules *first_rules(struct walker *w, uint64_t id, uint64_t ip);
 bool returns_to_function_start(struct walker *w, uint64_t ra);
-enum step_result cfi_step(struct walker *w, struct frame *f);
+enum step_result cfi_step(struct walker *w, struct walk_frame *f);
 
 /* caller_check.c */
 enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target);
@@ -313,18 +313,18 @@ bool is_stack_end(struct walker *w, uint64_t ra);
 bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t caller_ra);
 enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp, const struct frame_regs *regs,
 		      bool sure, bool *agrees, uint32_t *nr_frames);
-bool caller_fits(struct walker *w, const struct frame *f, struct cached_rules *rules,
+bool caller_fits(struct walker *w, const struct walk_frame *f, struct cached_rules *rules,
 		 const struct frame_regs *caller, enum unwind_found by);
 bool may_be_outermost(const struct walker *w, const struct unwind_frame *f);
 
 /* analysis_step.c */
-enum step_result analysis_step(struct walker *w, struct frame *f);
+enum step_result analysis_step(struct walker *w, struct walk_frame *f);
 
 /* frame_record.c */
-enum step_result frame_record_step(struct walker *w, struct frame *f);
+enum step_result frame_record_step(struct walker *w, struct walk_frame *f);
 
 /* scan.c */
-enum step_result scan_step(struct walker *w, struct frame *f);
-enum step_result stack_end_step(struct walker *w, struct frame *f);
+enum step_result scan_step(struct walker *w, struct walk_frame *f);
+enum step_result stack_end_step(struct walker *w, struct walk_frame *f);
 
 #endif

@@ -53,7 +53,7 @@ static const struct frame_step frame_steps[] = {
 
 /* A hook on the walk: called after each step the walk tries, with what it gave. */
 struct walk_trace {
-	void (*step)(void *ctx, const struct frame *f, const struct frame_step *step,
+	void (*step)(void *ctx, const struct walk_frame *f, const struct frame_step *step,
 		     enum step_result result);
 	void *ctx;
 };
@@ -110,9 +110,9 @@ static inline uint32_t frame_depth(uint64_t first_sp, uint64_t sp)
 /* The frame steps in order, for the frame f, up to the first that does not reject it:
  * COMPLETE with f->caller and *found (the step's trust), or with *outermost; else why the
  * walk stops. Where every step rejects the frame: the reason an analysis's rules could not
- * be stepped, else NO_CFI. Out of line: the walk's loop takes plain CFI rules itself. */
+ * be stepped, else NO_CFI. Inline: the table is constant, so each step is a direct call. */
 static inline enum unwind_end
-take_step(struct walker *w, struct frame *f, const struct walk_trace *trace, uint8_t *found,
+take_step(struct walker *w, struct walk_frame *f, const struct walk_trace *trace, uint8_t *found,
 	  bool *outermost)
 {
 	*outermost = false;
@@ -127,8 +127,9 @@ take_step(struct walker *w, struct frame *f, const struct walk_trace *trace, uin
 			*found = s->found;
 			if (s->found >= UNWIND_FOUND_FRAME_POINTER) {
 				w->cache->stats.nocfi_frames[s->found]++;
-				/* after code the analysis found nothing in, the walk has always
-				 * kept the frame's rbp validity (a scan's may differ): kept so */
+				/* Where the analysis gave no rules, the walk has always kept the
+				 * frame's rbp validity, not the caller's (a scan's through a jump
+				 * may differ): kept so. */
 				if (!f->analysed)
 					f->caller.bp_valid = f->regs.bp_valid;
 			}
@@ -200,9 +201,9 @@ walk_from(const struct unwind_regs *regs, const struct stack_copy *copy,
 			found = UNWIND_FOUND_CFI;
 			exact = false;
 			/* caller frames: look up ra-1, the call instruction, not the one after it */
-			lookup = ip - 1;
+			lookup = code_at(ip, false);
 		} else {
-			struct frame f;
+			struct walk_frame f;
 			bool outermost;
 
 			/* field by field: the rest is written by the step that fills it */
@@ -280,7 +281,7 @@ struct trace_out {
 };
 
 /* The rules a step stepped by, where it has any. */
-static const struct cached_rules *step_rules(const struct frame *f, const struct frame_step *s)
+static const struct cached_rules *step_rules(const struct walk_frame *f, const struct frame_step *s)
 {
 	if (!f->rules)
 		return NULL;
@@ -293,7 +294,7 @@ static const struct cached_rules *step_rules(const struct frame *f, const struct
 
 /* One step as HPROF_DEBUG=unwind prints it: a line per frame, its steps in the order the
  * walk tried them, then what the last gave. */
-static void trace_step(void *ctx, const struct frame *f, const struct frame_step *s,
+static void trace_step(void *ctx, const struct walk_frame *f, const struct frame_step *s,
 		       enum step_result r)
 {
 	struct trace_out *t = ctx;
