@@ -6,18 +6,16 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "binary/code.h"
 #include "binary/fetch_debug.h"
 #include "binary/ksyms.h"
 #include "binary/modules.h"
-#include "binary/symbols.h"
 #include "proc/processes.h"
 #include "proc/resolver.h"
 #include "python/process.h"
 #include "python/stack.h"
 #include "unwind/code_cache.h"
+#include "unwind/process_space.h"
 #include "util/file_view.h"
-#include "util/process_memory.h"
 
 /* Kernel frames, then the user stack with its Python frames. */
 #define MAX_STACK_FRAMES (HPROF_MAX_KERNEL_DEPTH + HYBRID_MAX_FRAMES + HPROF_PY_MAX_FRAMES)
@@ -257,406 +255,6 @@ struct module_registry *session__modules(struct session *s)
 	return s->modules;
 }
 
-/* The walk's view of a process: its mappings' unwind tables (through the resolver), and
- * its binaries' entry code. */
-struct space_ctx {
-	struct session *s;
-	struct process *proc;
-};
-
-/* JIT code with unwinding info in its jitdump: the code load's range and rows. */
-static int jit_unwind_map(struct module *mod, uint64_t pc, struct unwind_map *map)
-{
-	const struct unwind_table *table;
-	struct jitdump_code code;
-
-	if (!mod->jitdump || jitdump__find(mod->jitdump, pc, &code) != 0 ||
-	    jitdump__unwind_table(mod->jitdump, pc, &table, NULL, 0) != 0)
-		return -ENODATA;
-	*map = (struct unwind_map){ .start = code.start, .end = code.start + code.size,
-				    .bias = 0, .table = table };
-	return 0;
-}
-
-/* Where the process defines a runtime's variable: as the dynamic linker resolves the
- * symbol, the program's own if it defines one (its code is mapped lowest), else the
- * library loaded first that does (the loader maps libraries downwards: the highest). */
-static int locate_runtime_symbol(struct space_ctx *c, enum runtime_symbol which, uint64_t *addr)
-{
-	size_t n = address_space__count(c->proc->as);
-	bool first_file = true, found = false;
-
-	for (size_t i = 0; i < n; i++) {
-		struct mapping *m = address_space__at(c->proc->as, i);
-		struct module *mod = resolver__module(&c->s->resolver, c->proc, m);
-		uint64_t vaddr;
-
-		if (!mod || mod->anon_code)
-			continue;
-		if (!m->bias_err && module__runtime_symbol(mod, which, &vaddr) == 0) {
-			*addr = vaddr + (uint64_t)m->bias;
-			found = true;
-			if (first_file)
-				return 0;
-		}
-		first_file = false;
-	}
-	return found ? 0 : -ENOENT;
-}
-
-static int locate_gdb_jit(void *ctx, uint64_t *descriptor)
-{
-	return locate_runtime_symbol(ctx, RUNTIME_GDB_JIT_DESCRIPTOR, descriptor);
-}
-
-/* BEAM's exit address: the pointer beam_normal_exit holds, once the emulator set it. */
-static int locate_beam_exit(void *ctx, uint64_t *exit)
-{
-	struct space_ctx *c = ctx;
-	uint64_t var;
-
-	if (locate_runtime_symbol(c, RUNTIME_BEAM_NORMAL_EXIT, &var) != 0 ||
-	    !process_memory__read(c->proc->pid, var, exit, sizeof(*exit)) || *exit == 0)
-		return -ENOENT;
-	return 0;
-}
-
-/* JIT code registered through gdb's JIT interface: the object's rows. */
-static int gdb_jit_unwind_map(struct space_ctx *c, uint64_t pc, struct unwind_map *map)
-{
-	struct gdb_jit *gj = module_registry__gdb_jit(c->s->modules, c->proc->pid, locate_gdb_jit, c);
-	const struct unwind_table *table;
-	uint64_t start, end;
-
-	struct mapping *m = process__find_mapping(c->proc, pc);
-
-	if (!gj || !m || gdb_jit__find(gj, pc, &table, &start, &end) != 0)
-		return -ENODATA;
-	/* the object's rows, no further than the mapping: an object's claim on other code
-	 * (another library's, in a range its rows span) is not taken */
-	*map = (struct unwind_map){ .start = start > m->start ? start : m->start,
-				    .end = end < m->end ? end : m->end, .bias = 0, .table = table };
-	return 0;
-}
-
-static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
-{
-	struct space_ctx *c = ctx;
-	struct mapping *m = process__find_mapping(c->proc, pc);
-	struct module *mod;
-
-	if (!m)
-		return -ENOENT;
-	mod = resolver__module(&c->s->resolver, c->proc, m);
-	if (!mod || m->bias_err)
-		return -ENODATA;
-	if (mod->anon_code)
-		return jit_unwind_map(mod, pc, map) == 0 ? 0 : gdb_jit_unwind_map(c, pc, map);
-	map->table = module_registry__unwind_table(c->s->modules, mod);
-	if (!map->table)
-		return -ENODATA;
-	map->start = m->start;
-	map->end = m->end;
-	map->bias = (uint64_t)m->bias;
-	return 0;
-}
-
-/* Finds the mapping's module too, so that modules are numbered in the order the chain
- * meets them (pprof's mapping ids), whatever the walk looks up later. */
-static bool is_mapped(void *ctx, uint64_t pc)
-{
-	struct space_ctx *c = ctx;
-	struct mapping *m = process__find_mapping(c->proc, pc);
-
-	if (m)
-		resolver__module(&c->s->resolver, c->proc, m);
-	return m != NULL;
-}
-
-/* ra returns into a Go function that moved rsp to the stack the frame below runs on
- * (unwind_table__switches_stack): systemstack's or mcall's call of a function on the
- * thread's g0 stack. */
-static bool returns_into_stack_switch(struct space_ctx *c, uint64_t ra)
-{
-	struct unwind_map map;
-
-	return find_map(c, ra, &map) == 0 && unwind_table__switches_stack(map.table, ra - 1 - map.bias);
-}
-
-/* Where a runtime's stacks end: the address an Erlang process's first frame returns to
- * (BEAM runs each Erlang process on a stack of its own, which ends there), and a return
- * into Go code that switched stacks. */
-static bool is_stack_end(void *ctx, uint64_t ra)
-{
-	struct space_ctx *c = ctx;
-
-	/* 0: no BEAM exit known, and no stack ends at address 0 */
-	return ra != 0 &&
-	       (ra == module_registry__beam_exit(c->s->modules, c->proc->pid, locate_beam_exit, c) ||
-		returns_into_stack_switch(c, ra));
-}
-
-/* Where a stack starts: the ELF entry's code, or a runtime's stack end. */
-static bool is_entry_code(void *ctx, uint64_t pc, bool caller)
-{
-	struct space_ctx *c = ctx;
-
-	return resolver__is_entry_code(&c->s->resolver, c->proc, pc, caller) ||
-	       (caller && is_stack_end(ctx, pc));
-}
-
-static bool is_function_entry(void *ctx, uint64_t pc)
-{
-	struct space_ctx *c = ctx;
-
-	return resolver__is_function_entry(&c->s->resolver, c->proc, pc);
-}
-
-static bool in_start_routine(void *ctx, uint64_t pc)
-{
-	struct space_ctx *c = ctx;
-
-	return resolver__in_start_routine(&c->s->resolver, c->proc, pc);
-}
-
-/* The code at pc: its mapping and module, and the address the caches know it by (the ELF
- * virtual address in a file, the address itself in JIT code). */
-struct code_at {
-	struct mapping *m;
-	struct module *mod;
-	uint64_t key;
-};
-
-static bool code_at(struct space_ctx *c, uint64_t pc, struct code_at *at)
-{
-	at->m = process__find_mapping(c->proc, pc);
-	at->mod = at->m ? resolver__module(&c->s->resolver, c->proc, at->m) : NULL;
-	if (!at->mod || at->m->bias_err)
-		return false;
-	at->key = pc - (uint64_t)at->m->bias;
-	return true;
-}
-
-/* Reads [addr, addr + len) of the code in at, clipped to its mapping. */
-static ssize_t read_code(struct space_ctx *c, const struct code_at *at, uint64_t addr,
-			 uint8_t *buf, size_t len)
-{
-	uint32_t pid = c->s->resolver.replay ? 0 : c->proc->pid;
-
-	if (addr < at->m->start) {
-		len = addr + len > at->m->start ? addr + len - at->m->start : 0;
-		addr = at->m->start;
-	}
-	return len ? code__read(at->mod, at->m, pid, addr, buf, len) : -ENOENT;
-}
-
-/* JIT code's function, by its jitdump's code load, else its perf map's entry. */
-static int jit_function_bounds(struct module *mod, uint64_t pc, uint64_t *start, uint64_t *end)
-{
-	struct jitdump_code code;
-
-	if (mod->jitdump && jitdump__find(mod->jitdump, pc, &code) == 0 && code.size != 0) {
-		*start = code.start;
-		*end = code.start + code.size;
-		return 0;
-	}
-	return perf_map__bounds(mod->perf_map, pc, start, end);
-}
-
-/* The function holding pc by its binary's symbols (JIT code's by its jitdump or perf map): [*start,
- * *end), end 0 when the symbol has no size. */
-static int function_bounds(struct space_ctx *c, uint64_t pc, uint64_t *start, uint64_t *end)
-{
-	struct code_at at;
-	uint64_t vstart, size;
-
-	if (code_at(c, pc, &at) && at.mod->anon_code)
-		return jit_function_bounds(at.mod, pc, start, end) == 0 ? 0 : -ENODATA;
-	if (!code_at(c, pc, &at) || !at.mod->syms ||
-	    elf_symbols__function(at.mod->syms, at.key, &vstart, &size) != 0)
-		return -ENOENT;
-	*start = pc - (at.key - vstart);
-	*end = size ? *start + size : 0;
-	return 0;
-}
-
-static bool is_jit_code(void *ctx, uint64_t pc)
-{
-	struct code_at at;
-
-	return code_at(ctx, pc, &at) && at.mod->anon_code;
-}
-
-static int function_start(void *ctx, uint64_t pc, uint64_t *start)
-{
-	uint64_t end;
-
-	return function_bounds(ctx, pc, start, &end);
-}
-
-/* How much code an analysis reads: from the function's start, if it is this close,
- * else from a little before pc (loops branch back), to well after pc. Where a path ran
- * past that without meeting a return, the code is read again, as far as the analysis
- * goes (CODE_MAX_WINDOW): oneDNN's JIT GEMM kernels are 60-110 KiB, one return at the
- * end. */
-#define ANALYSIS_BEFORE (64u << 10)
-#define ANALYSIS_BACK 4096u
-#define ANALYSIS_AFTER (16u << 10)
-
-/* Analyses [from, from + len) of the code in at for pc's rules; false when unreadable. */
-static bool analyze_read(struct space_ctx *c, const struct code_at *at, uint64_t pc,
-			 uint64_t start, uint64_t end, uint64_t from, uint8_t *buf, size_t len,
-			 enum code_fail *fail, struct code_rules *rules, bool *cut)
-{
-	struct code_window window;
-	ssize_t n = read_code(c, at, from, buf, len);
-
-	if (n <= 0)
-		return false;
-	window = (struct code_window){ .bytes = buf, .addr = from < at->m->start ? at->m->start : from,
-				       .len = (size_t)n };
-	/* the read stopped at the window's end, not the code's: more can be read */
-	*cut = window.addr + window.len == from + len;
-	*fail = x86_code__analyze(&window, pc, start, end, rules);
-	return true;
-}
-
-static int analyze(void *ctx, uint64_t pc, struct code_rules *rules)
-{
-	static uint8_t buf[ANALYSIS_BEFORE + ANALYSIS_AFTER], wide[CODE_MAX_WINDOW];
-	struct space_ctx *c = ctx;
-	struct code_cache_stats *stats = code_cache__stats(c->s->code);
-	enum code_fail fail;
-	uint64_t start = 0, end = 0, from;
-	struct code_at at;
-	bool cut;
-
-	if (!code_at(c, pc, &at))
-		return CODE_UNDECODABLE;
-	if (code_cache__rules(c->s->code, at.mod->id, at.key, &fail, rules))
-		return fail;
-	if (function_bounds(c, pc, &start, &end) != 0 || pc - start > ANALYSIS_BEFORE)
-		start = end = 0;
-	from = start ? start : pc - ANALYSIS_BACK;
-	/* A process that exited is read from the copies of what was read while it lived,
-	 * which may hold the code at pc but not the code before it: then from pc on alone,
-	 * tracing forward. */
-	if (!analyze_read(c, &at, pc, start, end, from, buf, pc + ANALYSIS_AFTER - from, &fail,
-			  rules, &cut) &&
-	    !analyze_read(c, &at, pc, 0, 0, pc, buf, ANALYSIS_AFTER, &fail, rules, &cut)) {
-		stats->unreadable++;
-		fail = CODE_UNDECODABLE;
-	} else {
-		if (fail == CODE_NO_EXIT && rules->past_window && cut &&
-		    analyze_read(c, &at, pc, start, end, from, wide, sizeof(wide), &fail, rules, &cut))
-			stats->widened++;
-		stats->analyses++;
-		stats->failed[fail]++;
-	}
-	code_cache__put_rules(c->s->code, at.mod->id, at.key, fail, rules);
-	return fail;
-}
-
-/* The longest call instruction, with prefixes. */
-#define CALL_MAX_BYTES 16
-
-static int call_before(void *ctx, uint64_t ra, uint64_t *target)
-{
-	struct space_ctx *c = ctx;
-	uint8_t buf[CALL_MAX_BYTES];
-	struct code_window window;
-	enum code_call call;
-	int64_t delta = 0;
-	struct code_at at;
-	ssize_t n;
-
-	*target = 0;
-	if (ra < CALL_MAX_BYTES || !code_at(c, ra - 1, &at))
-		return CODE_CALL_NONE;
-	if (!code_cache__call(c->s->code, at.mod->id, at.key + 1, &call, &delta)) {
-		n = read_code(c, &at, ra - CALL_MAX_BYTES, buf, CALL_MAX_BYTES);
-		call = CODE_CALL_NONE;
-		if (n > 0) {
-			uint64_t from = ra - CALL_MAX_BYTES < at.m->start ? at.m->start : ra - CALL_MAX_BYTES;
-
-			window = (struct code_window){ .bytes = buf, .addr = from, .len = (size_t)n };
-			call = x86_code__call_before(&window, ra, target);
-			delta = (int64_t)(*target - ra);
-		}
-		code_cache__stats(c->s->code)->calls_checked++;
-		code_cache__put_call(c->s->code, at.mod->id, at.key + 1, call, delta);
-	}
-	if (call == CODE_CALL_DIRECT)
-		*target = ra + (uint64_t)delta;
-	return call;
-}
-
-/* Code a trace for jumps reads after the address, and before it for a pc (GHC's code
- * jumps back to the block before): trampolines and most of GHC's blocks are short. From a
- * pc where that found no jump, as far as JUMP_TRACE_FAR after it (a long Haskell function
- * runs straight on past 4 KiB). */
-#define JUMP_TRACE_BYTES 4096u
-#define JUMP_TRACE_FAR (64u << 10)
-
-/* x86_code__jump_depths (from_start) or _offsets of the code at addr, read from its
- * binary or memory: [addr - back, addr + after). */
-static uint32_t trace_jumps_read(struct space_ctx *c, const struct code_at *code, uint64_t addr,
-				 bool from_start, uint64_t back, uint64_t after, uint8_t *buf,
-				 int32_t *found, uint64_t *jump_at)
-{
-	uint64_t from = addr - back, start = 0, end = 0;
-	ssize_t n = read_code(c, code, from, buf, back + after);
-	struct code_window window = { .bytes = buf,
-				      .addr = from < code->m->start ? code->m->start : from,
-				      .len = n > 0 ? (size_t)n : 0 };
-
-	if (!from_start)
-		return x86_code__jump_offsets(&window, addr, found, CODE_JUMPS);
-	/* a symbol that starts there bounds the trace; any other is another's */
-	if (function_bounds(c, addr, &start, &end) != 0 || start != addr)
-		end = 0;
-	return x86_code__jump_depths(&window, addr, end, found, jump_at, CODE_JUMPS);
-}
-
-static uint32_t jumps(void *ctx, uint64_t addr, bool from_start, int32_t *values, uint64_t *at,
-		      uint32_t max)
-{
-	static uint8_t buf[JUMP_TRACE_BYTES + JUMP_TRACE_FAR];
-	struct space_ctx *c = ctx;
-	int32_t found[CODE_JUMPS], found_at[CODE_JUMPS] = { 0 };
-	uint64_t jump_at[CODE_JUMPS];
-	uint32_t nr = 0;
-	struct code_at code;
-
-	if (!code_at(c, addr, &code) || addr < JUMP_TRACE_BYTES)
-		return 0;
-	if (!code_cache__jumps(c->s->code, code.mod->id, code.key, from_start, found, found_at, &nr)) {
-		const uint64_t back = from_start ? 0 : JUMP_TRACE_BYTES;
-
-		nr = trace_jumps_read(c, &code, addr, from_start, back, JUMP_TRACE_BYTES, buf, found,
-				      jump_at);
-		if (nr == 0 && !from_start)
-			nr = trace_jumps_read(c, &code, addr, false, back, JUMP_TRACE_FAR, buf, found,
-					      jump_at);
-		for (uint32_t i = 0; from_start && i < nr; i++)
-			found_at[i] = (int32_t)(jump_at[i] - addr);
-		code_cache__stats(c->s->code)->jumps_traced++;
-		code_cache__put_jumps(c->s->code, code.mod->id, code.key, from_start, found, found_at,
-				      nr);
-	}
-	nr = nr < max ? nr : max;
-	for (uint32_t i = 0; i < nr; i++) {
-		values[i] = found[i];
-		at[i] = addr + (uint64_t)(int64_t)found_at[i];
-	}
-	return nr;
-}
-
-static bool space_is_entry_code(void *ctx, uint64_t pc, bool caller)
-{
-	return is_entry_code(ctx, pc, caller);
-}
-
 void session__set_no_scan(struct session *s, bool no_scan)
 {
 	s->no_scan = no_scan;
@@ -667,22 +265,12 @@ const struct code_cache_stats *session__code_stats(const struct session *s)
 	return code_cache__stats(s->code);
 }
 
-static struct hybrid_space space_of(struct space_ctx *c)
+/* The walk's view of proc (unwind/process_space.h). */
+static struct process_view view_of(struct session *s, struct process *proc)
 {
-	return (struct hybrid_space){
-		.walk = { .find_map = find_map, .ctx = c, .id = c->proc->space_id,
-			  .is_function_entry = is_function_entry,
-			  .analyze = c->s->scan_only ? NULL : analyze,
-			  .call_before = call_before, .function_start = function_start,
-			  .is_jit_code = is_jit_code, .jumps = jumps,
-			  .is_entry_code = space_is_entry_code,
-			  .is_stack_end = is_stack_end, .no_scan = c->s->no_scan,
-			  .scan_only = c->s->scan_only },
-		.is_mapped = is_mapped,
-		.is_entry_code = is_entry_code,
-		.in_start_routine = in_start_routine,
-		.pid = c->proc->pid,
-	};
+	return (struct process_view){ .proc = proc, .resolver = &s->resolver,
+				      .modules = s->modules, .code = s->code,
+				      .no_scan = s->no_scan, .scan_only = s->scan_only };
 }
 
 /* What the walks and the analysis did with code without CFI, for the summary. */
@@ -714,8 +302,8 @@ static uint32_t user_stack(struct session *s, struct process *proc,
 			   const struct hprof_sample *sample, struct frame *out,
 			   enum stack_method *method, unsigned *reason)
 {
-	struct space_ctx c = { .s = s, .proc = proc };
-	const struct hybrid_space space = space_of(&c);
+	struct process_view c = view_of(s, proc);
+	const struct hybrid_space space = process_view__space(&c);
 	uint32_t n = hybrid__user_stack(s->hybrid, &space, sample, s->user, method, reason);
 
 	s->stats.unwind = *hybrid__stats(s->hybrid);
@@ -870,7 +458,7 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 {
 	const struct unwind_regs regs = hybrid__sample_regs(sample);
 	struct stack_copy copy, interrupted;
-	struct space_ctx c = { .s = s };
+	struct process_view c = view_of(s, NULL);
 	struct hybrid_space space;
 
 	if (!hprof_sample__well_formed(sample, size) || sample->nr_user == 0 || sample->stack_len == 0)
@@ -878,7 +466,7 @@ int session__walk_sample(struct session *s, const struct hprof_sample *sample, s
 	c.proc = find_process(s, sample);
 	if (!c.proc)
 		return -ENOMEM;
-	space = space_of(&c);
+	space = process_view__space(&c);
 	hybrid__sample_copy(sample, &copy, &interrupted);
 	hybrid__walk(s->hybrid, &space, &regs, &copy, frames, max, result);
 	return 0;
@@ -888,12 +476,12 @@ int session__walk_process(struct session *s, uint32_t pid, const struct unwind_r
 			  const struct stack_copy *copy, struct unwind_frame *frames, uint32_t max,
 			  struct unwind_result *result)
 {
-	struct space_ctx c = { .s = s, .proc = process_table__get(s->processes, pid) };
+	struct process_view c = view_of(s, process_table__get(s->processes, pid));
 	struct hybrid_space space;
 
 	if (!c.proc)
 		return -ENOMEM;
-	space = space_of(&c);
+	space = process_view__space(&c);
 	hybrid__walk(s->hybrid, &space, regs, copy, frames, max, result);
 	return 0;
 }

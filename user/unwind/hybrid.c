@@ -198,12 +198,13 @@ static bool cfa_is_not_bp(uint8_t cfa)
 static bool chain_keeps_frame_pointers(const struct job *j, uint32_t from)
 {
 	const struct hprof_sample *s = j->sample;
-	struct unwind_rules rules;
 
 	for (uint32_t i = from; i + 1 < s->nr_user; i++) {
 		uint64_t pc = hprof_sample__user_ip(s, i);
 
-		if (rules_at(j->space, i == 0 ? pc : pc - 1, &rules) && cfa_is_not_bp(rules.cfa))
+		/* every frame of every frame-pointer sample: through the walk's cache */
+		if (cfa_is_not_bp(unwind__cfa_kind_at(&j->space->walk, j->h->cache,
+						      i == 0 ? pc : pc - 1)))
 			return false;
 	}
 	return true;

@@ -215,14 +215,24 @@ struct unwind_result {
  * less 1); false when no row does. Uncached: for the few lookups outside a walk. */
 bool unwind__rules_at(const struct unwind_space *space, uint64_t pc, struct unwind_rules *rules);
 
+/* The CFA kind of the row covering pc (as unwind__rules_at's), UNWIND_CFA_END where no row
+ * does, read through the walk's cache (slots keyed by space->id and pc, as the walk's):
+ * for a check of every frame of a sample outside the walk. Not counted as a miss. */
+enum unwind_cfa_kind unwind__cfa_kind_at(const struct unwind_space *space,
+					 struct unwind_cache *cache, uint64_t pc);
+
 /* Walks from regs over copy, writing up to max frames (innermost first). space->id must
  * not be 0 and cache not NULL. */
 void unwind__walk(const struct unwind_regs *regs, const struct stack_copy *copy,
 		  const struct unwind_space *space, struct unwind_cache *cache,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 
-/* The same walk, one line per frame on out: pc, registers, the rules found, the CFA and
- * return address they give, and why it stopped (HPROF_DEBUG=unwind). Slow; never counts. */
+/* unwind__walk traced, one line per frame on out: pc and registers, then each frame step
+ * the walk tried, in order, with the rules it stepped by, and what the last one gave (the
+ * CFA and return address, or why the walk stops there); then why it stopped
+ * (HPROF_DEBUG=unwind). The walk itself, through a hook on its loop: it cannot print a
+ * step the walk does not take. Slow (no inline fast path); never counts (the cache's
+ * stats are put back). */
 void unwind__trace(const struct unwind_regs *regs, const struct stack_copy *copy,
 		   const struct unwind_space *space, struct unwind_cache *cache, FILE *out);
 
