@@ -67,6 +67,16 @@ share_among() {
 		END { printf "%d/%d\n", matched, total }' "$1"
 }
 
+# among_misses FILE COMM WITHIN REGEX [N]: the N (3) commonest of COMM's stacks in FILE that
+# match WITHIN but not REGEX, with their counts (what share_among did not count).
+among_misses() {
+	awk -v comm="$2" -v within="$3" -v re="$4" '
+		{ count = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
+		  split(stack, f, ";"); if (f[1] != comm || stack !~ within || stack ~ re) next
+		  miss[stack] += count }
+		END { for (m in miss) print miss[m], m }' "$1" | sort -rn | head -"${5:-3}" | cut -c1-600
+}
+
 # own_share FILE COMM OWN REGEX [CALLERS]: "matched/total" like share_matching, over the
 # samples in which COMM's own program ran (see own_samples); matched: those whose whole
 # stack matches the extended REGEX or, when CALLERS is given, whose frames up to the

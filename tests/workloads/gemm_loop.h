@@ -1,5 +1,6 @@
 /* The driver the GEMM workloads share (onednn/gemm.c, mkl/gemm.c): fills two float
- * matrices, multiplies them over and over for a number of seconds of wall time, then prints
+ * matrices, multiplies them over and over for a number of seconds of the calling thread's CPU
+ * time (a busy machine makes the run longer, not poorer in samples), then prints
  * the rounds and one element of the product. The matrices are GEMM_N x GEMM_N, or each size
  * the command line names in turn (a library picks its kernels, and how it blocks them, by
  * size). */
@@ -18,7 +19,7 @@
 /* One product c = a * b of n x n row-major floats; 0 on success. */
 typedef int (*gemm_fn)(int n, const float *a, const float *b, float *c);
 
-/* Runs gemm for argv[1] seconds (default 2) on the sizes argv[2]... (default GEMM_N), one
+/* Runs gemm for argv[1] seconds of CPU time (default 2) on the sizes argv[2]... (default GEMM_N), one
  * product of each in turn; main's exit status. */
 static inline int gemm_loop(int argc, char **argv, const char *name, gemm_fn gemm)
 {
@@ -47,14 +48,14 @@ static inline int gemm_loop(int argc, char **argv, const char *name, gemm_fn gem
 		a[i] = (float)(i % 13) * 0.25f;
 		b[i] = (float)(i % 7) * 0.5f;
 	}
-	start = workload_now();
+	start = workload_cpu_now();
 	do {
 		if (gemm(sizes[rounds % nr_sizes], a, b, c) != 0) {
 			fprintf(stderr, "%s: the product failed\n", name);
 			return 1;
 		}
 		rounds++;
-	} while (workload_now() - start < seconds);
+	} while (workload_cpu_now() - start < seconds);
 	printf("%ld %g\n", rounds, (double)c[1]);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* Intel MKL's sgemm (Debian's non-free libmkl), for tests/t_realprog.sh and
- * bench/b_realprog.sh: 384x384 floats, over and over for SECONDS of wall time, on the
+ * bench/b_realprog.sh: 384x384 floats, over and over for SECONDS of CPU time, on the
  * OpenMP threads OMP_NUM_THREADS gives. MKL's GEMM kernels are hand-written and ship
  * without CFI; they save registers by mov and use rbp as a counter, so their callers, which
  * keep a frame pointer, are found only through the rbp the kernels saved. Prints the rounds
