@@ -1,6 +1,6 @@
 /* oneDNN's JIT sgemm (Debian's libdnnl), for tests/t_realprog.sh and bench/b_realprog.sh:
- * dnnl_sgemm on 384x384 floats (or the sizes named), over and over for SECONDS of CPU time, on the OpenMP
- * threads OMP_NUM_THREADS gives. oneDNN generates its GEMM kernels (60-110 KiB each, no
+ * dnnl_sgemm on 384x384 floats (or the sizes named), over and over for SECONDS of CPU time,
+ * on the OpenMP threads OMP_NUM_THREADS gives. oneDNN generates its GEMM kernels (60-110 KiB each, no
  * CFI) into anonymous executable memory at run time. Prints the rounds and one element.
  * Usage: gemm [SECONDS [SIZE...]] */
 #include <dnnl.h>
