@@ -69,7 +69,15 @@ if ! { gcc -O2 -g "$TMP/prog.c" -o "$TMP/p_dbgi" && split "$TMP" p_dbgi &&
 	exit 1
 fi
 ok "build stripped programs and their debug files, two of them dwz'd"
-DEBUG_FILES=4
+# p_inline: tests/workloads/inline_work.c, functions forced inline at known lines; ref keeps
+# its DWARF for eu-addr2line
+mkdir -p "$TMP/inl"
+if ! { gcc -O2 -g -o "$TMP/inl/p_inline" tests/workloads/inline_work.c &&
+	cp "$TMP/inl/p_inline" "$TMP/inl/ref" && split "$TMP/inl" p_inline; } >"$TMP/build.log" 2>&1; then
+	fail "build the stripped inline program: $(tail -3 "$TMP/build.log")"
+	exit 1
+fi
+DEBUG_FILES=5
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -139,6 +147,28 @@ check "summary: fetched from the server ($(summary_line server))" \
 check "dwz'd debug file: the functions named ($(named dwz p_dwz))" at_least 95 "$(named dwz p_dwz)"
 check "dwz'd debug file: its supplementary file fetched too ($(summary_line dwz))" \
 	grep -q "hprof: debuginfod:   p_dwz (dwz) [0-9a-f]*: from the server" "$TMP/dwz.err"
+
+# inline frames and lines of the fetched debug file: every sampled pc's chain is
+# eu-addr2line's, when recorded (pprof, folded) and when a capture is reported
+DEBUGINFOD_CACHE_PATH=$TMP/cache_inline "$HPROF" -F 1999 --pprof "$TMP/inl/p.pb.gz" \
+	--folded "$TMP/inl/p.folded" --raw "$TMP/inl/p.raw" -- "$TMP/inl/p_inline" 40000000 \
+	>/dev/null 2>"$TMP/inl/err"
+python3 tests/inline_compare.py pprof "$TMP/inl/p.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
+	"step|mix|scale" >"$TMP/inl/cmp" 2>&1
+rc=$?
+check "fetched DWARF: every sampled pc's inline chain and lines are eu-addr2line's ($(grep '^#' "$TMP/inl/cmp" | tail -1))" \
+	[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/inl/cmp"
+grep -v '^#' "$TMP/inl/cmp" | head -4
+r=$(share_matching "$TMP/inl/p.folded" p_inline ';spin;step_\[i\];(mix|scale)_\[i\]$')
+check "fetched DWARF: folded spin;step_[i];mix_[i] or scale_[i] in most samples ($r)" \
+	[ "${r%/*}" -gt 0 ] && [ $((${r%/*} * 2)) -gt "${r#*/}" ]
+DEBUGINFOD_CACHE_PATH=$TMP/cache_inline_report "$HPROF" report "$TMP/inl/p.raw" \
+	--pprof "$TMP/inl/r.pb.gz" >/dev/null 2>"$TMP/inl/report.err"
+python3 tests/inline_compare.py pprof "$TMP/inl/r.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
+	"step|mix|scale" >"$TMP/inl/rcmp" 2>&1
+rc=$?
+check "report, fetched DWARF: every pc's inline chain and lines are eu-addr2line's ($(grep '^#' "$TMP/inl/rcmp" | tail -1))" \
+	[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/inl/rcmp" && grep -q "fetched (1 from the server" "$TMP/inl/report.err"
 
 run cached
 check "from the cache: the functions named ($(named cached))" at_least 95 "$(named cached)"

@@ -41,6 +41,12 @@ size_t fetch_debug__count(const struct fetch_debug_report *rep, enum debuginfod_
 	return n;
 }
 
+size_t fetch_debug__fetched(const struct fetch_debug_report *rep)
+{
+	return fetch_debug__count(rep, DEBUGINFOD_FROM_SERVER) +
+	       fetch_debug__count(rep, DEBUGINFOD_FROM_CACHE);
+}
+
 static void hex(const uint8_t *id, size_t len, char *out)
 {
 	for (size_t i = 0; i < len; i++)

@@ -31,6 +31,8 @@ struct fetch_debug_report {
  * -ENOMEM; a file not found is in *rep, not an error. */
 int fetch_debug__run(struct module_registry *reg, double total_timeout_s, FILE *progress_out,
 		     struct fetch_debug_report *rep);
+/* How many files were fetched, from the server or the cache. */
+size_t fetch_debug__fetched(const struct fetch_debug_report *rep);
 /* How many results had outcome o. */
 size_t fetch_debug__count(const struct fetch_debug_report *rep, enum debuginfod_outcome o);
 const char *debuginfod_outcome__name(enum debuginfod_outcome o);
