@@ -189,6 +189,16 @@ check "report: the functions named through the server ($(named report))" at_leas
 check "report: fetched from the server ($(summary_line report))" \
 	grep -q "1 of 1 debug file fetched (1 from the server" "$TMP/report.err"
 
+# hprof diff replays captures as report does: their debug files fetched, --no-debuginfod not
+DEBUGINFOD_CACHE_PATH=$TMP/cache_diff "$HPROF" diff "$TMP/p.raw" "$TMP/p.raw" >"$TMP/diff.out" 2>"$TMP/diff.err"
+check "diff: a capture's functions named through the server ($(grep -c 'dbgi_' "$TMP/diff.out") rows)" \
+	grep -q ' dbgi_alpha$' "$TMP/diff.out" && grep -q ' dbgi_beta$' "$TMP/diff.out" &&
+	grep -q "fetched (1 from the server" "$TMP/diff.err"
+DEBUGINFOD_CACHE_PATH=$TMP/cache_diff_off "$HPROF" diff --no-debuginfod "$TMP/p.raw" "$TMP/p.raw" \
+	>"$TMP/diff-off.out" 2>"$TMP/diff-off.err"
+check "diff --no-debuginfod: addresses, no debuginfod line" \
+	bash -c "! grep -q dbgi_ '$TMP/diff-off.out' && grep -q 'p_dbgi+0x' '$TMP/diff-off.out' && ! grep -q debuginfod '$TMP/diff-off.err'"
+
 stop_servers
 export DEBUGINFOD_CACHE_PATH=$TMP/cache_stopped
 run stopped

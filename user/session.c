@@ -841,6 +841,11 @@ int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *
 	return err;
 }
 
+const struct fetch_debug_report *session__debug_files(const struct session *s)
+{
+	return &s->debug_files;
+}
+
 void session__settle_names(struct session *s)
 {
 	module_registry__reload_jit(s->modules, 0);
