@@ -1,6 +1,7 @@
 #include "binary/debuginfod.h"
 #include "binary/debug_files.h"
 #include "binary/symbols.h"
+#include "util/text.h"
 
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
@@ -35,7 +36,7 @@ struct debuginfod {
 	double file_timeout_s;
 	double deadline;      /* monotonic seconds: every fetch ends by then */
 	/* the fetch under way */
-	const char *name;
+	char name[96]; /* the binary's, as a terminal may show it (text__terminal_safe) */
 	double started;
 	bool went_to_server;  /* the progress callback ran: the cache did not have it */
 	bool timed_out;
@@ -189,7 +190,7 @@ int debuginfod__fetch(struct debuginfod *d, const uint8_t *id, size_t id_len, co
 	int fd, err;
 
 	memset(res, 0, sizeof(*res));
-	d->name = name;
+	text__terminal_safe(name, d->name, sizeof(d->name));
 	d->started = now_s();
 	d->went_to_server = d->timed_out = d->past_deadline = d->progress_shown = false;
 	if (d->started >= d->deadline) {

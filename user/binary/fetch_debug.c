@@ -1,5 +1,6 @@
 #include "binary/fetch_debug.h"
 #include "binary/debug_files.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -97,7 +98,8 @@ static int fetch_build_id(struct debuginfod *d, const uint8_t *id, size_t len, c
 	rep->results = bigger;
 	r = &rep->results[rep->nr_results++];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
+	/* the summary prints it on a terminal */
+	text__terminal_safe(name, r->name, sizeof(r->name));
 	memcpy(r->build_id, build_id, sizeof(build_id));
 	if (debuginfod__fetch(d, id, len, name, &r->fetch) != 0)
 		return 0;
