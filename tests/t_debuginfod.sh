@@ -199,6 +199,40 @@ DEBUGINFOD_CACHE_PATH=$TMP/cache_diff_off "$HPROF" diff --no-debuginfod "$TMP/p.
 check "diff --no-debuginfod: addresses, no debuginfod line" \
 	bash -c "! grep -q dbgi_ '$TMP/diff-off.out' && grep -q 'p_dbgi+0x' '$TMP/diff-off.out' && ! grep -q debuginfod '$TMP/diff-off.err'"
 
+# hprof serve fetches on a thread of its own after a window: a later window names the
+# program's functions, with their inline frames; --no-debuginfod never does
+# serve_windows NAME OPTIONS...: serves p_inline's samples in 1 s windows into $TMP/NAME/,
+# until a window shows spin;step_[i] or 30 windows were written.
+serve_windows() {
+	local name=$1 pid spid i
+	shift
+	mkdir -p "$TMP/$name"
+	"$TMP/inl/p_inline" 100000000000 &
+	pid=$!
+	"$HPROF" serve --listen 127.0.0.1:0 -F 499 --pid "$pid" --every 1s \
+		--folded "$TMP/$name/win.folded" "$@" >/dev/null 2>"$TMP/$name.err" &
+	spid=$!
+	for ((i = 0; i < 600; i++)); do
+		grep -qs ';spin;step_\[i\]' "$TMP/$name"/win.*.folded && break
+		[ "$(find "$TMP/$name" -name 'win.*.folded' | wc -l)" -ge 30 ] && break
+		[ "${1:-}" = --no-debuginfod ] && [ "$(find "$TMP/$name" -name 'win.*.folded' | wc -l)" -ge 3 ] && break
+		sleep 0.1
+	done
+	kill -TERM "$spid"
+	wait "$spid"
+	echo $? >"$TMP/$name.rc"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+}
+DEBUGINFOD_CACHE_PATH=$TMP/cache_serve serve_windows serve
+check "serve: a later window names the functions with inline frames ($(ls "$TMP/serve" | wc -l) windows, exit $(cat "$TMP/serve.rc"))" \
+	grep -qs ';spin;step_\[i\];\(mix\|scale\)_\[i\] ' "$TMP/serve"/win.*.folded
+check "serve: the fetch in its summary ($(summary_line serve))" \
+	grep -q "1 of 1 debug file fetched (1 from the server" "$TMP/serve.err"
+DEBUGINFOD_CACHE_PATH=$TMP/cache_serve_off serve_windows serve_off --no-debuginfod
+check "serve --no-debuginfod: addresses in every window ($(cat "$TMP/serve_off"/win.*.folded | grep -c 'p_inline+0x') lines)" \
+	bash -c "! grep -qs ';spin' '$TMP/serve_off'/win.*.folded && grep -qs 'p_inline+0x' '$TMP/serve_off'/win.*.folded && ! grep -q debuginfod '$TMP/serve_off.err'"
+
 stop_servers
 export DEBUGINFOD_CACHE_PATH=$TMP/cache_stopped
 run stopped
