@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -166,6 +167,30 @@ static bool unneeded_section(const char *name)
 	return false;
 }
 
+/* Inflates a compressed section now, as libdw would at dwarf_begin_elf, and gives back the
+ * pages of its compressed bytes at once: nothing reads them again, and they are most of a
+ * debug file's size (11 MB of python3.11-dbg's); one section's at a time are resident,
+ * not all of them beside what they inflate to. The mapping is private and never written
+ * there, so a page read again would come from the file as it was. Only whole pages inside
+ * the section: a neighbour's bytes stay. A section that does not inflate is left to libdw. */
+static void inflate_section(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr)
+{
+	size_t file_size, page = (size_t)sysconf(_SC_PAGESIZE);
+	char *map = elf_rawfile(elf, &file_size);
+	uint64_t from, to;
+
+	if (!(shdr->sh_flags & SHF_COMPRESSED) || shdr->sh_type == SHT_NOBITS ||
+	    elf_compress(scn, 0, 0) != 1)
+		return;
+	if (!map || page == 0 || ((uintptr_t)map & (page - 1)) || shdr->sh_offset > file_size ||
+	    shdr->sh_size > file_size - shdr->sh_offset)
+		return;
+	from = (shdr->sh_offset + page - 1) & ~(uint64_t)(page - 1);
+	to = (shdr->sh_offset + shdr->sh_size) & ~(uint64_t)(page - 1);
+	if (to > from)
+		madvise(map + from, to - from, MADV_DONTNEED);
+}
+
 /* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
  * mapping) so that libdw leaves them: Debian's debug files compress every section, and
  * libdw inflates each it knows when it opens the file. */
@@ -182,9 +207,14 @@ static Elf *open_elf(int fd)
 		GElf_Shdr shdr;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &shdr) || !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
-		    !unneeded_section(name))
+		if (!gelf_getshdr(scn, &shdr))
 			continue;
+		if (!(name = elf_strptr(elf, shstrndx, shdr.sh_name)))
+			continue;
+		if (!unneeded_section(name)) {
+			inflate_section(elf, scn, &shdr);
+			continue;
+		}
 		shdr.sh_name = 0;
 		gelf_update_shdr(scn, &shdr);
 	}
