@@ -255,3 +255,12 @@ python3 tests/inline_compare.py tool "$TMP/libc.chains" "$libc" $(cat "$TMP/libc
 rc=$?
 check "libc6-dbg: the whole chain at those pcs, outermost name too ($(tail -1 "$TMP/libc.tool"))" [ $rc -eq 0 ]
 grep -v '^#' "$TMP/libc.tool" | head -6
+
+# -- a DWARF budget of nothing (HPROF_DWARF_BUDGET_MIB=0): the program's DWARF and libc's
+# (libc6-dbg) closed whenever the other's is looked up, and opened again: the same outputs
+"$HPROF" report -q "$TMP/d.raw" --pprof "$TMP/d.pb.gz" --folded "$TMP/d.folded"
+HPROF_DWARF_BUDGET_MIB=0 "$HPROF" report -v "$TMP/d.raw" --pprof "$TMP/d0.pb.gz" \
+	--folded "$TMP/d0.folded" 2>"$TMP/d0.err"
+check "DWARF budget 0: closed and opened again ($(grep -o 'DWARF closed.*' "$TMP/d0.err")), pprof and folded the same byte for byte" \
+	grep -q "DWARF closed [1-9]" "$TMP/d0.err" && cmp -s "$TMP/d.folded" "$TMP/d0.folded" &&
+	cmp -s "$TMP/d.pb.gz" "$TMP/d0.pb.gz"

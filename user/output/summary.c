@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "util/atomic_file.h"
-#include "binary/inline_frames.h"
 #include "binary/modules.h"
 #include "output/json.h"
 #include "output/outputs.h"
@@ -139,83 +138,6 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->frame_pointer_frames,
 		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale,
 		n->scan_passed_over, n->scan_through_jumps);
-}
-
-/* How many samples of CPython processes got Python frames, and the commonest reasons the
- * others did not; nothing when no process ran a CPython. */
-static void print_python(const struct python_stats *py, FILE *out)
-{
-	const char *sep = "";
-
-	if (!py || py->samples == 0)
-		return;
-	fprintf(out, "hprof: Python frames in %" PRIu64 " of %" PRIu64
-			" samples of CPython processes (%.1f%%)",
-		py->with_frames, py->samples, percent(py->with_frames, py->samples));
-	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++) {
-		if (!py->reasons[i] || i == PYTHON_TRUNCATED)
-			continue;
-		fprintf(out, "%s %s %" PRIu64, *sep ? "," : "; the others:",
-			python_reason__name(i), py->reasons[i]);
-		sep = ",";
-	}
-	if (py->frames_unreadable)
-		fprintf(out, "; %" PRIu64 " frames of code unreadable", py->frames_unreadable);
-	if (py->reasons[PYTHON_TRUNCATED])
-		fprintf(out, "; %" PRIu64 " cut at %d Python frames", py->reasons[PYTHON_TRUNCATED],
-			HPROF_PY_MAX_FRAMES);
-	fprintf(out, "\n");
-}
-
-static void json_python(struct json_writer *w, const struct python_stats *py)
-{
-	if (!py)
-		return;
-	json__key(w, "python");
-	json__begin_object(w);
-	json_count(w, "samples", py->samples);
-	json_count(w, "with_frames", py->with_frames);
-	json_count(w, "frames", py->frames);
-	json_count(w, "frames_unreadable", py->frames_unreadable);
-	json__key(w, "reasons");
-	json__begin_object(w);
-	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)
-		json_count(w, python_reason__name(i), py->reasons[i]);
-	json__end_object(w);
-	json__end_object(w);
-}
-
-/* Inline frames and lines from DWARF: nothing when no binary had DWARF. */
-static void print_inline(struct profile *p, FILE *out)
-{
-	struct inline_frames_stats st;
-
-	profile__inline_stats(p, &st);
-	if (st.binaries_with_dwarf)
-		fprintf(out, "hprof: inline frames and lines: %" PRIu64 " binaries with DWARF, %" PRIu64
-				" distinct pcs; without a chain: no function in the DWARF %" PRIu64
-				", unreadable DWARF %" PRIu64 ", past the index's bounds %" PRIu64
-				"; looked up again (cache full) %" PRIu64 "\n",
-			st.binaries_with_dwarf, st.pcs, st.pcs_no_chain, st.pcs_bad_dwarf,
-			st.pcs_over_bounds, st.pcs_uncached);
-}
-
-static void json_inline(struct json_writer *w, struct profile *p)
-{
-	struct inline_frames_stats st;
-
-	profile__inline_stats(p, &st);
-	if (!st.binaries_with_dwarf)
-		return;
-	json__key(w, "inline");
-	json__begin_object(w);
-	json_count(w, "binaries_with_dwarf", st.binaries_with_dwarf);
-	json_count(w, "pcs", st.pcs);
-	json_count(w, "pcs_no_function", st.pcs_no_chain);
-	json_count(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
-	json_count(w, "pcs_over_bounds", st.pcs_over_bounds);
-	json_count(w, "pcs_uncached", st.pcs_uncached);
-	json__end_object(w);
 }
 
 static void write_counts(struct json_writer *w, const struct run_summary *r, const uint64_t *kc)
@@ -471,8 +393,8 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	json__begin_object(&w);
 	write_counts(&w, r, kc);
 	write_transport(&w, r, kc);
-	json_python(&w, r->python);
-	json_inline(&w, r->profile);
+	summary__json_python(&w, r->python);
+	summary__json_inline(&w, r->profile);
 	err = write_top(&w, "top_self", set, true);
 	if (!err)
 		err = write_top(&w, "top_inclusive", set, false);
@@ -677,9 +599,9 @@ void summary__print(const struct run_summary *r, FILE *out)
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 	if (r->deltas)
 		print_deltas(r->deltas, out);
-	print_python(r->python, out);
+	summary__print_python(r->python, out);
 	summary__print_debug_files(r->debug_files, true, out);
-	print_inline(r->profile, out);
+	summary__print_inline(r->profile, out);
 }
 
 static const char *plural(uint64_t n)
@@ -799,7 +721,7 @@ void summary__print_brief(const struct run_summary *r, FILE *out)
 			st->processes == 1 ? "" : "es");
 	fprintf(out, "%s\n", r->no_dwarf ? ", frame pointers only" : "");
 	print_brief_complete(st, out);
-	print_python(r->python, out);
+	summary__print_python(r->python, out);
 	print_brief_lost(r, kc, out);
 	summary__print_debug_files(r->debug_files, false, out);
 }

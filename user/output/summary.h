@@ -90,6 +90,15 @@ void summary__print_debug_files(const struct fetch_debug_report *rep, bool verbo
 struct json_writer;
 /* The same as the JSON summary's "debuginfod" object. */
 void summary__json_debug_files(struct json_writer *w, const struct fetch_debug_report *rep);
+/* How many samples of CPython processes got Python frames, and the commonest reasons the
+ * others did not; nothing when no process ran a CPython. And the JSON summary's "python"
+ * object (nothing when py is NULL). */
+void summary__print_python(const struct python_stats *py, FILE *out);
+void summary__json_python(struct json_writer *w, const struct python_stats *py);
+/* The -v line on inline frames and lines from DWARF (binary/inline_frames.h), and the JSON
+ * summary's "inline" object: nothing when no binary had DWARF. */
+void summary__print_inline(struct profile *p, FILE *out);
+void summary__json_inline(struct json_writer *w, struct profile *p);
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
 			    FILE *out);
 /* Writes the summary as one JSON object. Returns 0 or -errno. */
