@@ -154,13 +154,16 @@ static int read_units(struct dwarf_index *ix)
 }
 
 /* Sections libdw would read (and inflate whole, when compressed) that no chain or line
- * needs: variables' locations, macros, CFI, name indexes. */
+ * needs: variables' locations, macros, CFI, name indexes, and the address ranges of units
+ * (read_units takes them from the units themselves; only dwarf_addrdie, never called,
+ * reads .debug_aranges). */
 static bool unneeded_section(const char *name)
 {
 	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro",
 					     ".debug_macinfo", ".debug_frame", ".debug_pubnames",
 					     ".debug_pubtypes", ".debug_names",
-					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes" };
+					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
+					     ".debug_aranges" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(name, names[i]) == 0)
