@@ -151,8 +151,8 @@ check "dwz'd debug file: its supplementary file fetched too ($(summary_line dwz)
 # inline frames and lines of the fetched debug file: every sampled pc's chain is
 # eu-addr2line's, when recorded (pprof, folded) and when a capture is reported
 DEBUGINFOD_CACHE_PATH=$TMP/cache_inline "$HPROF" -F 1999 --pprof "$TMP/inl/p.pb.gz" \
-	--folded "$TMP/inl/p.folded" --raw "$TMP/inl/p.raw" -- "$TMP/inl/p_inline" 40000000 \
-	>/dev/null 2>"$TMP/inl/err"
+	--folded "$TMP/inl/p.folded" --svg "$TMP/inl/p.svg" --top 20 --raw "$TMP/inl/p.raw" \
+	-- "$TMP/inl/p_inline" 40000000 >"$TMP/inl/top" 2>"$TMP/inl/err"
 python3 tests/inline_compare.py pprof "$TMP/inl/p.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
 	"step|mix|scale" >"$TMP/inl/cmp" 2>&1
 rc=$?
@@ -162,6 +162,9 @@ grep -v '^#' "$TMP/inl/cmp" | head -4
 r=$(share_matching "$TMP/inl/p.folded" p_inline ';spin;step_\[i\];(mix|scale)_\[i\]$')
 check "fetched DWARF: folded spin;step_[i];mix_[i] or scale_[i] in most samples ($r)" \
 	[ "${r%/*}" -gt 0 ] && [ $((${r%/*} * 2)) -gt "${r#*/}" ]
+check "fetched DWARF: --top counts the inlined functions, the SVG gives them their file" \
+	grep -q ' mix_\[i\]' "$TMP/inl/top" && grep -q 'step_\[i\]' "$TMP/inl/top" &&
+	grep -q '<title>mix_\[i\] [^<]*inline_work\.c' "$TMP/inl/p.svg"
 DEBUGINFOD_CACHE_PATH=$TMP/cache_inline_report "$HPROF" report "$TMP/inl/p.raw" \
 	--pprof "$TMP/inl/r.pb.gz" >/dev/null 2>"$TMP/inl/report.err"
 python3 tests/inline_compare.py pprof "$TMP/inl/r.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
