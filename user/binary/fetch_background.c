@@ -171,7 +171,7 @@ int fetch_background__ask(struct fetch_background *b, struct module_registry *re
 		len = elf_symbols__build_id(mod->syms, &id);
 		err = queue(b, id, len, id, len, mod->name ? mod->name : mod->path);
 	}
-	if (!err && b->nr > before) {
+	if (!err && b->nr > before && !atomic_load(&b->stopping)) {
 		err = start_thread(b);
 		pthread_cond_signal(&b->wake);
 	}
@@ -225,7 +225,7 @@ int fetch_background__take(struct fetch_background *b, struct module_registry *r
 	return err ? err : registered;
 }
 
-void fetch_background__free(struct fetch_background *b)
+void fetch_background__stop(struct fetch_background *b)
 {
 	if (!b)
 		return;
@@ -235,6 +235,14 @@ void fetch_background__free(struct fetch_background *b)
 	pthread_mutex_unlock(&b->lock);
 	if (b->started)
 		pthread_join(b->thread, NULL);
+	b->started = false;
+}
+
+void fetch_background__free(struct fetch_background *b)
+{
+	if (!b)
+		return;
+	fetch_background__stop(b);
 	pthread_cond_destroy(&b->wake);
 	pthread_mutex_destroy(&b->lock);
 	free(b->reqs);

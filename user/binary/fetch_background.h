@@ -25,7 +25,11 @@ int fetch_background__ask(struct fetch_background *b, struct module_registry *re
  * outcomes appended to rep. Returns how many files it registered, or -ENOMEM. */
 int fetch_background__take(struct fetch_background *b, struct module_registry *reg,
 			   struct fetch_debug_report *rep);
-/* Ends a fetch under way (within a second or so) and the thread. Accepts NULL. */
+/* Ends a fetch under way (within a second or so: it fails "hprof stopped first") and the
+ * thread; nothing is asked for after. fetch_background__take still takes in what it
+ * fetched. Accepts NULL. */
+void fetch_background__stop(struct fetch_background *b);
+/* Stops it, and frees it. Accepts NULL. */
 void fetch_background__free(struct fetch_background *b);
 
 #endif

@@ -630,6 +630,10 @@ static int run(struct serve_opts *o)
 	http = NULL;
 	if (!err && sv.tick_err)
 		err = sv.tick_err;
+	/* a fetch under way ends, and is told in the summary */
+	fetch_background__stop(sv.fetcher);
+	if (sv.fetcher)
+		fetch_background__take(sv.fetcher, session__modules(sv.session), &sv.debug_files);
 	fetch_background__free(sv.fetcher);
 	sv.fetcher = NULL;
 	if (!o->quiet)
