@@ -69,7 +69,15 @@ if ! { gcc -O2 -g "$TMP/prog.c" -o "$TMP/p_dbgi" && split "$TMP" p_dbgi &&
 	exit 1
 fi
 ok "build stripped programs and their debug files, two of them dwz'd"
-DEBUG_FILES=4
+# p_inline: tests/workloads/inline_work.c, functions forced inline at known lines; ref keeps
+# its DWARF for eu-addr2line
+mkdir -p "$TMP/inl"
+if ! { gcc -O2 -g -o "$TMP/inl/p_inline" tests/workloads/inline_work.c &&
+	cp "$TMP/inl/p_inline" "$TMP/inl/ref" && split "$TMP/inl" p_inline; } >"$TMP/build.log" 2>&1; then
+	fail "build the stripped inline program: $(tail -3 "$TMP/build.log")"
+	exit 1
+fi
+DEBUG_FILES=5
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -140,6 +148,38 @@ check "dwz'd debug file: the functions named ($(named dwz p_dwz))" at_least 95 "
 check "dwz'd debug file: its supplementary file fetched too ($(summary_line dwz))" \
 	grep -q "hprof: debuginfod:   p_dwz (dwz) [0-9a-f]*: from the server" "$TMP/dwz.err"
 
+# inline frames and lines of the fetched debug file: every sampled pc's chain is
+# eu-addr2line's, when recorded (pprof, folded) and when a capture is reported
+# matched RC FILE: tests/inline_compare.py exited 0, no pc where eu-addr2line differs.
+matched() { [ "$1" -eq 0 ] && grep -q "(0 where" "$2"; }
+# most M/T: M is more than half of T.
+most() { [ "${1%/*}" -gt 0 ] && [ $((${1%/*} * 2)) -gt "${1#*/}" ]; }
+DEBUGINFOD_CACHE_PATH=$TMP/cache_inline "$HPROF" -F 1999 --pprof "$TMP/inl/p.pb.gz" \
+	--folded "$TMP/inl/p.folded" --svg "$TMP/inl/p.svg" --top 20 --raw "$TMP/inl/p.raw" \
+	-- "$TMP/inl/p_inline" 40000000 >"$TMP/inl/top" 2>"$TMP/inl/err"
+python3 tests/inline_compare.py pprof "$TMP/inl/p.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
+	"step|mix|scale" >"$TMP/inl/cmp" 2>&1
+rc=$?
+check "fetched DWARF: every sampled pc's inline chain and lines are eu-addr2line's ($(grep '^#' "$TMP/inl/cmp" | tail -1))" \
+	matched $rc "$TMP/inl/cmp"
+grep -v '^#' "$TMP/inl/cmp" | head -4
+r=$(share_matching "$TMP/inl/p.folded" p_inline ';spin;step_\[i\];(mix|scale)_\[i\]$')
+check "fetched DWARF: folded spin;step_[i];mix_[i] or scale_[i] in most samples ($r)" most "$r"
+top_and_svg() {
+	grep -q ' mix_\[i\]$' "$TMP/inl/top" &&
+		grep -q '<title>mix_\[i\] [^<]*inline_work\.c' "$TMP/inl/p.svg"
+}
+check "fetched DWARF: --top counts the inlined functions, the SVG gives them their file" top_and_svg
+DEBUGINFOD_CACHE_PATH=$TMP/cache_inline_report "$HPROF" report "$TMP/inl/p.raw" \
+	--pprof "$TMP/inl/r.pb.gz" >/dev/null 2>"$TMP/inl/report.err"
+python3 tests/inline_compare.py pprof "$TMP/inl/r.pb.gz" "$TMP/inl/p_inline" "$TMP/inl/ref" \
+	"step|mix|scale" >"$TMP/inl/rcmp" 2>&1
+rc=$?
+check "report, fetched DWARF: fetched from the server ($(summary_line inl/report))" \
+	grep -q "fetched (1 from the server" "$TMP/inl/report.err"
+check "report, fetched DWARF: every pc's inline chain and lines are eu-addr2line's ($(grep '^#' "$TMP/inl/rcmp" | tail -1))" \
+	matched $rc "$TMP/inl/rcmp"
+
 run cached
 check "from the cache: the functions named ($(named cached))" at_least 95 "$(named cached)"
 check "summary: fetched from the cache ($(summary_line cached))" \
@@ -158,6 +198,52 @@ DEBUGINFOD_CACHE_PATH=$TMP/cache_report "$HPROF" report "$TMP/p.raw" --folded "$
 check "report: the functions named through the server ($(named report))" at_least 95 "$(named report)"
 check "report: fetched from the server ($(summary_line report))" \
 	grep -q "1 of 1 debug file fetched (1 from the server" "$TMP/report.err"
+
+# hprof diff replays captures as report does: their debug files fetched, --no-debuginfod not
+DEBUGINFOD_CACHE_PATH=$TMP/cache_diff "$HPROF" diff "$TMP/p.raw" "$TMP/p.raw" >"$TMP/diff.out" 2>"$TMP/diff.err"
+diff_named() {
+	grep -q ' dbgi_alpha$' "$TMP/diff.out" && grep -q ' dbgi_beta$' "$TMP/diff.out" &&
+		grep -q "fetched (1 from the server" "$TMP/diff.err"
+}
+check "diff: a capture's functions named through the server ($(grep -c 'dbgi_' "$TMP/diff.out") rows)" diff_named
+DEBUGINFOD_CACHE_PATH=$TMP/cache_diff_off "$HPROF" diff --no-debuginfod "$TMP/p.raw" "$TMP/p.raw" \
+	>"$TMP/diff-off.out" 2>"$TMP/diff-off.err"
+check "diff --no-debuginfod: addresses, no debuginfod line" \
+	bash -c "! grep -q dbgi_ '$TMP/diff-off.out' && grep -q 'p_dbgi+0x' '$TMP/diff-off.out' && ! grep -q debuginfod '$TMP/diff-off.err'"
+
+# hprof serve fetches on a thread of its own after a window: a later window names the
+# program's functions, with their inline frames; --no-debuginfod never does
+# serve_windows NAME OPTIONS...: serves p_inline's samples in 1 s windows into $TMP/NAME/,
+# until a window shows spin;step_[i] or 30 windows were written.
+serve_windows() {
+	local name=$1 pid spid i
+	shift
+	mkdir -p "$TMP/$name"
+	"$TMP/inl/p_inline" 100000000000 &
+	pid=$!
+	"$HPROF" serve --listen 127.0.0.1:0 -F 499 --pid "$pid" --every 1s \
+		--folded "$TMP/$name/win.folded" "$@" >/dev/null 2>"$TMP/$name.err" &
+	spid=$!
+	for ((i = 0; i < 600; i++)); do
+		grep -qs ';spin;step_\[i\]' "$TMP/$name"/win.*.folded && break
+		[ "$(find "$TMP/$name" -name 'win.*.folded' | wc -l)" -ge 30 ] && break
+		[ "${1:-}" = --no-debuginfod ] && [ "$(find "$TMP/$name" -name 'win.*.folded' | wc -l)" -ge 3 ] && break
+		sleep 0.1
+	done
+	kill -TERM "$spid"
+	wait "$spid"
+	echo $? >"$TMP/$name.rc"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+}
+DEBUGINFOD_CACHE_PATH=$TMP/cache_serve serve_windows serve
+check "serve: a later window names the functions with inline frames ($(ls "$TMP/serve" | wc -l) windows, exit $(cat "$TMP/serve.rc"))" \
+	grep -qs ';spin;step_\[i\];\(mix\|scale\)_\[i\] ' "$TMP/serve"/win.*.folded
+check "serve: the fetch in its summary ($(summary_line serve))" \
+	grep -q "1 of 1 debug file fetched (1 from the server" "$TMP/serve.err"
+DEBUGINFOD_CACHE_PATH=$TMP/cache_serve_off serve_windows serve_off --no-debuginfod
+check "serve --no-debuginfod: addresses in every window ($(cat "$TMP/serve_off"/win.*.folded | grep -c 'p_inline+0x') lines)" \
+	bash -c "! grep -qs ';spin' '$TMP/serve_off'/win.*.folded && grep -qs 'p_inline+0x' '$TMP/serve_off'/win.*.folded && ! grep -q debuginfod '$TMP/serve_off.err'"
 
 stop_servers
 export DEBUGINFOD_CACHE_PATH=$TMP/cache_stopped
@@ -184,6 +270,33 @@ if start_stub drip; then
 		>"$TMP/tty.out" 2>&1 </dev/null
 	check "slow server, on a terminal: progress shown" \
 		grep -q "hprof: fetching debug info for p_dbgi: " "$TMP/tty.out"
+	# hprof serve while a file drips for up to 60 s: windows keep coming (its thread
+	# fetches, not the recorder's), and SIGTERM ends the fetch and the agent at once
+	mkdir -p "$TMP/sdrip"
+	"$TMP/inl/p_inline" 100000000000 &
+	ppid=$!
+	DEBUGINFOD_TIMEOUT=60 DEBUGINFOD_CACHE_PATH=$TMP/cache_serve_drip "$HPROF" serve \
+		--listen 127.0.0.1:0 -F 499 --pid "$ppid" --every 1s --folded "$TMP/sdrip/win.folded" \
+		>/dev/null 2>"$TMP/sdrip.err" &
+	spid=$!
+	windows() { find "$TMP/sdrip" -name 'win.*.folded' | wc -l; }
+	# the fetch is asked for after the first window; 4 more must come while it drips
+	for ((i = 0; i < 300; i++)); do [ "$(windows)" -ge 5 ] && break; sleep 0.1; done
+	n=$(windows)
+	start=$(date +%s%N)
+	kill -TERM "$spid"
+	wait "$spid"
+	rc=$?
+	stop_ms=$((($(date +%s%N) - start) / 1000000))
+	kill "$ppid"
+	wait "$ppid" 2>/dev/null
+	check "serve, slow server: windows keep coming while it drips ($n within 30 s)" [ "$n" -ge 5 ]
+	stopped_at_once() {
+		[ "$stop_ms" -le 5000 ] && [ "$rc" -eq 0 ] && grep -q "p_inline (hprof stopped first)" "$TMP/sdrip.err"
+	}
+	check "serve, slow server: SIGTERM ends the fetch and the agent ($stop_ms ms, exit $rc; $(summary_line sdrip))" \
+		stopped_at_once
+	sed 's/^/# /' "$TMP/sdrip.err" | tail -3
 	stop_servers
 else
 	fail "start a server that drips"

@@ -21,6 +21,16 @@ CHAIN=build/tools/inline_chain
 C_FUNCS="step|mix|scale"
 CC_FUNCS="work::Hasher<unsigned long>::feed(unsigned long)"
 
+# all_of COND...: every COND (shell text, run here) holds; check's command ends at the
+# first &&, so a check of several conditions passes them through this. A COND is run inside
+# check, whose local name hides the caller's: expand it before.
+all_of() {
+	local cond
+	for cond in "$@"; do
+		eval "$cond" || return 1
+	done
+}
+
 for tool in eu-addr2line dwz objcopy g++; do
 	if ! command -v $tool >/dev/null; then
 		fail "$tool is missing (scripts/install-deps.sh installs it)"
@@ -61,7 +71,7 @@ variant() {
 		>"$TMP/$name/tool.out"
 	rc=$?
 	check "$name: every instruction of the hot function: hprof's chain is eu-addr2line's ($(tail -1 "$TMP/$name/tool.out"))" \
-		[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/$name/tool.out"
+		all_of "[ $rc -eq 0 ]" "grep -q '(0 where' '$TMP/$name/tool.out'"
 	grep -v '^#' "$TMP/$name/tool.out" | head -6
 	[ -n "${NO_BPF:-}" ] && return
 	"$HPROF" -q -F 1999 --pprof "$TMP/$name/p.pb.gz" -- "$bin" $rounds >/dev/null 2>"$TMP/$name/err"
@@ -71,7 +81,7 @@ variant() {
 		>"$TMP/$name/pprof.out" 2>&1
 	rc=$?
 	check "$name: every sampled pc's Lines are eu-addr2line's chain ($(grep '^#' "$TMP/$name/pprof.out"))" \
-		[ $rc -eq 0 ] && grep -q "(0 where" "$TMP/$name/pprof.out"
+		all_of "[ $rc -eq 0 ]" "grep -q '(0 where' '$TMP/$name/pprof.out'"
 	grep -v '^#' "$TMP/$name/pprof.out" | head -6
 }
 
@@ -87,7 +97,7 @@ build c-split c -gdwarf-5 -gsplit-dwarf
 objdump -d --no-show-raw-insn "$TMP/c-split/prog" | tail -n +4 >"$TMP/c-split/code"
 objdump -d --no-show-raw-insn "$TMP/c-dwarf5/prog" | tail -n +4 >"$TMP/c-dwarf5/code"
 check "c-split: a .dwo was written, and the code is -gdwarf-5's byte for byte" \
-	[ -n "$(ls "$TMP"/c-split/*.dwo 2>/dev/null)" ] && cmp -s "$TMP/c-split/code" "$TMP/c-dwarf5/code"
+	all_of '[ -n "$(ls "$TMP"/c-split/*.dwo 2>/dev/null)" ]' 'cmp -s "$TMP/c-split/code" "$TMP/c-dwarf5/code"'
 variant c-split c "$TMP/c-dwarf5/prog" "$TMP/c-split/prog"
 
 # -- dwz: DIEs shared by two copies moved into a supplementary file
@@ -96,7 +106,7 @@ cp "$TMP/c-dwz/prog" "$TMP/c-dwz/ref"
 cp "$TMP/c-dwz/prog" "$TMP/c-dwz/twin"
 dwz -m "$TMP/c-dwz/common.debug" "$TMP/c-dwz/prog" "$TMP/c-dwz/twin" 2>"$TMP/c-dwz/err"
 check "c-dwz: dwz made a supplementary file the binary links to ($(head -1 "$TMP/c-dwz/err"))" \
-	[ -s "$TMP/c-dwz/common.debug" ] && readelf -S "$TMP/c-dwz/prog" | grep -q gnu_debugaltlink
+	all_of '[ -s "$TMP/c-dwz/common.debug" ]' 'readelf -S "$TMP/c-dwz/prog" | grep -q gnu_debugaltlink'
 variant c-dwz c "$TMP/c-dwz/ref" "$TMP/c-dwz/prog"
 
 # -- the debug info in a build-id directory, the binary stripped of it
@@ -129,7 +139,7 @@ bin=$TMP/c-dwarf5/prog
 "$HPROF" -q -F 1999 --folded "$TMP/f.folded" --svg "$TMP/f.svg" -- "$bin" 40000000
 r=$(share_matching "$TMP/f.folded" prog ';spin;step_\[i\];(mix|scale)_\[i\]$')
 check "folded: spin;step_[i];mix_[i] or scale_[i] in most samples ($r)" \
-	[ "${r%/*}" -gt 0 ] && [ $((${r%/*} * 2)) -gt "${r#*/}" ]
+	all_of '[ "${r%/*}" -gt 0 ]' '[ $((${r%/*} * 2)) -gt "${r#*/}" ]'
 check "folded: no file or line in frame names" bash -c "! grep -q 'inline_work.c' '$TMP/f.folded'"
 python3 - "$TMP/f.svg" <<'EOF'
 import re, sys
@@ -146,11 +156,11 @@ rc=$?
 check "svg: inline frames drawn lighter, their tooltips and spin's with inline_work.c" [ $rc -eq 0 ]
 "$HPROF" -q -F 1999 --no-inline --folded "$TMP/n.folded" -- "$bin" 40000000
 r=$(share_matching "$TMP/n.folded" prog '_\[i\]')
-check "--no-inline: no inline frames ($r)" [ "${r%/*}" -eq 0 ] && [ "${r#*/}" -gt 0 ]
+check "--no-inline: no inline frames ($r)" all_of '[ "${r%/*}" -eq 0 ]' '[ "${r#*/}" -gt 0 ]'
 "$HPROF" -q -F 1999 --no-lines --svg "$TMP/l.svg" --folded "$TMP/l.folded" -- "$bin" 40000000
 r=$(share_matching "$TMP/l.folded" prog ';spin;step_\[i\]')
 check "--no-lines: inline frames kept ($r), no file in the SVG" \
-	[ "${r%/*}" -gt 0 ] && ! grep -q 'inline_work.c' "$TMP/l.svg"
+	all_of '[ "${r%/*}" -gt 0 ]' '! grep -q inline_work.c "$TMP/l.svg"'
 
 # -- hprof stack: the inlined calls as frames of their own, each frame "at file:line"; a
 # stopped process's pc is where it is, so the stack is taken until one shows inlined calls
@@ -197,7 +207,7 @@ check "no DWARF: SVG, folded, pprof, JSON and --top are --no-inline --no-lines's
 "$HPROF" diff "$TMP/d.pb.gz" "$TMP/d.folded" >"$TMP/d.out" 2>&1
 moved=$(awk '$5 ~ /^[+-][0-9.]+$/ && $5 != "+0.00" && $5 != "-0.00"' "$TMP/d.out" | wc -l)
 check "diff: the pprof and the folded stacks of one capture agree, step_[i] and mix_[i] included ($moved moved)" \
-	[ "$moved" -eq 0 ] && grep -q ' step_\[i\]$' "$TMP/d.out" && grep -q ' mix_\[i\]$' "$TMP/d.out"
+	all_of '[ "$moved" -eq 0 ]' "grep -q ' step_\\[i\\]\$' \"\$TMP/d.out\"" "grep -q ' mix_\\[i\\]\$' \"\$TMP/d.out\""
 
 # -- --top counts an inlined function as itself wherever it was inlined: its shares are go
 # tool pprof -top's "f (inline)" on the pprof of the same capture
@@ -208,7 +218,7 @@ if command -v go >/dev/null; then
 	python3 tests/top_compare.py pprof "$TMP/d.top" "$TMP/d.pprof" >"$TMP/d.cmp"
 	rc=$?
 	check "--top: mix_[i], step_[i], scale_[i] rows are go tool pprof -top's 'f (inline)' shares" \
-		[ $rc -eq 0 ] && grep -q ' mix_\[i\]$' "$TMP/d.top" && grep -q 'mix (inline)$' "$TMP/d.pprof"
+		all_of '[ $rc -eq 0 ]' "grep -q ' mix_\\[i\\]\$' \"\$TMP/d.top\"" "grep -q 'mix (inline)\$' \"\$TMP/d.pprof\""
 	head -4 "$TMP/d.cmp"
 fi
 
@@ -255,3 +265,15 @@ python3 tests/inline_compare.py tool "$TMP/libc.chains" "$libc" $(cat "$TMP/libc
 rc=$?
 check "libc6-dbg: the whole chain at those pcs, outermost name too ($(tail -1 "$TMP/libc.tool"))" [ $rc -eq 0 ]
 grep -v '^#' "$TMP/libc.tool" | head -6
+
+# -- a DWARF budget of nothing (HPROF_DWARF_BUDGET_MIB=0): the program's DWARF and libc's
+# (libc6-dbg) closed whenever the other's is looked up, and opened again: the same outputs
+"$HPROF" report -q "$TMP/d.raw" --pprof "$TMP/d.pb.gz" --folded "$TMP/d.folded"
+HPROF_DWARF_BUDGET_MIB=0 "$HPROF" report -v "$TMP/d.raw" --pprof "$TMP/d0.pb.gz" \
+	--folded "$TMP/d0.folded" 2>"$TMP/d0.err"
+budget_same() {
+	grep -q "DWARF closed [1-9]" "$TMP/d0.err" && cmp -s "$TMP/d.folded" "$TMP/d0.folded" &&
+		cmp -s "$TMP/d.pb.gz" "$TMP/d0.pb.gz"
+}
+check "DWARF budget 0: closed and opened again ($(grep -o 'DWARF closed.*' "$TMP/d0.err")), pprof and folded the same byte for byte" \
+	budget_same

@@ -420,8 +420,18 @@ void session__set_debuginfod(struct session *s, bool on)
 
 int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *progress_out)
 {
+	int err;
+
 	fetch_debug__free_report(&s->debug_files);
-	return fetch_debug__run(s->modules, total_timeout_s, progress_out, &s->debug_files);
+	err = fetch_debug__run(s->modules, total_timeout_s, progress_out, &s->debug_files);
+	if (!err && fetch_debug__fetched(&s->debug_files))
+		err = profile__recount_inline(s->profile);
+	return err;
+}
+
+const struct fetch_debug_report *session__debug_files(const struct session *s)
+{
+	return &s->debug_files;
 }
 
 void session__settle_names(struct session *s)

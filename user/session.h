@@ -115,6 +115,8 @@ void session__set_debuginfod(struct session *s, bool on);
  * progress_out when it is a terminal. What was fetched goes into the summary. Returns 0 or
  * -ENOMEM. */
 int session__fetch_debug_files(struct session *s, double total_timeout_s, FILE *progress_out);
+/* What session__fetch_debug_files fetched (the summary's). */
+const struct fetch_debug_report *session__debug_files(const struct session *s);
 /* Where counted stacks go instead of the session's profile (hprof serve's windows), each
  * with its labels (pid, tid, the process's name and cgroup, read from /proc once per
  * process). fn returns 0 or -ENOMEM. */

@@ -54,9 +54,9 @@ static void time_chains(struct dwarf_index *ix, const uint64_t *addrs, size_t n,
 	t3 = now_us();
 	dwarf_index__stats(ix, &st);
 	printf("open_ms %.1f first_ms %.1f cold_us_per_pc %.2f warm_us_per_pc %.3f pcs %zu "
-	       "units_indexed %" PRIu64 " scopes %" PRIu64 " index_kib %zu\n",
+	       "units_indexed %" PRIu64 " scopes %" PRIu64 " lines %" PRIu64 " index_kib %zu\n",
 	       open_us / 1e3, (t1 - t0) / 1e3, n > 1 ? (t2 - t1) / (double)(n - 1) : 0.0,
-	       (t3 - t2) / (double)n, n, st.units_indexed, st.scopes, dwarf_index__bytes(ix) / 1024);
+	       (t3 - t2) / (double)n, n, st.units_indexed, st.scopes, st.lines, dwarf_index__bytes(ix) / 1024);
 }
 
 int main(int argc, char **argv)

@@ -260,6 +260,45 @@ static void test_by_name(void)
 	profile__free(by_addr);
 }
 
+/* Counting again (profile__recount_inline, after debug files were fetched) with no DWARF
+ * to expand: the same stacks, counts and names, by address and by name; without
+ * profile__expand_inline, nothing to do. */
+static void test_recount(void)
+{
+	for (int by_name = 0; by_name <= 1; by_name++) {
+		struct profile *p, *q = profile_of(false, by_name);
+		char *before = folded(q), *stacks_before = stacks(q), *after, *stacks_after;
+		int err;
+
+		if (profile__new(registry, ksyms, &p) != 0 ||
+		    (by_name && profile__key_by_name(p) != 0) || profile__expand_inline(p, true, true))
+			abort();
+		for (unsigned k = 0; k < NR_INPUTS; k++) {
+			for (unsigned c = 0; c < inputs[k].count; c++) {
+				if (profile__add(p, inputs[k].comm, inputs[k].root, inputs[k].frames,
+						 inputs[k].n) != 0)
+					abort();
+			}
+		}
+		err = profile__recount_inline(p);
+		after = folded(p);
+		stacks_after = stacks(p);
+		check(err == 0 && strcmp(after, before) == 0 && strcmp(stacks_after, stacks_before) == 0 &&
+			      profile__nr_samples(p) == 12 && profile__nr_stacks(p) == profile__nr_stacks(q),
+		      "recount%s: the same folded bytes, stacks and counts", by_name ? " by name" : "");
+		if (strcmp(after, before) != 0)
+			printf("# before:\n%s# after:\n%s", before, after);
+		check(profile__recount_inline(q) == 0 && profile__nr_samples(q) == 12,
+		      "recount%s without inline expansion: nothing done", by_name ? " by name" : "");
+		free(before);
+		free(after);
+		free(stacks_before);
+		free(stacks_after);
+		profile__free(p);
+		profile__free(q);
+	}
+}
+
 static bool named(struct profile *p, struct frame f, const char *want)
 {
 	const char *name = profile__frame_name(p, &f);
@@ -458,6 +497,7 @@ int main(void)
 	make_inputs();
 	test_folded();
 	test_by_name();
+	test_recount();
 	test_frame_names();
 	test_python();
 	test_session();

@@ -1,6 +1,7 @@
 #include "binary/debuginfod.h"
 #include "binary/debug_files.h"
 #include "binary/symbols.h"
+#include "util/text.h"
 
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
@@ -35,12 +36,14 @@ struct debuginfod {
 	double file_timeout_s;
 	double deadline;      /* monotonic seconds: every fetch ends by then */
 	/* the fetch under way */
-	const char *name;
+	char name[96]; /* the binary's, as a terminal may show it (text__terminal_safe) */
 	double started;
 	bool went_to_server;  /* the progress callback ran: the cache did not have it */
 	bool timed_out;
 	bool past_deadline;
 	bool progress_shown;
+	const atomic_bool *cancel; /* set: every fetch ends at its next progress call */
+	bool cancelled;
 };
 
 static double now_s(void)
@@ -125,7 +128,9 @@ static int on_progress(debuginfod_client *c, long done, long total)
 		d->past_deadline = true;
 	if (d->progress_out && elapsed * 1000 >= DEBUGINFOD_PROGRESS_AFTER_MS)
 		show_progress(d, done, total, elapsed);
-	return d->timed_out || d->past_deadline;
+	if (d->cancel && atomic_load(d->cancel))
+		d->cancelled = true;
+	return d->timed_out || d->past_deadline || d->cancelled;
 }
 
 int debuginfod__new(double total_timeout_s, FILE *progress_out, struct debuginfod **out,
@@ -163,6 +168,10 @@ int debuginfod__new(double total_timeout_s, FILE *progress_out, struct debuginfo
 static enum debuginfod_outcome failure(const struct debuginfod *d, int err, char *reason,
 				       size_t size)
 {
+	if (d->cancelled) {
+		snprintf(reason, size, "hprof stopped first");
+		return DEBUGINFOD_FAILED;
+	}
 	if (d->past_deadline) {
 		snprintf(reason, size, "the total timeout passed");
 		return DEBUGINFOD_FAILED;
@@ -189,9 +198,10 @@ int debuginfod__fetch(struct debuginfod *d, const uint8_t *id, size_t id_len, co
 	int fd, err;
 
 	memset(res, 0, sizeof(*res));
-	d->name = name;
+	text__terminal_safe(name, d->name, sizeof(d->name));
 	d->started = now_s();
 	d->went_to_server = d->timed_out = d->past_deadline = d->progress_shown = false;
+	d->cancelled = false;
 	if (d->started >= d->deadline) {
 		res->outcome = DEBUGINFOD_SKIPPED;
 		snprintf(res->reason, sizeof(res->reason), "the total timeout passed before its turn");
@@ -222,6 +232,11 @@ int debuginfod__fetch(struct debuginfod *d, const uint8_t *id, size_t id_len, co
 	}
 	res->outcome = d->went_to_server ? DEBUGINFOD_FROM_SERVER : DEBUGINFOD_FROM_CACHE;
 	return 0;
+}
+
+void debuginfod__cancel_on(struct debuginfod *d, const atomic_bool *flag)
+{
+	d->cancel = flag;
 }
 
 void debuginfod__free(struct debuginfod *d)

@@ -7,6 +7,7 @@
 #define HPROF_BINARY_DEBUGINFOD_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,9 @@ int debuginfod__new(double total_timeout_s, FILE *progress_out, struct debuginfo
  * file was found (res->path), else -errno. */
 int debuginfod__fetch(struct debuginfod *d, const uint8_t *id, size_t id_len, const char *name,
 		      struct debuginfod_fetch *res);
+/* Once *flag is set (by another thread), a fetch under way ends within a second or so, and
+ * fails "hprof stopped first". */
+void debuginfod__cancel_on(struct debuginfod *d, const atomic_bool *flag);
 void debuginfod__free(struct debuginfod *d);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -40,6 +41,7 @@ struct unit {
 	Dwarf_Die die;        /* the unit that has the code: a skeleton's split unit */
 	Dwarf_Die line_die;   /* the unit whose line table covers the code: the skeleton */
 	bool indexed, failed, over_bounds;
+	bool lines_counted, files_counted; /* line tables libdw read for line_die, die */
 	struct scope *scopes;
 	size_t nr_scopes, scopes_cap;
 	struct addr_range *ranges; /* scopes' ranges */
@@ -71,6 +73,7 @@ struct dwarf_index {
 	size_t nr_cached;
 	struct interned *strings;
 	size_t bytes;
+	size_t libdw_bytes; /* libdw's state, estimated: sections read, line tables */
 	uint64_t scopes_total;
 	struct dwarf_index_stats stats;
 	struct source_frame scratch[DWARF_INDEX_MAX_DEPTH]; /* a chain not cached */
@@ -151,13 +154,16 @@ static int read_units(struct dwarf_index *ix)
 }
 
 /* Sections libdw would read (and inflate whole, when compressed) that no chain or line
- * needs: variables' locations, macros, CFI, name indexes. */
+ * needs: variables' locations, macros, CFI, name indexes, and the address ranges of units
+ * (read_units takes them from the units themselves; only dwarf_addrdie, never called,
+ * reads .debug_aranges). */
 static bool unneeded_section(const char *name)
 {
 	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro",
 					     ".debug_macinfo", ".debug_frame", ".debug_pubnames",
 					     ".debug_pubtypes", ".debug_names",
-					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes" };
+					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
+					     ".debug_aranges" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(name, names[i]) == 0)
@@ -166,10 +172,42 @@ static bool unneeded_section(const char *name)
 	return false;
 }
 
+/* Inflates a compressed section now, as libdw would at dwarf_begin_elf, and gives back the
+ * pages of its compressed bytes at once: nothing reads them again, and they are most of a
+ * debug file's size (11 MB of python3.11-dbg's); one section's at a time are resident,
+ * not all of them beside what they inflate to. The mapping is private and never written
+ * there, so a page read again would come from the file as it was. Only whole pages inside
+ * the section: a neighbour's bytes stay. A section that does not inflate is left to libdw. */
+static void inflate_section(struct dwarf_index *ix, Elf *elf, Elf_Scn *scn,
+			    const GElf_Shdr *shdr)
+{
+	size_t file_size, page = (size_t)sysconf(_SC_PAGESIZE);
+	char *map = elf_rawfile(elf, &file_size);
+	GElf_Shdr inflated;
+	uint64_t from, to;
+
+	if (shdr->sh_type == SHT_NOBITS)
+		return;
+	/* resident once read, inflated or mapped */
+	if (!(shdr->sh_flags & SHF_COMPRESSED) || elf_compress(scn, 0, 0) != 1) {
+		ix->libdw_bytes += shdr->sh_size;
+		return;
+	}
+	if (gelf_getshdr(scn, &inflated))
+		ix->libdw_bytes += inflated.sh_size;
+	if (!map || page == 0 || ((uintptr_t)map & (page - 1)) || shdr->sh_offset > file_size ||
+	    shdr->sh_size > file_size - shdr->sh_offset)
+		return;
+	from = (shdr->sh_offset + page - 1) & ~(uint64_t)(page - 1);
+	to = (shdr->sh_offset + shdr->sh_size) & ~(uint64_t)(page - 1);
+	if (to > from)
+		madvise(map + from, to - from, MADV_DONTNEED);
+}
+
 /* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
  * mapping) so that libdw leaves them: Debian's debug files compress every section, and
  * libdw inflates each it knows when it opens the file. */
-static Elf *open_elf(int fd)
+static Elf *open_elf(struct dwarf_index *ix, int fd)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	size_t shstrndx;
@@ -182,9 +220,15 @@ static Elf *open_elf(int fd)
 		GElf_Shdr shdr;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &shdr) || !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
-		    !unneeded_section(name))
+		if (!gelf_getshdr(scn, &shdr))
 			continue;
+		if (!(name = elf_strptr(elf, shstrndx, shdr.sh_name)))
+			continue;
+		if (!unneeded_section(name)) {
+			if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
+				inflate_section(ix, elf, scn, &shdr);
+			continue;
+		}
 		shdr.sh_name = 0;
 		gelf_update_shdr(scn, &shdr);
 	}
@@ -224,7 +268,7 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 		goto fail;
 	}
 	elf_version(EV_CURRENT);
-	ix->elf = open_elf(ix->fd);
+	ix->elf = open_elf(ix, ix->fd);
 	ix->dwarf = ix->elf ? dwarf_begin_elf(ix->elf, DWARF_C_READ, NULL) : NULL;
 	if (!ix->dwarf || !has_debug_info(ix->dwarf)) {
 		err = -ENOENT;
@@ -472,6 +516,22 @@ static const char *source_file(struct dwarf_index *ix, struct unit *u, const cha
 	return kept;
 }
 
+/* Notes the line table libdw now holds for die, read whole at its first use: most of the
+ * memory a unit costs (a Dwarf_Line, with its share of the sorted array, per row). */
+static void count_lines(struct dwarf_index *ix, Dwarf_Die *die, bool *counted)
+{
+	Dwarf_Lines *lines;
+	size_t n;
+
+	if (*counted)
+		return;
+	*counted = true;
+	if (dwarf_getsrclines(die, &lines, &n) == 0) {
+		ix->libdw_bytes += n * DWARF_INDEX_LINE_BYTES;
+		ix->stats.lines += n;
+	}
+}
+
 /* The call site of an inlined scope: its DW_AT_call_file in the unit's file table. */
 static void call_site(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die,
 		      struct source_frame *f)
@@ -487,6 +547,11 @@ static void call_site(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die,
 	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &file) == 0 &&
 	    dwarf_getsrcfiles(&u->die, &files, &nfiles) == 0 && file < nfiles)
 		name = dwarf_filesrc(files, file, NULL, NULL);
+	/* one table when die is the line unit's own (no split unit) */
+	if (u->die.cu == u->line_die.cu)
+		count_lines(ix, &u->line_die, &u->lines_counted);
+	else
+		count_lines(ix, &u->die, &u->files_counted);
 	f->file = source_file(ix, u, name);
 }
 
@@ -497,6 +562,7 @@ static void pc_line(struct dwarf_index *ix, struct unit *u, uint64_t pc, struct 
 	const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
 	int lineno = 0;
 
+	count_lines(ix, &u->line_die, &u->lines_counted);
 	if (line && dwarf_lineno(line, &lineno) == 0 && lineno > 0)
 		f->line = (uint32_t)lineno;
 	f->file = source_file(ix, u, file);
@@ -584,7 +650,7 @@ void dwarf_index__stats(const struct dwarf_index *ix, struct dwarf_index_stats *
 
 size_t dwarf_index__bytes(const struct dwarf_index *ix)
 {
-	return ix ? ix->bytes : 0;
+	return ix ? ix->bytes + ix->libdw_bytes : 0;
 }
 
 void dwarf_index__free(struct dwarf_index *ix)

@@ -1,5 +1,6 @@
 #include "binary/fetch_debug.h"
 #include "binary/debug_files.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -41,11 +42,10 @@ size_t fetch_debug__count(const struct fetch_debug_report *rep, enum debuginfod_
 	return n;
 }
 
-static void hex(const uint8_t *id, size_t len, char *out)
+size_t fetch_debug__fetched(const struct fetch_debug_report *rep)
 {
-	for (size_t i = 0; i < len; i++)
-		snprintf(out + 2 * i, 3, "%02x", id[i]);
-	out[2 * len] = '\0';
+	return fetch_debug__count(rep, DEBUGINFOD_FROM_SERVER) +
+	       fetch_debug__count(rep, DEBUGINFOD_FROM_CACHE);
 }
 
 /* Whether a result for build-id (as hex) is there already: one fetch per build-id, however
@@ -59,17 +59,46 @@ static bool already_fetched(const struct fetch_debug_report *rep, const char *bu
 	return false;
 }
 
-/* Reads again the symbols of every module of build-id id, now that its file is fetched. */
-static void reload_build_id(struct module_registry *reg, const uint8_t *id, size_t len)
+static void hex(const uint8_t *id, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+	out[2 * len] = '\0';
+}
+
+void fetch_debug__settle_build_id(struct module_registry *reg, const uint8_t *id, size_t len,
+				  bool reload)
 {
 	for (uint32_t i = 0; i < module_registry__count(reg); i++) {
 		struct module *mod = module_registry__by_id(reg, MODULE_FIRST_FILE + i);
 		const uint8_t *mine;
 
-		if (mod && mod->wants_debug_file && mod->syms &&
-		    elf_symbols__build_id(mod->syms, &mine) == len && memcmp(mine, id, len) == 0)
+		if (!mod || !mod->syms || elf_symbols__build_id(mod->syms, &mine) != len ||
+		    memcmp(mine, id, len) != 0)
+			continue;
+		mod->debug_file_done = true;
+		if (reload && mod->wants_debug_file)
 			module_registry__reload_symbols(reg, mod);
 	}
+}
+
+int fetch_debug__add_result(struct fetch_debug_report *rep, const char *name,
+			    const uint8_t *id, size_t len, const struct debuginfod_fetch *fetch)
+{
+	struct fetch_debug_result *r, *bigger;
+
+	bigger = realloc(rep->results, (rep->nr_results + 1) * sizeof(*bigger));
+	if (!bigger)
+		return -ENOMEM;
+	rep->results = bigger;
+	r = &rep->results[rep->nr_results++];
+	memset(r, 0, sizeof(*r));
+	/* the summary prints it on a terminal */
+	text__terminal_safe(name, r->name, sizeof(r->name));
+	hex(id, len, r->build_id);
+	if (fetch)
+		r->fetch = *fetch;
+	return 0;
 }
 
 /* Fetches the file of build-id id for the binary named name, unless it was already: into
@@ -78,21 +107,16 @@ static void reload_build_id(struct module_registry *reg, const uint8_t *id, size
 static int fetch_build_id(struct debuginfod *d, const uint8_t *id, size_t len, const char *name,
 			  struct fetch_debug_report *rep, bool *got)
 {
-	struct fetch_debug_result *r, *bigger;
+	struct fetch_debug_result *r;
 	char build_id[2 * BUILD_ID_MAX + 1];
 
 	*got = false;
 	hex(id, len, build_id);
 	if (already_fetched(rep, build_id))
 		return 0;
-	bigger = realloc(rep->results, (rep->nr_results + 1) * sizeof(*bigger));
-	if (!bigger)
+	if (fetch_debug__add_result(rep, name, id, len, NULL))
 		return -ENOMEM;
-	rep->results = bigger;
-	r = &rep->results[rep->nr_results++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	memcpy(r->build_id, build_id, sizeof(build_id));
+	r = &rep->results[rep->nr_results - 1];
 	if (debuginfod__fetch(d, id, len, name, &r->fetch) != 0)
 		return 0;
 	if (debug_files__add_fetched(id, len, r->fetch.path) != 0)
@@ -135,7 +159,7 @@ static int fetch_one(struct module_registry *reg, struct debuginfod *d, struct m
 	/* a copy: fetching the supplementary file moves the results */
 	snprintf(debug_file, sizeof(debug_file), "%s", rep->results[rep->nr_results - 1].fetch.path);
 	err = fetch_supplementary(d, debug_file, mod->name, rep);
-	reload_build_id(reg, id, len);
+	fetch_debug__settle_build_id(reg, id, len, true);
 	return err;
 }
 

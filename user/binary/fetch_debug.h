@@ -31,6 +31,17 @@ struct fetch_debug_report {
  * -ENOMEM; a file not found is in *rep, not an error. */
 int fetch_debug__run(struct module_registry *reg, double total_timeout_s, FILE *progress_out,
 		     struct fetch_debug_report *rep);
+/* Marks every binary of build-id id as done with debuginfod (its frames are named for good
+ * from now on), and when reload, reads again the symbols of those that wanted its file,
+ * now registered. */
+void fetch_debug__settle_build_id(struct module_registry *reg, const uint8_t *id, size_t len,
+				  bool reload);
+/* Appends a result for build-id id of the binary named name (made safe for a terminal),
+ * with fetch's outcome (NULL: none yet). Returns 0 or -ENOMEM. */
+int fetch_debug__add_result(struct fetch_debug_report *rep, const char *name,
+			    const uint8_t *id, size_t len, const struct debuginfod_fetch *fetch);
+/* How many files were fetched, from the server or the cache. */
+size_t fetch_debug__fetched(const struct fetch_debug_report *rep);
 /* How many results had outcome o. */
 size_t fetch_debug__count(const struct fetch_debug_report *rep, enum debuginfod_outcome o);
 const char *debuginfod_outcome__name(enum debuginfod_outcome o);

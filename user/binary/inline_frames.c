@@ -14,6 +14,8 @@
 #include "binary/python_names.h"
 #include "binary/symbols.h"
 #include "util/file_view.h"
+#include "util/grow.h"
+#include "util/text.h"
 
 struct expansion_key {
 	uint32_t module;
@@ -30,14 +32,37 @@ struct cached_expansion {
 	UT_hash_handle hh;
 };
 
+/* A binary whose DWARF was opened: open now (its module's dwarf), or closed to keep
+ * within the budget. */
+struct opened_dwarf {
+	uint32_t module;
+	uint64_t used; /* the lookup count when a pc of it was last looked up */
+};
+
 struct inline_frames {
 	struct module_registry *reg;
 	bool inlines, lines;
+	uint64_t budget; /* bytes of DWARF state open at once, over all binaries */
+	struct opened_dwarf *opened;
+	size_t nr_opened, opened_cap;
+	uint64_t lookups;
 	struct cached_expansion *cache;
 	size_t nr_cached;
 	struct inline_frames_stats stats;
 	struct frame scratch[DWARF_INDEX_MAX_DEPTH]; /* an expansion not cached */
 };
+
+/* INLINE_FRAMES_DWARF_BUDGET, or HPROF_DWARF_BUDGET_MIB's (tests force a binary's DWARF
+ * closed and opened again with a small one). */
+static uint64_t dwarf_budget(void)
+{
+	const char *env = getenv("HPROF_DWARF_BUDGET_MIB");
+	long long mib;
+
+	if (env && text__parse_number(env, 0, 1 << 20, &mib))
+		return (uint64_t)mib << 20;
+	return INLINE_FRAMES_DWARF_BUDGET;
+}
 
 int inline_frames__new(struct module_registry *reg, bool inlines, bool lines,
 		       struct inline_frames **out)
@@ -45,7 +70,8 @@ int inline_frames__new(struct module_registry *reg, bool inlines, bool lines,
 	*out = calloc(1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	**out = (struct inline_frames){ .reg = reg, .inlines = inlines, .lines = lines };
+	**out = (struct inline_frames){ .reg = reg, .inlines = inlines, .lines = lines,
+					.budget = dwarf_budget() };
 	return 0;
 }
 
@@ -76,21 +102,82 @@ static int open_separate_file(const struct module *mod, const char *binary,
 	return err;
 }
 
+/* The entry of module id among the binaries whose DWARF was opened, or NULL. */
+static struct opened_dwarf *opened_entry(struct inline_frames *x, uint32_t id)
+{
+	for (size_t i = 0; i < x->nr_opened; i++) {
+		if (x->opened[i].module == id)
+			return &x->opened[i];
+	}
+	return NULL;
+}
+
+/* Notes that module id's DWARF is open and used now: a binary new to x (opened now, or by
+ * an earlier profile: hprof serve's windows), or one closed for the budget and opened
+ * again. Out of memory, it is not noted, and never closed for the budget. */
+static void touch_opened(struct inline_frames *x, uint32_t id, bool opened_now)
+{
+	struct opened_dwarf *o = opened_entry(x, id);
+
+	if (o) {
+		x->stats.dwarf_reopened += opened_now;
+	} else {
+		x->stats.binaries_with_dwarf++;
+		if (grow_array((void **)&x->opened, &x->opened_cap, x->nr_opened + 1,
+			       sizeof(*x->opened)))
+			return;
+		o = &x->opened[x->nr_opened++];
+		o->module = id;
+	}
+	o->used = x->lookups;
+}
+
+/* Closes the DWARF of the binaries looked up least recently, but keep's, until what is
+ * open fits in the budget: each opens again on its next pc not cached. */
+static void keep_within_budget(struct inline_frames *x, uint32_t keep)
+{
+	for (;;) {
+		struct module *oldest = NULL, *mod;
+		uint64_t bytes = 0, oldest_used = UINT64_MAX;
+
+		for (size_t i = 0; i < x->nr_opened; i++) {
+			mod = module_registry__by_id(x->reg, x->opened[i].module);
+			if (!mod || !mod->dwarf)
+				continue;
+			bytes += dwarf_index__bytes(mod->dwarf);
+			if (x->opened[i].module != keep && x->opened[i].used < oldest_used) {
+				oldest = mod;
+				oldest_used = x->opened[i].used;
+			}
+		}
+		if (bytes <= x->budget || !oldest)
+			return;
+		dwarf_index__free(oldest->dwarf);
+		oldest->dwarf = NULL;
+		oldest->dwarf_tried = false;
+		x->stats.dwarf_closed++;
+	}
+}
+
 /* The module's DWARF: in its own file, else in its separate debug file (by build-id, then
- * by .gnu_debuglink, --debug-dir's first). NULL when none; looked for once while its symbols are kept. */
-static struct dwarf_index *module_dwarf(struct inline_frames *x, struct module *mod)
+ * by .gnu_debuglink, --debug-dir's first). NULL when none; looked for once while its
+ * symbols are kept, and again after it was closed for the budget. */
+static struct dwarf_index *module_dwarf(struct inline_frames *x, struct module *mod, uint32_t id)
 {
 	const char *binary = mod->load_path[0] ? mod->load_path : mod->path;
 
-	if (mod->dwarf_tried)
+	if (mod->dwarf_tried) {
+		if (mod->dwarf)
+			touch_opened(x, id, false);
 		return mod->dwarf;
+	}
 	mod->dwarf_tried = true;
 	if (mod->anon_code || mod->from_slices || mod->load_err || mod->path[0] != '/')
 		return NULL;
 	if (open_index(binary, &mod->dwarf) == -ENOENT)
 		open_separate_file(mod, binary, &mod->dwarf);
 	if (mod->dwarf)
-		x->stats.binaries_with_dwarf++;
+		touch_opened(x, id, true);
 	return mod->dwarf;
 }
 
@@ -107,13 +194,14 @@ static int intern(struct inline_frames *x, const struct module *mod,
 static void expand(struct inline_frames *x, struct module *mod, const struct frame *f,
 		   struct inline_expansion *out)
 {
-	struct dwarf_index *ix = module_dwarf(x, mod);
+	struct dwarf_index *ix = module_dwarf(x, mod, f->module);
 	uint64_t pc = (f->flags & FRAME_CALLER) ? f->addr - 1 : f->addr, id;
 	struct source_chain chain;
 
 	*out = (struct inline_expansion){ .inlined = x->scratch };
 	if (!ix)
 		return;
+	x->lookups++;
 	x->stats.pcs++;
 	switch (dwarf_index__chain(ix, pc, &chain)) {
 	case 0:
@@ -139,6 +227,8 @@ static void expand(struct inline_frames *x, struct module *mod, const struct fra
 			break;
 		x->scratch[out->nr_inlined++] = (struct frame){ .module = MODULE_INLINE, .addr = id };
 	}
+	/* the chain's strings are interned by now: its DWARF may go */
+	keep_within_budget(x, f->module);
 }
 
 void inline_frames__expand(struct inline_frames *x, const struct frame *f,
@@ -200,5 +290,6 @@ void inline_frames__free(struct inline_frames *x)
 		free(c->inlined);
 		free(c);
 	}
+	free(x->opened);
 	free(x);
 }

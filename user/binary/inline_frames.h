@@ -13,6 +13,12 @@
 #include "binary/modules.h"
 
 #define INLINE_FRAMES_MAX_CACHED (256u << 10)
+/* Bytes of DWARF state (dwarf_index__bytes: libdw's inflated sections and line tables, the
+ * index) open at once over all binaries: past it, the DWARF of the binaries looked up least
+ * recently is closed, and opened again on its next pc not cached. One binary's alone may
+ * pass it (python3.11-dbg's takes 40 MiB for a 10,000-sample profile). HPROF_DWARF_BUDGET_MIB
+ * sets another. */
+#define INLINE_FRAMES_DWARF_BUDGET (64ull << 20)
 
 /* What a frame is expanded into: inline frames (the registry's MODULE_INLINE ids), and the
  * frame's own location. */
@@ -40,6 +46,8 @@ struct inline_frames_stats {
 	uint64_t pcs_bad_dwarf;  /* ... in a compile unit whose DIEs could not be read */
 	uint64_t pcs_over_bounds; /* ... in a unit past the index's bounds (dwarf_index.h) */
 	uint64_t pcs_uncached; /* looked up again: the cache was full */
+	uint64_t dwarf_closed;   /* a binary's DWARF closed to keep within the budget */
+	uint64_t dwarf_reopened; /* ... and opened again */
 };
 void inline_frames__stats(const struct inline_frames *x, struct inline_frames_stats *stats);
 void inline_frames__free(struct inline_frames *x);

@@ -716,6 +716,10 @@ void module_registry__reload_symbols(struct module_registry *reg, struct module 
 		mod->dropped = false;
 		code_starts__free(mod->code_starts);
 		mod->code_starts = NULL;
+		/* its DWARF too may be in the file its symbols now come from */
+		dwarf_index__free(mod->dwarf);
+		mod->dwarf = NULL;
+		mod->dwarf_tried = false;
 	} else {
 		mod->syms = kept;
 		mod->load_err = kept_err;

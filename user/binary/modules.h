@@ -85,6 +85,9 @@ struct module {
 	/* A frame was named without a symbol while debuginfod may serve its debug file: named
 	 * again once fetching is over (binary/fetch_debug.h) */
 	bool wants_debug_file;
+	/* debuginfod was asked for its file (hprof serve's fetch_background), and answered
+	 * (fetch_debug__settle_build_id): its frames are named for good */
+	bool debug_file_asked, debug_file_done;
 	uint32_t last_used; /* the registry's sweep count when a process last used it */
 	bool dropped;       /* symbols (but segments, build-id and entry) and table dropped */
 	/* Its inline chains and lines (binary/inline_frames.h), opened on first use, dropped

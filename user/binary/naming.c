@@ -113,7 +113,7 @@ static bool may_fetch_debug_file(struct module_registry *modules, struct module 
 
 	/* a dropped binary's source is not known until it is read again */
 	if (!module_registry__debuginfod(modules) || mod->path[0] != '/' || !mod->syms ||
-	    mod->dropped || elf_symbols__build_id(mod->syms, &id) == 0)
+	    mod->dropped || mod->debug_file_done || elf_symbols__build_id(mod->syms, &id) == 0)
 		return false;
 	source = elf_symbols__source(mod->syms);
 	if (source == ELF_SYMBOLS_SYMTAB || source == ELF_SYMBOLS_BUILD_ID ||

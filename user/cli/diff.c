@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 
 #include "util/atomic_file.h"
+#include "binary/debuginfod.h"
 #include "capture/replay.h"
 #include "cli/commands.h"
 #include "output/diff.h"
 #include "output/pprof.h"
 #include "output/stack_set.h"
+#include "output/summary.h"
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_REGRESSION = 3 };
 
@@ -26,12 +28,13 @@ struct diff_cli {
 	regex_t regexes[MAX_FUNCTION_REGEXES];
 	const char *base_path, *new_path;
 	const char *svg_path, *json_path;
+	bool no_debuginfod; /* --no-debuginfod: a capture's binaries get no fetched debug files */
 };
 
 static const char usage_text[] =
 	"Usage: hprof diff BASE NEW [--threshold PCT] [--confidence PCT] [--self]\n"
 	"                  [--function REGEX]... [--min-samples N] [--top N]\n"
-	"                  [--svg FILE] [--json FILE]\n"
+	"                  [--svg FILE] [--json FILE] [--no-debuginfod]\n"
 	"Compares two profiles function by function: each function's inclusive share (samples\n"
 	"with it anywhere on the stack, once per sample) and self share (samples with it\n"
 	"innermost) of its profile's samples, and the change in percentage points (pp).\n"
@@ -57,6 +60,8 @@ static const char usage_text[] =
 	"  --svg FILE          differential flamegraph: NEW's frames, red where their share\n"
 	"                      grew against BASE, blue where it shrank\n"
 	"  --json FILE         the table as JSON\n"
+	"  --no-debuginfod     fetch no debug files for a capture's binaries from\n"
+	"                      DEBUGINFOD_URLS' servers (fetched as hprof report does)\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Exit status: 0 no regression, 1 error, 2 bad usage, 3 regression.\n";
@@ -154,6 +159,9 @@ static int parse_option(struct diff_cli *c, int opt, const char *arg)
 	case 'j':
 		c->json_path = arg;
 		return 0;
+	case 'D':
+		c->no_debuginfod = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -170,6 +178,7 @@ static int parse_args(int argc, char **argv, struct diff_cli *c)
 		{ "top", required_argument, NULL, 'T' },
 		{ "svg", required_argument, NULL, 's' },
 		{ "json", required_argument, NULL, 'j' },
+		{ "no-debuginfod", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -271,18 +280,33 @@ static void warn_changed(void *ctx, const char *binary)
 		binary, (const char *)ctx);
 }
 
-/* A capture is replayed as hprof report replays it, then read as its folded output. */
-static int load_capture(const char *path, struct stack_set *set, char *err, size_t errlen)
+/* A capture is replayed as hprof report replays it, its binaries' debug files fetched
+ * when debuginfod (and the summary's line on them printed), then read as its folded
+ * output. */
+static int load_capture(const char *path, bool debuginfod, struct stack_set *set, char *err,
+			size_t errlen)
 {
-	struct replay_opts ro = { 0 };
+	struct replay_opts ro = { .debuginfod = debuginfod };
 	struct replay *r = NULL;
+	struct session *s;
 	int ret;
 
 	ret = replay__run(path, &ro, &r, err, errlen);
 	if (ret)
 		return ret;
 	replay__for_each_changed(r, warn_changed, (void *)path);
-	ret = stack_set__add_profile(set, session__profile(replay__session(r)), err, errlen);
+	s = replay__session(r);
+	if (debuginfod) {
+		ret = session__fetch_debug_files(s, 0, stderr);
+		if (ret) {
+			snprintf(err, errlen, "%s: fetching debug files: %s", path, strerror(-ret));
+			replay__free(r);
+			return ret;
+		}
+		session__settle_names(s);
+		summary__print_debug_files(session__debug_files(s), false, stderr);
+	}
+	ret = stack_set__add_profile(set, session__profile(s), err, errlen);
 	replay__free(r);
 	return ret;
 }
@@ -323,7 +347,7 @@ static int open_input(const char *path, FILE **f, uint8_t **copy, bool *is_pipe)
 
 /* Loads one profile; on error prints one line naming the file (and line) and returns
  * -errno. */
-static int load(const char *path, struct stack_set *set)
+static int load(const char *path, bool debuginfod, struct stack_set *set)
 {
 	char err[512] = "";
 	uint8_t *copy = NULL;
@@ -344,7 +368,7 @@ static int load(const char *path, struct stack_set *set)
 			ret = -EINVAL;
 			break;
 		}
-		ret = load_capture(path, set, err, sizeof(err));
+		ret = load_capture(path, debuginfod, set, err, sizeof(err));
 		break;
 	case INPUT_PPROF:
 		ret = load_pprof(f, set, err, sizeof(err));
@@ -410,6 +434,7 @@ int cmd_diff(int argc, char **argv)
 	struct stack_set *base = NULL, *new = NULL;
 	struct diff_result r = { 0 };
 	int err, status = EXIT_ERROR;
+	bool debuginfod;
 
 	err = parse_args(argc, argv, &c);
 	if (err) {
@@ -425,7 +450,8 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "hprof: diff: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	if (load(c.base_path, base) || load(c.new_path, new))
+	debuginfod = !c.no_debuginfod && debuginfod__wanted();
+	if (load(c.base_path, debuginfod, base) || load(c.new_path, debuginfod, new))
 		goto cleanup;
 	err = diff__compute(base, new, &c.opts, &r);
 	if (!err)

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binary/debuginfod.h"
+#include "binary/fetch_background.h"
 #include "cli/commands.h"
 #include "record/child.h"
 #include "record/recorder.h"
@@ -47,6 +49,7 @@ struct serve_opts {
 	size_t nr_pids;
 	bool no_dwarf;
 	bool no_inline, no_lines; /* --no-inline, --no-lines */
+	bool no_debuginfod;       /* --no-debuginfod */
 	unsigned stack_size;
 	uint64_t every_ns;
 	unsigned keep;
@@ -73,6 +76,10 @@ struct server {
 	struct metrics_box metrics;
 	struct timespec started;
 	int tick_err;
+	/* debug files fetched while serving: NULL when debuginfod is off */
+	struct fetch_background *fetcher;
+	struct fetch_debug_report debug_files;
+	uint64_t windows_ended; /* served and written, when the fetcher was last asked */
 };
 
 static volatile sig_atomic_t exiting;
@@ -122,6 +129,8 @@ static void usage(FILE *out)
 		"  --stack-size BYTES    user stack bytes copied per sample (default %d)\n"
 		"  --no-inline           no frames for inlined calls (from the binaries' DWARF)\n"
 		"  --no-lines            no source lines (from the binaries' DWARF)\n"
+		"  --no-debuginfod       fetch no debug files from DEBUGINFOD_URLS' servers (else\n"
+		"                        fetched after a window, the next windows named by them)\n"
 		"  --every DURATION      also write one file per window of DURATION (Ns, Nm or\n"
 		"                        Nh, at least 1s) to each of --pprof, --folded, --svg,\n"
 		"                        --json FILE, a pattern: strftime of the window's start,\n"
@@ -175,7 +184,7 @@ static bool parse_duration(const char *s, uint64_t *ns)
 	return true;
 }
 
-enum { OPT_LISTEN = 256, OPT_NO_DWARF, OPT_NO_INLINE, OPT_NO_LINES, OPT_STACK_SIZE, OPT_EVERY, OPT_KEEP, OPT_PPROF,
+enum { OPT_LISTEN = 256, OPT_NO_DWARF, OPT_NO_INLINE, OPT_NO_LINES, OPT_NO_DEBUGINFOD, OPT_STACK_SIZE, OPT_EVERY, OPT_KEEP, OPT_PPROF,
        OPT_FOLDED, OPT_SVG, OPT_JSON };
 
 static int parse_option(struct serve_opts *o, int opt, const char *arg)
@@ -206,6 +215,9 @@ static int parse_option(struct serve_opts *o, int opt, const char *arg)
 		return 0;
 	case OPT_NO_LINES:
 		o->no_lines = true;
+		return 0;
+	case OPT_NO_DEBUGINFOD:
+		o->no_debuginfod = true;
 		return 0;
 	case OPT_NO_DWARF:
 		o->no_dwarf = true;
@@ -255,6 +267,7 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
 		{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 		{ "every", required_argument, NULL, OPT_EVERY },
 		{ "keep", required_argument, NULL, OPT_KEEP },
@@ -457,6 +470,29 @@ static int http_profile(void *ctx, unsigned seconds, const char *client, uint8_t
 	return serve_windows__request(sv->windows, seconds, client, body, len);
 }
 
+/* The debug files fetched since the last tick taken in, and once a window has ended, the
+ * ones its binaries want asked for: the fetching thread never holds up sampling. */
+static void fetch_debug_files(struct server *sv)
+{
+	struct serve_windows_stats ws;
+	int err;
+
+	if (!sv->fetcher)
+		return;
+	err = fetch_background__take(sv->fetcher, session__modules(sv->session), &sv->debug_files);
+	serve_windows__stats(sv->windows, &ws);
+	if (err >= 0 && ws.served + ws.written != sv->windows_ended) {
+		sv->windows_ended = ws.served + ws.written;
+		err = fetch_background__ask(sv->fetcher, session__modules(sv->session));
+	}
+	if (err < 0) {
+		fprintf(stderr, "hprof serve: debuginfod: %s; no more debug files fetched\n",
+			strerror(-err));
+		fetch_background__free(sv->fetcher);
+		sv->fetcher = NULL;
+	}
+}
+
 /* The recorder's progress hook: windows opened and ended, metrics answered. */
 static void tick(void *ctx, struct recorder *rec, double elapsed_s, bool running)
 {
@@ -471,6 +507,7 @@ static void tick(void *ctx, struct recorder *rec, double elapsed_s, bool running
 	err = serve_windows__tick(sv->windows, now);
 	if (err && !sv->tick_err)
 		sv->tick_err = err;
+	fetch_debug_files(sv);
 	serve_metrics(sv);
 	/* a window ends on time, not at the next half-second read */
 	recorder__read_within(rec, serve_windows__ms_to_next_end(sv->windows, now));
@@ -548,6 +585,13 @@ static int run(struct serve_opts *o)
 		goto cleanup;
 	}
 	session__set_sample_sink(sv.session, serve_windows__add, sv.windows);
+	if (!o->no_debuginfod && debuginfod__wanted()) {
+		/* frames no symbol names stay apart, named again once their file comes */
+		session__set_debuginfod(sv.session, true);
+		err = fetch_background__new(&sv.fetcher);
+		if (err)
+			goto cleanup;
+	}
 	err = recorder__open(&(struct recorder_opts){
 				     .sampler = {
 					     .frequency = o->frequency,
@@ -586,10 +630,20 @@ static int run(struct serve_opts *o)
 	http = NULL;
 	if (!err && sv.tick_err)
 		err = sv.tick_err;
+	/* a fetch under way ends, and is told in the summary */
+	fetch_background__stop(sv.fetcher);
+	if (sv.fetcher)
+		fetch_background__take(sv.fetcher, session__modules(sv.session), &sv.debug_files);
+	fetch_background__free(sv.fetcher);
+	sv.fetcher = NULL;
+	if (!o->quiet)
+		summary__print_debug_files(&sv.debug_files, false, stderr);
 cleanup:
 	stop_metrics(&sv.metrics);
 	serve_http__stop(http);
 	recorder__free(sv.rec);
+	fetch_background__free(sv.fetcher);
+	fetch_debug__free_report(&sv.debug_files);
 	serve_windows__free(sv.windows);
 	session__free(sv.session);
 	free(sv.metrics.text);

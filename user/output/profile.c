@@ -436,9 +436,10 @@ int profile__add(struct profile *p, const char *comm, const char *root,
 	return profile__add_labeled(p, comm, root, NULL, frames, n);
 }
 
-int profile__add_labeled(struct profile *p, const char *comm, const char *root,
-			 const struct profile_labels *labels, const struct frame *frames,
-			 uint32_t n)
+/* profile__add_labeled, for count samples. */
+static int add_counted(struct profile *p, const char *comm, const char *root,
+		       const struct profile_labels *labels, const struct frame *frames,
+		       uint32_t n, uint64_t count)
 {
 	uint32_t node = head_node(p, comm, root, labels);
 	struct inline_expansion x = { 0 };
@@ -461,8 +462,95 @@ int profile__add_labeled(struct profile *p, const char *comm, const char *root,
 		p->nodes[node].stack = (uint32_t)++p->nr_stacks;
 		p->counts[p->nr_stacks] = 0;
 	}
-	p->counts[p->nodes[node].stack]++;
-	p->nr_samples++;
+	p->counts[p->nodes[node].stack] += count;
+	p->nr_samples += count;
+	return 0;
+}
+
+int profile__add_labeled(struct profile *p, const char *comm, const char *root,
+			 const struct profile_labels *labels, const struct frame *frames,
+			 uint32_t n)
+{
+	return add_counted(p, comm, root, labels, frames, n, 1);
+}
+
+/* The index of f in frames, or NONE when it was never counted. */
+static uint32_t find_frame(const struct profile *p, const struct frame *f);
+
+/* Gives f in to the name from gave it, unless that name was provisional: named again, it
+ * may now come from a fetched debug file. Names are kept because a binary's symbols, or a
+ * process's perf map, may be gone by now. Returns 0 or -ENOMEM. */
+static int carry_name(struct profile *to, const struct profile *from, const struct frame *f)
+{
+	uint32_t old = find_frame(from, f), id;
+	char *name;
+
+	if (old == NONE || from->provisional[old] || from->frame_names[old] == NONE)
+		return 0;
+	id = frame_id(to, f);
+	if (id == NONE)
+		return -ENOMEM;
+	if (to->frame_names[id] != NONE)
+		return 0;
+	name = strdup(from->strings[from->frame_names[old]]);
+	if (!name || (to->frame_names[id] = intern(to, name)) == NONE)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Counts again in to the stack of from that ends at node, without its inline frames:
+ * they are expanded anew. Returns 0 or -ENOMEM. */
+static int recount_stack(struct profile *to, struct profile *from, uint32_t node)
+{
+	const struct stack_head *hd = head_of(from, node);
+	uint64_t count = from->counts[from->nodes[node].stack];
+	uint32_t n = 0;
+	int err = 0;
+
+	for (; from->nodes[node].parent != NONE; node = from->nodes[node].parent) {
+		const struct frame *f = node_frame(from, node);
+
+		if (f->module == MODULE_INLINE)
+			continue;
+		if (grow_array((void **)&from->scratch, &from->scratch_cap, n + 1,
+			       sizeof(*from->scratch)))
+			return -ENOMEM;
+		from->scratch[n++] = *f;
+		err = carry_name(to, from, f);
+		if (err)
+			return err;
+	}
+	return add_counted(to, hd->key.comm, hd->key.root,
+			   hd->key.labeled ? &hd->key.labels : NULL, from->scratch, n, count);
+}
+
+int profile__recount_inline(struct profile *p)
+{
+	struct profile *to, swap;
+	int err = 0;
+
+	if (!p->inline_frames)
+		return 0;
+	err = profile__new(p->modules, p->ksyms, &to);
+	if (err)
+		return err;
+	to->name_cache = p->name_cache;
+	to->by_name = p->by_name;
+	to->inline_frames = p->inline_frames;
+	for (uint32_t node = 1; node < p->nr_nodes && !err; node++) {
+		if (p->nodes[node].stack != NONE)
+			err = recount_stack(to, p, node);
+	}
+	if (err) {
+		to->inline_frames = NULL;
+		profile__free(to);
+		return err;
+	}
+	p->inline_frames = NULL;
+	swap = *p;
+	*p = *to;
+	*to = swap;
+	profile__free(to);
 	return 0;
 }
 

@@ -28,6 +28,12 @@ int profile__key_by_name(struct profile *p);
  * from the binary's DWARF (binary/inline_frames.h). Called before the first sample; -EBUSY
  * after. Returns 0, -EBUSY or -ENOMEM. */
 int profile__expand_inline(struct profile *p, bool inlines, bool lines);
+/* Counts every stack again, its frames expanded anew: after debug files were fetched
+ * (binary/fetch_debug.h), the frames of the binaries that now have DWARF get their inline
+ * frames and lines in every output. Frames keep their names, but those named provisionally,
+ * which are named again. Nothing without profile__expand_inline. Returns 0 or -ENOMEM (p
+ * as it was). */
+int profile__recount_inline(struct profile *p);
 /* The calls inlined at f's pc, outermost first (MODULE_INLINE frames, valid until the next
  * call): the frames that follow f in its stacks. None without profile__expand_inline. */
 void profile__inline_frames(struct profile *p, const struct frame *f, const struct frame **inlined,

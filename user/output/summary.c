@@ -44,47 +44,6 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 		n->scan_passed_over, n->scan_through_jumps);
 }
 
-/* How many samples of CPython processes got Python frames, and the commonest reasons the
- * others did not; nothing when no process ran a CPython. */
-static void print_python(const struct python_stats *py, FILE *out)
-{
-	const char *sep = "";
-
-	if (!py || py->samples == 0)
-		return;
-	fprintf(out, "hprof: Python frames in %" PRIu64 " of %" PRIu64
-			" samples of CPython processes (%.1f%%)",
-		py->with_frames, py->samples, summary__percent(py->with_frames, py->samples));
-	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++) {
-		if (!py->reasons[i] || i == PYTHON_TRUNCATED)
-			continue;
-		fprintf(out, "%s %s %" PRIu64, *sep ? "," : "; the others:",
-			python_reason__name(i), py->reasons[i]);
-		sep = ",";
-	}
-	if (py->frames_unreadable)
-		fprintf(out, "; %" PRIu64 " frames of code unreadable", py->frames_unreadable);
-	if (py->reasons[PYTHON_TRUNCATED])
-		fprintf(out, "; %" PRIu64 " cut at %d Python frames", py->reasons[PYTHON_TRUNCATED],
-			HPROF_PY_MAX_FRAMES);
-	fprintf(out, "\n");
-}
-
-/* Inline frames and lines from DWARF: nothing when no binary had DWARF. */
-static void print_inline(struct profile *p, FILE *out)
-{
-	struct inline_frames_stats st;
-
-	profile__inline_stats(p, &st);
-	if (st.binaries_with_dwarf)
-		fprintf(out, "hprof: inline frames and lines: %" PRIu64 " binaries with DWARF, %" PRIu64
-				" distinct pcs; without a chain: no function in the DWARF %" PRIu64
-				", unreadable DWARF %" PRIu64 ", past the index's bounds %" PRIu64
-				"; looked up again (cache full) %" PRIu64 "\n",
-			st.binaries_with_dwarf, st.pcs, st.pcs_no_chain, st.pcs_bad_dwarf,
-			st.pcs_over_bounds, st.pcs_uncached);
-}
-
 /* Only when some process with JIT code had a map file. */
 /* jitdump files, one line when a process had one. */
 static void print_jitdump_summary(struct module_registry *modules, FILE *out)
@@ -277,9 +236,9 @@ void summary__print(const struct run_summary *r, FILE *out)
 			kc[KC_SIGFRAME_NOT_FOUND], st->tail_windows, kc[KC_FP_TAIL_FAILED]);
 	if (r->deltas)
 		print_deltas(r->deltas, out);
-	print_python(r->python, out);
+	summary__print_python(r->python, out);
 	summary__print_debug_files(r->debug_files, true, out);
-	print_inline(r->profile, out);
+	summary__print_inline(r->profile, out);
 }
 
 static const char *plural(uint64_t n)
@@ -399,7 +358,7 @@ void summary__print_brief(const struct run_summary *r, FILE *out)
 			st->processes == 1 ? "" : "es");
 	fprintf(out, "%s\n", r->no_dwarf ? ", frame pointers only" : "");
 	print_brief_complete(st, out);
-	print_python(r->python, out);
+	summary__print_python(r->python, out);
 	print_brief_lost(r, kc, out);
 	summary__print_debug_files(r->debug_files, false, out);
 }

@@ -90,10 +90,21 @@ void summary__print_debug_files(const struct fetch_debug_report *rep, bool verbo
 struct json_writer;
 /* The same as the JSON summary's "debuginfod" object. */
 void summary__json_debug_files(struct json_writer *w, const struct fetch_debug_report *rep);
+/* How many samples of CPython processes got Python frames, and the commonest reasons the
+ * others did not; nothing when no process ran a CPython. And the JSON summary's "python"
+ * object (nothing when py is NULL). */
+void summary__print_python(const struct python_stats *py, FILE *out);
+void summary__json_python(struct json_writer *w, const struct python_stats *py);
+/* The -v line on inline frames and lines from DWARF (binary/inline_frames.h), and the JSON
+ * summary's "inline" object: nothing when no binary had DWARF. */
+void summary__print_inline(struct profile *p, FILE *out);
+void summary__json_inline(struct json_writer *w, struct profile *p);
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
 			    FILE *out);
 /* part as a percentage of whole; 0 when whole is 0. */
 double summary__percent(uint64_t part, uint64_t whole);
+/* "key": n in the JSON summary. */
+void summary__json_count(struct json_writer *w, const char *key, uint64_t n);
 /* Writes the summary as one JSON object (summary_json.c). Returns 0 or -errno. */
 int summary__write_json(const struct run_summary *r, FILE *out);
 /* The same into path, whole or not at all; on error prints one line and returns -errno. */

@@ -7,16 +7,10 @@
 /* Binaries without a file named on the brief line; -v names them all. */
 #define BRIEF_MISSES 3
 
-static size_t fetched(const struct fetch_debug_report *rep)
-{
-	return fetch_debug__count(rep, DEBUGINFOD_FROM_SERVER) +
-	       fetch_debug__count(rep, DEBUGINFOD_FROM_CACHE);
-}
-
 /* "NAME (why)" for the binaries that got no file, up to max of them. */
 static void print_misses(const struct fetch_debug_report *rep, size_t max, FILE *out)
 {
-	size_t shown = 0, misses = rep->nr_results - fetched(rep);
+	size_t shown = 0, misses = rep->nr_results - fetch_debug__fetched(rep);
 
 	for (size_t i = 0; i < rep->nr_results && shown < max; i++) {
 		const struct fetch_debug_result *r = &rep->results[i];
@@ -41,7 +35,7 @@ void summary__print_debug_files(const struct fetch_debug_report *rep, bool verbo
 		fprintf(out, "hprof: debuginfod: nothing fetched: %s\n", rep->error);
 		return;
 	}
-	got = fetched(rep);
+	got = fetch_debug__fetched(rep);
 	fprintf(out, "hprof: debuginfod: %zu of %zu debug file%s fetched (%zu from the server, %zu from the cache) in %.1f s",
 		got, rep->nr_results, rep->nr_results == 1 ? "" : "s",
 		fetch_debug__count(rep, DEBUGINFOD_FROM_SERVER),

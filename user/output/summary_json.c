@@ -25,7 +25,7 @@ static void count_and_percent(struct json_writer *w, const char *key, uint64_t n
 }
 
 /* A name and a count, as JSON. */
-static void json_count(struct json_writer *w, const char *key, uint64_t n)
+void summary__json_count(struct json_writer *w, const char *key, uint64_t n)
 {
 	json__key(w, key);
 	json__uint(w, n);
@@ -38,17 +38,17 @@ static void json_jitdumps(struct json_writer *w, struct module_registry *modules
 	module_registry__jitdump_stats(modules, &jd);
 	json__key(w, "jitdumps");
 	json__begin_object(w);
-	json_count(w, "files_read", jd.read);
-	json_count(w, "files_refused", jd.refused);
-	json_count(w, "bad_headers", jd.bad_header);
-	json_count(w, "files_cut_short", jd.cut_short);
-	json_count(w, "code_loads", jd.code_loads);
-	json_count(w, "code_moves", jd.code_moves);
-	json_count(w, "unwinding_infos", jd.unwind_infos);
-	json_count(w, "bad_records", jd.bad_records);
-	json_count(w, "cut_records", jd.cut_records);
-	json_count(w, "unwind_tables", jd.unwind_tables);
-	json_count(w, "unwind_tables_failed", jd.unwind_failed);
+	summary__json_count(w, "files_read", jd.read);
+	summary__json_count(w, "files_refused", jd.refused);
+	summary__json_count(w, "bad_headers", jd.bad_header);
+	summary__json_count(w, "files_cut_short", jd.cut_short);
+	summary__json_count(w, "code_loads", jd.code_loads);
+	summary__json_count(w, "code_moves", jd.code_moves);
+	summary__json_count(w, "unwinding_infos", jd.unwind_infos);
+	summary__json_count(w, "bad_records", jd.bad_records);
+	summary__json_count(w, "cut_records", jd.cut_records);
+	summary__json_count(w, "unwind_tables", jd.unwind_tables);
+	summary__json_count(w, "unwind_tables_failed", jd.unwind_failed);
 	json__end_object(w);
 }
 
@@ -59,14 +59,14 @@ static void json_gdb_jit(struct json_writer *w, struct module_registry *modules)
 	module_registry__gdb_jit_stats(modules, &gj);
 	json__key(w, "gdb_jit");
 	json__begin_object(w);
-	json_count(w, "processes", gj.registrations);
-	json_count(w, "list_reads", gj.list_reads);
-	json_count(w, "bad_lists", gj.bad_lists);
-	json_count(w, "lists_cut_short", gj.cut_short);
-	json_count(w, "objects", gj.objects);
-	json_count(w, "objects_without_cfi", gj.no_cfi);
-	json_count(w, "objects_refused", gj.refused);
-	json_count(w, "objects_relocated", gj.relocated);
+	summary__json_count(w, "processes", gj.registrations);
+	summary__json_count(w, "list_reads", gj.list_reads);
+	summary__json_count(w, "bad_lists", gj.bad_lists);
+	summary__json_count(w, "lists_cut_short", gj.cut_short);
+	summary__json_count(w, "objects", gj.objects);
+	summary__json_count(w, "objects_without_cfi", gj.no_cfi);
+	summary__json_count(w, "objects_refused", gj.refused);
+	summary__json_count(w, "objects_relocated", gj.relocated);
 	json__end_object(w);
 }
 
@@ -106,42 +106,6 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->scan_passed_over);
 	json__key(w, "scan_through_jumps");
 	json__uint(w, n->scan_through_jumps);
-	json__end_object(w);
-}
-
-static void json_python(struct json_writer *w, const struct python_stats *py)
-{
-	if (!py)
-		return;
-	json__key(w, "python");
-	json__begin_object(w);
-	json_count(w, "samples", py->samples);
-	json_count(w, "with_frames", py->with_frames);
-	json_count(w, "frames", py->frames);
-	json_count(w, "frames_unreadable", py->frames_unreadable);
-	json__key(w, "reasons");
-	json__begin_object(w);
-	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)
-		json_count(w, python_reason__name(i), py->reasons[i]);
-	json__end_object(w);
-	json__end_object(w);
-}
-
-static void json_inline(struct json_writer *w, struct profile *p)
-{
-	struct inline_frames_stats st;
-
-	profile__inline_stats(p, &st);
-	if (!st.binaries_with_dwarf)
-		return;
-	json__key(w, "inline");
-	json__begin_object(w);
-	json_count(w, "binaries_with_dwarf", st.binaries_with_dwarf);
-	json_count(w, "pcs", st.pcs);
-	json_count(w, "pcs_no_function", st.pcs_no_chain);
-	json_count(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
-	json_count(w, "pcs_over_bounds", st.pcs_over_bounds);
-	json_count(w, "pcs_uncached", st.pcs_uncached);
 	json__end_object(w);
 }
 
@@ -384,8 +348,8 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	json__begin_object(&w);
 	write_counts(&w, r, kc);
 	write_transport(&w, r, kc);
-	json_python(&w, r->python);
-	json_inline(&w, r->profile);
+	summary__json_python(&w, r->python);
+	summary__json_inline(&w, r->profile);
 	err = write_top(&w, "top_self", set, true);
 	if (!err)
 		err = write_top(&w, "top_inclusive", set, false);
