@@ -156,6 +156,12 @@ void json__uint(struct json_writer *w, uint64_t v)
 	fprintf(w->out, "%" PRIu64, v);
 }
 
+void json__key_uint(struct json_writer *w, const char *key, uint64_t v)
+{
+	json__key(w, key);
+	json__uint(w, v);
+}
+
 void json__int(struct json_writer *w, int64_t v)
 {
 	before_value(w);

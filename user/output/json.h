@@ -29,6 +29,8 @@ void json__end_array(struct json_writer *w);
 void json__key(struct json_writer *w, const char *key);
 void json__string(struct json_writer *w, const char *s);
 void json__uint(struct json_writer *w, uint64_t v);
+/* "key": v */
+void json__key_uint(struct json_writer *w, const char *key, uint64_t v);
 void json__int(struct json_writer *w, int64_t v);
 /* NaN and infinities, which JSON lacks, are written as null. */
 void json__double(struct json_writer *w, double v);

@@ -12,11 +12,6 @@
 #include "binary/modules.h"
 #include "output/outputs.h"
 
-double summary__percent(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 /* Code without CFI, one line, when a walk met any. */
 static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 {

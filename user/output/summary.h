@@ -102,9 +102,10 @@ void summary__json_inline(struct json_writer *w, struct profile *p);
 void summary__print_written(const struct output_opts *o, const char *raw_path, bool verbose,
 			    FILE *out);
 /* part as a percentage of whole; 0 when whole is 0. */
-double summary__percent(uint64_t part, uint64_t whole);
-/* "key": n in the JSON summary. */
-void summary__json_count(struct json_writer *w, const char *key, uint64_t n);
+static inline double summary__percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
 /* Writes the summary as one JSON object (summary_json.c). Returns 0 or -errno. */
 int summary__write_json(const struct run_summary *r, FILE *out);
 /* The same into path, whole or not at all; on error prints one line and returns -errno. */

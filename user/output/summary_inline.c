@@ -35,13 +35,13 @@ void summary__json_inline(struct json_writer *w, struct profile *p)
 		return;
 	json__key(w, "inline");
 	json__begin_object(w);
-	summary__json_count(w, "binaries_with_dwarf", st.binaries_with_dwarf);
-	summary__json_count(w, "pcs", st.pcs);
-	summary__json_count(w, "pcs_no_function", st.pcs_no_chain);
-	summary__json_count(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
-	summary__json_count(w, "pcs_over_bounds", st.pcs_over_bounds);
-	summary__json_count(w, "pcs_uncached", st.pcs_uncached);
-	summary__json_count(w, "dwarf_closed", st.dwarf_closed);
-	summary__json_count(w, "dwarf_reopened", st.dwarf_reopened);
+	json__key_uint(w, "binaries_with_dwarf", st.binaries_with_dwarf);
+	json__key_uint(w, "pcs", st.pcs);
+	json__key_uint(w, "pcs_no_function", st.pcs_no_chain);
+	json__key_uint(w, "pcs_bad_dwarf", st.pcs_bad_dwarf);
+	json__key_uint(w, "pcs_over_bounds", st.pcs_over_bounds);
+	json__key_uint(w, "pcs_uncached", st.pcs_uncached);
+	json__key_uint(w, "dwarf_closed", st.dwarf_closed);
+	json__key_uint(w, "dwarf_reopened", st.dwarf_reopened);
 	json__end_object(w);
 }

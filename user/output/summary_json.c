@@ -24,13 +24,6 @@ static void count_and_percent(struct json_writer *w, const char *key, uint64_t n
 	json__end_object(w);
 }
 
-/* A name and a count, as JSON. */
-void summary__json_count(struct json_writer *w, const char *key, uint64_t n)
-{
-	json__key(w, key);
-	json__uint(w, n);
-}
-
 static void json_jitdumps(struct json_writer *w, struct module_registry *modules)
 {
 	struct jitdump_stats jd;
@@ -38,17 +31,17 @@ static void json_jitdumps(struct json_writer *w, struct module_registry *modules
 	module_registry__jitdump_stats(modules, &jd);
 	json__key(w, "jitdumps");
 	json__begin_object(w);
-	summary__json_count(w, "files_read", jd.read);
-	summary__json_count(w, "files_refused", jd.refused);
-	summary__json_count(w, "bad_headers", jd.bad_header);
-	summary__json_count(w, "files_cut_short", jd.cut_short);
-	summary__json_count(w, "code_loads", jd.code_loads);
-	summary__json_count(w, "code_moves", jd.code_moves);
-	summary__json_count(w, "unwinding_infos", jd.unwind_infos);
-	summary__json_count(w, "bad_records", jd.bad_records);
-	summary__json_count(w, "cut_records", jd.cut_records);
-	summary__json_count(w, "unwind_tables", jd.unwind_tables);
-	summary__json_count(w, "unwind_tables_failed", jd.unwind_failed);
+	json__key_uint(w, "files_read", jd.read);
+	json__key_uint(w, "files_refused", jd.refused);
+	json__key_uint(w, "bad_headers", jd.bad_header);
+	json__key_uint(w, "files_cut_short", jd.cut_short);
+	json__key_uint(w, "code_loads", jd.code_loads);
+	json__key_uint(w, "code_moves", jd.code_moves);
+	json__key_uint(w, "unwinding_infos", jd.unwind_infos);
+	json__key_uint(w, "bad_records", jd.bad_records);
+	json__key_uint(w, "cut_records", jd.cut_records);
+	json__key_uint(w, "unwind_tables", jd.unwind_tables);
+	json__key_uint(w, "unwind_tables_failed", jd.unwind_failed);
 	json__end_object(w);
 }
 
@@ -59,14 +52,14 @@ static void json_gdb_jit(struct json_writer *w, struct module_registry *modules)
 	module_registry__gdb_jit_stats(modules, &gj);
 	json__key(w, "gdb_jit");
 	json__begin_object(w);
-	summary__json_count(w, "processes", gj.registrations);
-	summary__json_count(w, "list_reads", gj.list_reads);
-	summary__json_count(w, "bad_lists", gj.bad_lists);
-	summary__json_count(w, "lists_cut_short", gj.cut_short);
-	summary__json_count(w, "objects", gj.objects);
-	summary__json_count(w, "objects_without_cfi", gj.no_cfi);
-	summary__json_count(w, "objects_refused", gj.refused);
-	summary__json_count(w, "objects_relocated", gj.relocated);
+	json__key_uint(w, "processes", gj.registrations);
+	json__key_uint(w, "list_reads", gj.list_reads);
+	json__key_uint(w, "bad_lists", gj.bad_lists);
+	json__key_uint(w, "lists_cut_short", gj.cut_short);
+	json__key_uint(w, "objects", gj.objects);
+	json__key_uint(w, "objects_without_cfi", gj.no_cfi);
+	json__key_uint(w, "objects_refused", gj.refused);
+	json__key_uint(w, "objects_relocated", gj.relocated);
 	json__end_object(w);
 }
 

@@ -34,14 +34,14 @@ void summary__json_python(struct json_writer *w, const struct python_stats *py)
 		return;
 	json__key(w, "python");
 	json__begin_object(w);
-	summary__json_count(w, "samples", py->samples);
-	summary__json_count(w, "with_frames", py->with_frames);
-	summary__json_count(w, "frames", py->frames);
-	summary__json_count(w, "frames_unreadable", py->frames_unreadable);
+	json__key_uint(w, "samples", py->samples);
+	json__key_uint(w, "with_frames", py->with_frames);
+	json__key_uint(w, "frames", py->frames);
+	json__key_uint(w, "frames_unreadable", py->frames_unreadable);
 	json__key(w, "reasons");
 	json__begin_object(w);
 	for (unsigned i = 0; i < PYTHON_REASON_COUNT; i++)
-		summary__json_count(w, python_reason__name(i), py->reasons[i]);
+		json__key_uint(w, python_reason__name(i), py->reasons[i]);
 	json__end_object(w);
 	json__end_object(w);
 }
