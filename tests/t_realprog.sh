@@ -26,6 +26,21 @@ same_frames_after() {
 		      printf "%d/%d\n", best, total }' "$1"
 }
 
+# among_check LABEL MIN FILE COMM WITHIN REGEX: >= 99% of COMM's stacks in FILE that match
+# WITHIN (at least MIN of them) match REGEX too (share_among); on failure, the stacks that
+# did not.
+among_check() {
+	local label=$1 min=$2 through
+	shift 2
+	through=$(share_among "$@")
+	if at_least 99 "$through" && [ "${through#*/}" -ge "$min" ]; then
+		ok "$label ($through)"
+	else
+		fail "$label ($through)"
+		among_misses "$@" | sed 's/^/#   /'
+	fi
+}
+
 # not_grep PATTERN FILE: no line of FILE matches PATTERN.
 not_grep() { ! grep -q -- "$1" "$2"; }
 
@@ -67,63 +82,47 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	# libdnnl frame, in the main thread and in OpenMP's workers alike (the kernel, and so
 	# its callers' names, depends on the CPU's vector units).
 	if [ "$name" = onednn ] || [ "$name" = onednn_avx2 ]; then
-		within=';\[jit\](;|$)' re=';libdnnl[^;]*;\[jit\](;|$)'
-		through=$(share_among "$TMP/$name.folded" onednn_gemm "$within" "$re")
-		if at_least 99 "$through" && [ "${through#*/}" -ge 50 ]; then
-			ok "$name: stacks through the JIT kernels go on into libdnnl ($through)"
-		else
-			fail "$name: stacks through the JIT kernels go on into libdnnl ($through)"
-			among_misses "$TMP/$name.folded" onednn_gemm "$within" "$re" | sed 's/^/#   /'
-		fi
+		among_check "$name: stacks through the JIT kernels go on into libdnnl" 50 \
+			"$TMP/$name.folded" onednn_gemm ';\[jit\](;|$)' ';libdnnl[^;]*;\[jit\](;|$)'
 		# in the main thread, on into the program's call of dnnl_sgemm
-		within=';main;([^;]*;)*\[jit\](;|$)' re=';main;([^;]*;)*dnnl_sgemm;([^;]*;)*\[jit\](;|$)'
-		through=$(share_among "$TMP/$name.folded" onednn_gemm "$within" "$re")
-		if at_least 99 "$through" && [ "${through#*/}" -ge 25 ]; then
-			ok "$name: the main thread's stacks through the JIT kernels hold main's call of dnnl_sgemm ($through)"
-		else
-			fail "$name: the main thread's stacks through the JIT kernels hold main's call of dnnl_sgemm ($through)"
-			among_misses "$TMP/$name.folded" onednn_gemm "$within" "$re" | sed 's/^/#   /'
-		fi
+		among_check "$name: the main thread's stacks through the JIT kernels hold main's call of dnnl_sgemm" 25 \
+			"$TMP/$name.folded" onednn_gemm ';main;([^;]*;)*\[jit\](;|$)' \
+			';main;([^;]*;)*dnnl_sgemm;([^;]*;)*\[jit\](;|$)'
 	fi
 	# HotSpot's interpreter (-Xint) runs Interp's leaf under main, a, b and c, each in an
 	# interpreted frame of no CFI whose return address follows no call: a stack that ends
 	# in the JIT code under JavaCalls::call_helper holds the call stub and those five
 	# frames, none dropped, none added (the rest: class loading, the clock's native calls).
 	if [ "$name" = java_interp ]; then
-		through=$(share_among "$TMP/$name.folded" java ';JavaCalls::call_helper[^;]*(;\[jit\])+(;[^;]*_\[k\])*$' \
-			';JavaCalls::call_helper[^;]*;\[jit\];\[jit\];\[jit\];\[jit\];\[jit\];\[jit\](;[^;]*_\[k\])*$')
-		check "java_interp: stacks in the interpreted code hold the call stub and the five interpreted frames ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 200 ]'
+		among_check "java_interp: stacks in the interpreted code hold the call stub and the five interpreted frames" 200 \
+			"$TMP/$name.folded" java ';JavaCalls::call_helper[^;]*(;\[jit\])+(;[^;]*_\[k\])*$' \
+			';JavaCalls::call_helper[^;]*;\[jit\];\[jit\];\[jit\];\[jit\];\[jit\];\[jit\](;[^;]*_\[k\])*$'
 	fi
 	# QEMU's translated blocks run in the frame of its code buffer's prologue, which
 	# cpu_exec's callee calls: the CFI QEMU registers says so, and names the buffer.
 	if [ "$name" = qemu ]; then
-		through=$(share_among "$TMP/$name.folded" qemu-x86_64 ';code_gen_buffer(;|$)' ';cpu_exec;([^;]*;)*code_gen_buffer(;|$)')
-		check "qemu: stacks through the translated blocks go on into cpu_exec ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		among_check "qemu: stacks through the translated blocks go on into cpu_exec" 100 \
+			"$TMP/$name.folded" qemu-x86_64 ';code_gen_buffer(;|$)' ';cpu_exec;([^;]*;)*code_gen_buffer(;|$)'
 	fi
 	# LLVM's JIT registers each module's object, with its CFI and symbols: the JIT'd
 	# functions are named and their chain is whole, main;middle;leaf_work.
 	if [ "$name" = lli ]; then
-		through=$(share_among "$TMP/$name.folded" lli-14 ';leaf_work(;|$)' 'runAsMain[^;]*;main;middle;leaf_work(;|$)')
-		check "lli: the JIT'd functions are named, main;middle;leaf_work ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		among_check "lli: the JIT'd functions are named, main;middle;leaf_work" 100 \
+			"$TMP/$name.folded" lli-14 ';leaf_work(;|$)' 'runAsMain[^;]*;main;middle;leaf_work(;|$)'
 	fi
 	# MKL's kernels (mkl_blas_<cpu>_sgemm_kernel_*, no CFI) run under MKL's own BLAS code,
 	# which the OpenMP workers and main's sgemm call alike: a stack whose leaf is a kernel
 	# goes on into the OpenMP driver of MKL's sgemm.
 	if [ "$name" = mkl ]; then
-		through=$(share_among "$TMP/$name.folded" mkl_gemm ';mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$' ';[^;]*omp_driver[^;]*;([^;]*;)*mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$')
-		check "mkl: stacks whose leaf is an sgemm kernel go on into MKL's driver ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		among_check "mkl: stacks whose leaf is an sgemm kernel go on into MKL's driver" 100 \
+			"$TMP/$name.folded" mkl_gemm ';mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$' ';[^;]*omp_driver[^;]*;([^;]*;)*mkl_blas_[a-z0-9]*_sgemm_kernel[^;]*$'
 	fi
 	# PHP's tracing JIT keeps its traces in shared anonymous memory, a mapping named
 	# "/dev/zero (deleted)": JIT code, [jit] frames in execute_ex's frame (zend_execute
 	# calls it), not code of a file named "zero".
 	if [ "$name" = php ]; then
-		through=$(share_among "$TMP/$name.folded" php ';\[jit\](;|$)' ';zend_execute;\[jit\](;|$)')
-		check "php: stacks through the JIT's traces go on into zend_execute ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 100 ]'
+		among_check "php: stacks through the JIT's traces go on into zend_execute" 100 \
+			"$TMP/$name.folded" php ';\[jit\](;|$)' ';zend_execute;\[jit\](;|$)'
 		check "php: no frame is named after the JIT's mapping (zero+0x...)" \
 			not_grep 'zero+0x' "$TMP/php.folded"
 	fi
@@ -148,16 +147,14 @@ for name in $REALPROGS $REALPROGS_NOCFI; do
 	# through that C goes on through process_main into the thread's start.
 	if [ "$name" = erl ]; then
 		erl_c=';(lists_reverse_2|erts_garbage_collect_nobump)(;|$)'
-		through=$(share_among "$TMP/$name.folded" 1_scheduler "$erl_c" \
-			"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;[^;]+;([^;]*;)*${erl_c#;}")
-		check "erl: stacks through BEAM's C on the scheduler's stack reach its start past process_main ($through)" \
-			eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
+		among_check "erl: stacks through BEAM's C on the scheduler's stack reach its start past process_main" 50 \
+			"$TMP/$name.folded" 1_scheduler "$erl_c" \
+			"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;[^;]+;([^;]*;)*${erl_c#;}"
 		if "$HPROF" -F 499 --folded "$TMP/erl_default.folded" -- \
 			/usr/bin/erl -noshell +S 1:1 -pa "$TMP/erlang" -s work main 2.5 >/dev/null 2>"$TMP/erl_default.err"; then
-			through=$(share_among "$TMP/erl_default.folded" 1_scheduler "$erl_c" \
-				"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;\\[jit\\];([^;]*;)*${erl_c#;}")
-			check "erl without its perf map: the same stacks reach the start past process_main ($through)" \
-				eval 'at_least 99 "$through" && [ "${through#*/}" -ge 50 ]'
+			among_check "erl without its perf map: the same stacks reach the start past process_main" 50 \
+				"$TMP/erl_default.folded" 1_scheduler "$erl_c" \
+				"^1_scheduler;clone3;start_thread;([^;]*;)*process_main;\\[jit\\];([^;]*;)*${erl_c#;}"
 		else
 			fail "erl without its perf map: hprof or erl failed: $(tail -1 "$TMP/erl_default.err")"
 		fi
