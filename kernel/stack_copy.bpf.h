@@ -253,17 +253,21 @@ static __always_inline bool off_thread_stack(__u64 sp, const struct hprof_thread
 }
 
 /* Where a thread whose base is not known yet has its first frames, when sp is off its stack:
- * glibc keeps a thread's TCB, where its fs base points, at the top of the thread's stack
- * mapping, its first frames right below. 0 when sp is on the main thread's stack (its end
- * is argv's start), on the mapping the fs base lies in (the thread's own stack), or there
- * is no fs base. A wrong guess costs a window no walk finds frames in. */
+ * the main thread's lie right below the sp the process started with (mm->start_stack, where
+ * argc is); glibc keeps another thread's TCB, where its fs base points, at the top of the
+ * thread's stack mapping, its first frames right below. 0 when sp is on the main thread's
+ * stack (its end is argv's start), on the mapping the fs base lies in (the thread's own
+ * stack), or there is no fs base. A wrong guess costs a window no walk finds frames in. */
 static __always_inline __u64 guessed_base(__u64 sp, __u64 stack_end, __u64 ceiling)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 fs = task->thread.fsbase, arg_start = BPF_CORE_READ(task, mm, arg_start);
 
-	if (!fs || !stack_end || stack_end == arg_start || (fs >= sp && fs < stack_end) ||
-	    ceiling < 2 * HPROF_BASE_WINDOW)
+	if (!stack_end || stack_end == arg_start || ceiling < 2 * HPROF_BASE_WINDOW)
+		return 0;
+	if (task->pid == task->tgid)
+		return BPF_CORE_READ(task, mm, start_stack) & ~7ull;
+	if (!fs || (fs >= sp && fs < stack_end))
 		return 0;
 	return fs & ~7ull;
 }
