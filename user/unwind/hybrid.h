@@ -24,22 +24,15 @@ enum stack_method {
 	METHOD_ANALYSIS,    /* complete, through code without CFI: by analysis of its
 			     * instructions or its frame record (a walk, perhaps with the FP chain) */
 	METHOD_SCAN,        /* complete, with a frame found by scanning the stack */
-	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
+	METHOD_TRUNCATED,   /* incomplete: why in struct user_stack's reason */
 	METHOD_COUNT,
 };
-
-/* Truncation reasons beyond the walk's own (enum unwind_end). */
-#define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
-#define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
-/* FP chain broken, and the copy was a delta against one userspace did not hold */
-#define TRUNCATED_DELTA_BASE_MISSING (UNWIND_END_COUNT + 2)
-#define TRUNCATED_COUNT (UNWIND_END_COUNT + 3)
 
 /* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
  * start-up code; more than this is not a start-up path. */
 #define HYBRID_TAIL_MAX_FRAMES 64
-/* Most frames hybrid__user_stack writes: the chain, and after it (moved down once chosen)
- * the walk's frames with a stitched chain and the walk from its end. */
+/* Most frames a candidate stack holds, with room to spare: a walk, a stitched chain
+ * and the walk from the chain's end (hybrid_internal.h). */
 #define HYBRID_MAX_FRAMES \
 	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
 
@@ -75,12 +68,18 @@ struct hybrid;
 /* dwarf: replay the DWARF walk where the FP chain is short (needs stack copies). */
 int hybrid__new(bool dwarf, struct hybrid **out);
 void hybrid__set_thread_hook(struct hybrid *h, hybrid_thread_fn fn, void *ctx);
+/* A sample's user stack: how it was obtained, and why it is incomplete
+ * (UNWIND_END_COMPLETE unless method is METHOD_TRUNCATED). */
+struct user_stack {
+	uint32_t nr_frames;
+	enum stack_method method;
+	enum unwind_end reason;
+};
+
 /* The user stack of a well-formed sample with user frames: at most HYBRID_MAX_FRAMES
- * frames, innermost first, into out. Sets *method, and *reason (TRUNCATED_* or enum
- * unwind_end) for METHOD_TRUNCATED. Learns from it for the sample's thread. */
-uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
-			    const struct hprof_sample *sample, struct unwind_frame *out,
-			    enum stack_method *method, unsigned *reason);
+ * frames, innermost first, into out. Learns from it for the sample's thread. */
+struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
+				     const struct hprof_sample *sample, struct unwind_frame *out);
 /* The DWARF walk alone (HPROF_DEBUG=unwind traces it too). */
 void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 		  const struct unwind_regs *regs, const struct stack_copy *copy,
@@ -94,7 +93,7 @@ void hybrid__sample_copy(const struct hprof_sample *sample, struct stack_copy *s
 			 struct stack_copy *interrupted);
 const char *hybrid__method_name(enum stack_method m);
 /* "[truncated: copy too short]" and the like. */
-const char *hybrid__truncated_root(unsigned reason);
+const char *hybrid__truncated_root(enum unwind_end reason);
 const struct hybrid_stats *hybrid__stats(const struct hybrid *h);
 void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats);
 /* Forgets what walks taught about thread tid: it exited, and its tid may come back. */

@@ -44,7 +44,10 @@ struct stack_copy {
 
 #define STACK_COPY_PAGE 4096
 
-/* Why a walk stopped. Everything but COMPLETE leaves the stack truncated. */
+/* Why a user stack ends: the one enum of truncation reasons. The walk gives the first ones;
+ * the hybrid (hybrid.h) adds the last three, for a chain it had no copy to walk. Everything
+ * but COMPLETE leaves the stack truncated, under a root frame "[truncated: NAME]" with
+ * unwind_end__name's NAME. */
 enum unwind_end {
 	UNWIND_END_COMPLETE = 0,  /* reached a frame whose return address is undefined, or a zero
 				   * one in entry code, a thread's start routine or at a runtime's
@@ -57,6 +60,10 @@ enum unwind_end {
 	UNWIND_END_DEPTH,         /* UNWIND_MAX_FRAMES reached */
 	UNWIND_END_COPY_HOLE,     /* needed a read from a page the kernel could not copy */
 	UNWIND_END_ZERO_RA,       /* a zero return address in a frame that cannot be outermost */
+	UNWIND_END_FP_ONLY,       /* FP chain broken and no stack copy (--no-dwarf) */
+	UNWIND_END_NO_COPY,       /* FP chain broken, the stack copy failed */
+	/* FP chain broken, and the copy was a delta against one userspace did not hold */
+	UNWIND_END_DELTA_BASE_MISSING,
 	UNWIND_END_COUNT,
 };
 
