@@ -59,10 +59,13 @@ static struct hybrid_space model_space(const struct chain_build *b)
 	model_init(&process, chain_tables[b->frame_pointer], NULL);
 	return (struct hybrid_space){
 		/* one id per build (and analysis): the hybrid's rule cache is keyed by it */
-		.walk = { model_find_map, &process, 1 + b->frame_pointer + (analyze_hook ? 2 : 0),
-			  analyze_hook ? NULL : model_is_function_entry, analyze_hook },
+		.walk = { .find_map = model_find_map, .ctx = &process,
+			  .id = 1 + b->frame_pointer + (analyze_hook ? 2 : 0),
+			  .code = { .analyze = analyze_hook },
+			  .symbols = { .is_function_entry =
+					       analyze_hook ? NULL : model_is_function_entry,
+				       .is_entry_code = model_is_entry_code } },
 		.is_mapped = model_is_mapped,
-		.is_entry_code = model_is_entry_code,
 		.in_start_routine = model_in_start_routine,
 		.pid = MODEL_PID,
 	};

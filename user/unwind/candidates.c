@@ -47,10 +47,11 @@ static bool frame_uses_frame_pointer(const struct hybrid_space *space, uint64_t 
 
 	if (rules_at(space, exact ? ip : ip - 1, &rules))
 		return rbp_is_frame_pointer(rules.cfa, rules.rbp, rules.rbp_offset);
-	if (exact && walk->is_function_entry && walk->is_function_entry(walk->ctx, ip))
+	if (exact && walk->symbols.is_function_entry &&
+	    walk->symbols.is_function_entry(walk->ctx, ip))
 		return false;
 	/* a return address's rules are its own: the analysis takes it as it is */
-	if (walk->analyze && walk->analyze(walk->ctx, ip, &code) == CODE_OK)
+	if (walk->code.analyze && walk->code.analyze(walk->ctx, ip, &code) == CODE_OK)
 		return rbp_is_frame_pointer(code.cfa, code.rbp, code.rbp_offset);
 	return true;
 }
@@ -128,6 +129,14 @@ static struct unwind_frame record_owner(const struct job *j, uint32_t from,
 	return (struct unwind_frame){ .pc = hprof_sample__user_ip(s, owner), .exact = owner == 0 };
 }
 
+/* pc (or the call before a return address, caller) is in its binary's ELF entry code. */
+static bool is_entry_code(const struct hybrid_space *space, uint64_t pc, bool caller)
+{
+	const struct unwind_symbols *symbols = &space->walk.symbols;
+
+	return symbols->is_entry_code && symbols->is_entry_code(space->walk.ctx, pc, caller);
+}
+
 /* The frame (pc, or the call before a return address) is where a stack starts: its rows
  * say it has no return address (_start, a thread's clone3), or it is ELF entry code,
  * which may have no CFI at all (the dynamic loader's _start). */
@@ -137,7 +146,7 @@ static bool starts_stack(const struct hybrid_space *space, uint64_t pc, bool cal
 
 	if (rules_at(space, caller ? pc - 1 : pc, &rules) && rules.ra == UNWIND_RA_UNDEFINED)
 		return true;
-	return space->is_entry_code(space->walk.ctx, pc, caller);
+	return is_entry_code(space, pc, caller);
 }
 
 /* The chain reached the outermost frame through executable mappings only: it ends at
@@ -462,7 +471,7 @@ bool candidate__walk(struct job *j, struct candidate *c)
 	if (result->end == UNWIND_END_COPY_SHORT)
 		cross_gap(j, walked, &n, result, c);
 	if (result->end == UNWIND_END_NO_CFI && n > 0 &&
-	    j->space->is_entry_code(j->space->walk.ctx, walked[n - 1].pc, !walked[n - 1].exact))
+	    is_entry_code(j->space, walked[n - 1].pc, !walked[n - 1].exact))
 		result->end = UNWIND_END_COMPLETE;
 	j->has_walk = true;
 	j->nr_walked = n;
@@ -570,10 +579,10 @@ uint32_t candidate__stack_end(const struct job *j, const struct candidate *c)
 {
 	const struct unwind_space *walk = &j->space->walk;
 
-	if (c->chain_at == NO_CHAIN || !j->h->dwarf || !walk->is_stack_end)
+	if (c->chain_at == NO_CHAIN || !j->h->dwarf || !walk->symbols.is_stack_end)
 		return NO_CHAIN;
 	for (uint32_t k = c->chain_from == 0 ? 1 : 0; k + 1 < c->chain_len; k++) {
-		if (walk->is_stack_end(walk->ctx, c->frames[c->chain_at + k].pc))
+		if (walk->symbols.is_stack_end(walk->ctx, c->frames[c->chain_at + k].pc))
 			return k;
 	}
 	return NO_CHAIN;

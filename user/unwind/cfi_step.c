@@ -244,7 +244,7 @@ static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t
  * unwind_is_function_entry_fn): nothing has been pushed yet, whatever CFI there is or not. */
 static bool at_function_entry(const struct walker *w, uint64_t ip)
 {
-	return w->space->is_function_entry && w->space->is_function_entry(w->space->ctx, ip);
+	return w->space->symbols.is_function_entry && w->space->symbols.is_function_entry(w->space->ctx, ip);
 }
 
 /* The psABI's rules at a function's entry: CFA = rsp + 8, the return address at rsp,

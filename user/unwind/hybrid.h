@@ -37,13 +37,12 @@ enum stack_method {
 	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
 
 /* The sampled process, as the walk sees it (find_map: -ENOENT when no executable mapping
- * holds pc), and its binaries' entry code. */
+ * holds pc; walk.symbols.is_entry_code tells the chain's start too), and what only the FP
+ * chain needs (ctx is walk.ctx). */
 struct hybrid_space {
 	struct unwind_space walk;
 	/* pc is in one of the process's executable mappings. */
 	bool (*is_mapped)(void *ctx, uint64_t pc);
-	/* pc (or the call before a return address) is in its binary's ELF entry code. */
-	bool (*is_entry_code)(void *ctx, uint64_t pc, bool caller);
 	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
 	 * only: there is no copy to walk from a chain's end). */
 	bool (*in_start_routine)(void *ctx, uint64_t pc);
