@@ -68,7 +68,8 @@ static void sample_metrics(FILE *f, const struct serve_metrics *m)
 	for (unsigned t = 0; t < UNWIND_END_COUNT; t++) {
 		if (t == UNWIND_END_COMPLETE)
 			continue; /* the walks that were not truncated */
-		labelled(f, "truncated_stacks_total", "reason", unwind_end__name(t), st->truncated[t]);
+		labelled(f, "truncated_stacks_total", "reason", unwind_end__name(t),
+			 st->truncated[t]);
 	}
 	metric(f, "frames_unmapped_total", "counter", "User frames in no executable mapping.",
 	       st->frames_unmapped);

@@ -198,7 +198,8 @@ static uint32_t stitch_point(const struct job *j, const struct unwind_regs *last
 /* Walk ends after which the FP chain may carry on. */
 static bool fp_may_continue(enum unwind_end end)
 {
-	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_COPY_HOLE || end == UNWIND_END_NO_CFI ||
+	return end == UNWIND_END_COPY_SHORT || end == UNWIND_END_COPY_HOLE ||
+	       end == UNWIND_END_NO_CFI ||
 	       end == UNWIND_END_UNSUPPORTED || end == UNWIND_END_UNMAPPED ||
 	       end == UNWIND_END_BAD_FRAME || end == UNWIND_END_ZERO_RA;
 }

@@ -8,7 +8,8 @@
 
 #include "unwind/deep_stacks.h"
 
-_Static_assert(HYBRID_MAX_FRAMES >= UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES &&
+_Static_assert(HYBRID_MAX_FRAMES >=
+			       UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES &&
 		       HYBRID_TAIL_MAX_FRAMES >= HPROF_MAX_LEARNED_TAIL,
 	       "h->walked holds a walk, the chain joined to it and a tail");
 
