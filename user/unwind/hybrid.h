@@ -1,11 +1,12 @@
-/* The choice between the kernel's frame-pointer chain and the DWARF walk over the copied
- * stack, for one sample: the chain when it is right, else the walk, continued on the chain
- * where the walk cannot go on, else the chain finished by a walk from its end. Whether a
- * chain or a walk reached the outermost frame is read from the binaries' rows (return
- * address undefined) and ELF entry points; only frame-pointer-only mode, which has no
- * copy to walk, tells a chain ending in libc's start-up code by its symbol. What the walks
- * teach about each thread (where its stack ends, where its right chains end) is kept and
- * handed to a hook, for the kernel. */
+/* The user stack of one sample, picked from candidate stacks: the kernel's frame-pointer
+ * chain, the DWARF walk over the copied stack, and the two joined (the walk continued on
+ * the chain, the chain finished by a walk from its end), each built with its verdict and
+ * taken in one order of preference (hybrid.c's preference table; docs/unwinding.md).
+ * Whether a chain or a walk reached the outermost frame is read from the binaries' rows
+ * (return address undefined) and ELF entry points; only frame-pointer-only mode, which has
+ * no copy to walk, tells a chain ending in libc's start-up code by its symbol. What the
+ * picked stack teaches about its thread (where its stack ends, where its right chains end)
+ * is kept and handed to a hook, for the kernel. */
 #ifndef HPROF_UNWIND_HYBRID_H
 #define HPROF_UNWIND_HYBRID_H
 
