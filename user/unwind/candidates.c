@@ -3,7 +3,10 @@
  * for the thread, the walk continued on the chain where the two join, and the chain
  * finished by a walk from its end. The checks here decide whether a chain is right and where
  * a walk and a chain join. */
-#include "unwind/hybrid_internal.h"
+#include "unwind/candidates.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -81,7 +84,7 @@ static bool chain_keeps_frame_pointers(const struct job *j, uint32_t from)
 		uint64_t pc = hprof_sample__user_ip(s, i);
 
 		/* every frame of every frame-pointer sample: through the walk's cache */
-		if (cfa_is_not_bp(unwind__cfa_kind_at(&j->space->walk, j->h->cache,
+		if (cfa_is_not_bp(unwind__cfa_kind_at(&j->space->walk, j->tools->cache,
 						      i == 0 ? pc : pc - 1)))
 			return false;
 	}
@@ -164,7 +167,7 @@ static bool fp_chain_is_complete(const struct job *j)
 		return false;
 	if (starts_stack(j->space, outermost, caller))
 		return true;
-	return !j->h->dwarf && caller && j->space->in_start_routine(j->space->walk.ctx, outermost);
+	return !j->tools->dwarf && caller && j->space->in_start_routine(j->space->walk.ctx, outermost);
 }
 
 /* Where the DWARF walk stopped (it ran out of copied stack, or met code without usable
@@ -242,7 +245,7 @@ static bool finish_from_thread(const struct job *j, struct unwind_frame *out, ui
 			       struct candidate *c)
 {
 	const struct hprof_sample *sample = j->sample;
-	const struct thread_info *ti = thread_table__get(j->h->threads, sample->tid, 0);
+	const struct thread_info *ti = thread_table__get(j->tools->threads, sample->tid, 0);
 
 	if (!ti || ti->fp_tail != sample->fp_tail_frame ||
 	    ti->tail_ip != hprof_sample__user_ip(sample, sample->nr_user - 1))
@@ -264,7 +267,7 @@ static bool finish_fp_chain(const struct job *j, const struct unwind_frame *owne
 	const struct hprof_sample *sample = j->sample;
 	uint64_t record = sample->fp_tail_frame, saved_bp, ra, caller_sp;
 	uint64_t outermost = hprof_sample__user_ip(sample, sample->nr_user - 1);
-	struct hybrid *h = j->h;
+	struct candidate_tools *t = j->tools;
 	struct unwind_result result;
 	struct unwind_regs regs;
 
@@ -282,17 +285,17 @@ static bool finish_fp_chain(const struct job *j, const struct unwind_frame *owne
 	regs = (struct unwind_regs){
 		.ip = outermost - 1, .sp = caller_sp, .bp = saved_bp, .bp_valid = true,
 	};
-	hybrid__walk(h, j->space, &regs, sample->tail_len ? &j->tail : &j->stack, h->tail_walked,
-		     HYBRID_TAIL_MAX_FRAMES, &result);
+	candidates__walk(t, j->space, &regs, sample->tail_len ? &j->tail : &j->stack,
+			 t->tail_walked, HYBRID_TAIL_MAX_FRAMES, &result);
 	if (result.end == UNWIND_END_COPY_SHORT)
 		return finish_from_thread(j, out, added, c);
 	if (result.end != UNWIND_END_COMPLETE)
 		return false;
 	for (uint32_t i = 1; i < result.nr_frames; i++)
-		out[(*added)++] = h->tail_walked[i];
+		out[(*added)++] = t->tail_walked[i];
 	c->finish = FINISH_WALKED;
 	c->lesson.base = result.last.sp;
-	teach_tail(c, h->tail_walked + 1, result.nr_frames - 1);
+	teach_tail(c, t->tail_walked + 1, result.nr_frames - 1);
 	return true;
 }
 
@@ -341,7 +344,7 @@ static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
 	uint32_t added = 0;
 
 	if (!(sample->flags & SAMPLE_COPY_FP) ||
-	    !(ti = thread_table__get(j->h->threads, sample->tid, 0)) || !ti->fp_tail)
+	    !(ti = thread_table__get(j->tools->threads, sample->tid, 0)) || !ti->fp_tail)
 		return false;
 	for (uint32_t i = 1; i < nr_walked; i++) {
 		if (out[i].pc != ti->tail_ip)
@@ -364,7 +367,7 @@ static bool reached_learned_tail(const struct job *j, uint32_t nr_walked,
 static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n,
 		      struct unwind_result *result, struct candidate *c)
 {
-	const struct thread_info *ti = thread_table__get(j->h->threads, j->sample->tid, 0);
+	const struct thread_info *ti = thread_table__get(j->tools->threads, j->sample->tid, 0);
 	struct unwind_result next = *result;
 	uint32_t at = *n, met = 0;
 
@@ -381,8 +384,8 @@ static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n
 		/* from the call instruction, as for the chain's end (finish_fp_chain) */
 		regs = caller;
 		regs.ip = caller.ip - 1;
-		hybrid__walk(j->h, j->space, &regs, &j->stack, out + at, UNWIND_MAX_FRAMES - at,
-			     &next);
+		candidates__walk(j->tools, j->space, &regs, &j->stack, out + at,
+				 UNWIND_MAX_FRAMES - at, &next);
 		if (!deep_stacks__agrees(&j->space->walk, ti, caller.sp, out + at, next.nr_frames,
 					 &met))
 			return false;
@@ -399,16 +402,54 @@ static bool cross_gap(const struct job *j, struct unwind_frame *out, uint32_t *n
 	return true;
 }
 
+/* HPROF_DEBUG=unwind traces every walk, unwind:N the first N. */
+static uint64_t walks_to_trace(void)
+{
+	const char *debug = getenv("HPROF_DEBUG"), *opt;
+
+	if (!debug || !(opt = strstr(debug, "unwind")))
+		return 0;
+	opt += strlen("unwind");
+	return *opt == ':' ? strtoull(opt + 1, NULL, 10) : UINT64_MAX;
+}
+
+int candidate_tools__init(struct candidate_tools *t, bool dwarf)
+{
+	*t = (struct candidate_tools){ .dwarf = dwarf, .walks_to_trace = walks_to_trace() };
+	t->walked = calloc(HYBRID_MAX_FRAMES, sizeof(*t->walked));
+	t->tail_walked = calloc(HYBRID_TAIL_MAX_FRAMES, sizeof(*t->tail_walked));
+	t->cache = unwind_cache__new();
+	t->threads = thread_table__new();
+	return t->walked && t->tail_walked && t->cache && t->threads ? 0 : -ENOMEM;
+}
+
+void candidate_tools__release(struct candidate_tools *t)
+{
+	free(t->walked);
+	free(t->tail_walked);
+	unwind_cache__free(t->cache);
+	thread_table__free(t->threads);
+}
+
+void candidates__walk(struct candidate_tools *t, const struct hybrid_space *space,
+		      const struct unwind_regs *regs, const struct stack_copy *copy,
+		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
+{
+	if (t->walks_to_trace) {
+		t->walks_to_trace--;
+		fprintf(stderr, "unwind: pid %u\n", space->pid);
+		unwind__trace(regs, copy, &space->walk, t->cache, stderr);
+	}
+	unwind__walk(regs, copy, &space->walk, t->cache, frames, max, result);
+}
+
 void candidates__start(struct job *j, struct unwind_frame *out)
 {
-	struct hybrid *h = j->h;
-
 	j->chain = out;
 	j->nr_chain = add_fp_frames(j, 0, out, &j->chain_mapped);
 	j->chain_complete = fp_chain_is_complete(j);
-	if (j->chain_complete)
-		h->stats.fp_complete++;
-	j->leaf_fp = !h->dwarf || frame_uses_frame_pointer(j->space, j->sample->user_ip, true);
+	j->leaf_fp = !j->tools->dwarf ||
+		     frame_uses_frame_pointer(j->space, j->sample->user_ip, true);
 	j->records_fp = -1;
 }
 
@@ -416,7 +457,7 @@ void candidates__start(struct job *j, struct unwind_frame *out)
  * from the leaf's caller on), checked once a sample; taken on trust without DWARF. */
 static bool records_keep_fp(struct job *j)
 {
-	if (!j->h->dwarf)
+	if (!j->tools->dwarf)
 		return true;
 	if (j->records_fp < 0)
 		j->records_fp = chain_keeps_frame_pointers(j, 1);
@@ -462,12 +503,12 @@ static void teach_walk(const struct job *j, struct candidate *c)
  * candidates that extend it. */
 bool candidate__walk(struct job *j, struct candidate *c)
 {
-	const struct unwind_regs regs = hybrid__sample_regs(j->sample);
-	struct unwind_frame *walked = j->h->walked;
+	struct unwind_frame *walked = j->tools->walked;
 	struct unwind_result *result = &j->walk;
 	uint32_t n;
 
-	hybrid__walk(j->h, j->space, &regs, &j->stack, walked, UNWIND_MAX_FRAMES, result);
+	candidates__walk(j->tools, j->space, &j->regs, &j->stack, walked, UNWIND_MAX_FRAMES,
+			 result);
 	n = result->nr_frames;
 	if (result->end == UNWIND_END_COPY_SHORT)
 		cross_gap(j, walked, &n, result, c);
@@ -488,16 +529,16 @@ bool candidate__walk(struct job *j, struct candidate *c)
 
 /* A walk that stopped where the FP chain may go on, over a copy of only the leaf's stack,
  * through the return address the thread's right chains end at: complete with the frames
- * learned beyond it. Those overwrite the walk's frames past that one, in h->walked: this
+ * learned beyond it. Those overwrite the walk's frames past that one, in tools->walked: this
  * candidate wins whenever it is complete. */
 bool candidate__walk_learned_tail(struct job *j, struct candidate *c)
 {
 	uint32_t n;
 
 	if (!j->has_walk || !fp_may_continue(j->walk.end) ||
-	    !reached_learned_tail(j, j->nr_walked, j->h->walked, &n, c))
+	    !reached_learned_tail(j, j->nr_walked, j->tools->walked, &n, c))
 		return false;
-	c->frames = j->h->walked;
+	c->frames = j->tools->walked;
 	c->n = n;
 	c->method = METHOD_DWARF_FP;
 	return true;
@@ -508,7 +549,7 @@ bool candidate__walk_learned_tail(struct job *j, struct candidate *c)
  * (finished by a walk from its end where it ends in libc's start-up code). */
 bool candidate__walk_then_chain(struct job *j, struct candidate *c)
 {
-	struct unwind_frame *walked = j->h->walked, owner;
+	struct unwind_frame *walked = j->tools->walked, owner;
 	uint32_t n = j->nr_walked, join, fp, tail;
 	const struct unwind_frame *last;
 	bool all_mapped;
@@ -567,7 +608,7 @@ void candidate__chain_as_is(struct job *j, struct candidate *c)
 
 void candidate__walk_as_is(struct job *j, struct candidate *c)
 {
-	c->frames = j->h->walked;
+	c->frames = j->tools->walked;
 	c->n = j->nr_walked;
 	c->method = METHOD_TRUNCATED;
 }
@@ -580,7 +621,7 @@ uint32_t candidate__stack_end(const struct job *j, const struct candidate *c)
 {
 	const struct unwind_space *walk = &j->space->walk;
 
-	if (c->chain_at == NO_CHAIN || !j->h->dwarf || !walk->symbols.is_stack_end)
+	if (c->chain_at == NO_CHAIN || !j->tools->dwarf || !walk->symbols.is_stack_end)
 		return NO_CHAIN;
 	for (uint32_t k = c->chain_from == 0 ? 1 : 0; k + 1 < c->chain_len; k++) {
 		if (walk->symbols.is_stack_end(walk->ctx, c->frames[c->chain_at + k].pc))

@@ -1,6 +1,6 @@
 /* The user stack of a sample: candidate stacks, each built with its verdict, tried in one
  * order of preference, the first complete one picked (candidates.c builds them). */
-#include "unwind/hybrid_internal.h"
+#include "unwind/hybrid.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -8,10 +8,17 @@
 
 #include "unwind/deep_stacks.h"
 
+struct hybrid {
+	struct candidate_tools tools;
+	hybrid_thread_fn thread_hook;
+	void *thread_ctx;
+	struct hybrid_stats stats;
+};
+
 _Static_assert(HYBRID_MAX_FRAMES >=
 			       UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES &&
 		       HYBRID_TAIL_MAX_FRAMES >= HPROF_MAX_LEARNED_TAIL,
-	       "h->walked holds a walk, the chain joined to it and a tail");
+	       "tools.walked holds a walk, the chain joined to it and a tail");
 
 static const char *const method_names[METHOD_COUNT] = {
 	[METHOD_FP] = "fp",
@@ -40,17 +47,6 @@ const char *hybrid__truncated_root(enum unwind_end reason)
 	return roots[reason];
 }
 
-/* HPROF_DEBUG=unwind traces every walk, unwind:N the first N. */
-static uint64_t walks_to_trace(void)
-{
-	const char *debug = getenv("HPROF_DEBUG"), *opt;
-
-	if (!debug || !(opt = strstr(debug, "unwind")))
-		return 0;
-	opt += strlen("unwind");
-	return *opt == ':' ? strtoull(opt + 1, NULL, 10) : UINT64_MAX;
-}
-
 int hybrid__new(bool dwarf, struct hybrid **out)
 {
 	struct hybrid *h = calloc(1, sizeof(*h));
@@ -58,13 +54,7 @@ int hybrid__new(bool dwarf, struct hybrid **out)
 	*out = NULL;
 	if (!h)
 		return -ENOMEM;
-	h->dwarf = dwarf;
-	h->walks_to_trace = walks_to_trace();
-	h->walked = calloc(HYBRID_MAX_FRAMES, sizeof(*h->walked));
-	h->tail_walked = calloc(HYBRID_TAIL_MAX_FRAMES, sizeof(*h->tail_walked));
-	h->cache = unwind_cache__new();
-	h->threads = thread_table__new();
-	if (!h->walked || !h->tail_walked || !h->cache || !h->threads) {
+	if (candidate_tools__init(&h->tools, dwarf) != 0) {
 		hybrid__free(h);
 		return -ENOMEM;
 	}
@@ -82,12 +72,7 @@ void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 		  const struct unwind_regs *regs, const struct stack_copy *copy,
 		  struct unwind_frame *frames, uint32_t max, struct unwind_result *result)
 {
-	if (h->walks_to_trace) {
-		h->walks_to_trace--;
-		fprintf(stderr, "unwind: pid %u\n", space->pid);
-		unwind__trace(regs, copy, &space->walk, h->cache, stderr);
-	}
-	unwind__walk(regs, copy, &space->walk, h->cache, frames, max, result);
+	candidates__walk(&h->tools, space, regs, copy, frames, max, result);
 }
 
 /* The preference order: the candidates in the order they are tried; the first complete one
@@ -116,7 +101,7 @@ static const struct preference {
 static struct candidate pick(struct job *j, enum unwind_end *reason)
 {
 	const struct hprof_sample *sample = j->sample;
-	bool copy = j->h->dwarf && sample->stack_len > 0;
+	bool copy = j->tools->dwarf && sample->stack_len > 0;
 	struct candidate c;
 	uint32_t end;
 
@@ -139,7 +124,7 @@ static struct candidate pick(struct job *j, enum unwind_end *reason)
 		return c;
 	}
 	candidate__chain_as_is(j, &c);
-	*reason = !j->h->dwarf ? UNWIND_END_FP_ONLY
+	*reason = !j->tools->dwarf ? UNWIND_END_FP_ONLY
 		: (sample->flags & SAMPLE_DELTA_BASE_MISSING) ? UNWIND_END_DELTA_BASE_MISSING
 							       : UNWIND_END_NO_COPY;
 	return c;
@@ -174,7 +159,7 @@ static void learn_thread(struct hybrid *h, const struct hprof_sample *sample,
 	struct thread_info *ti;
 
 	/* Learned on replays too: their samples that copied only the leaf need it. */
-	ti = thread_table__get(h->threads, sample->tid, method != METHOD_TRUNCATED);
+	ti = thread_table__get(h->tools.threads, sample->tid, method != METHOD_TRUNCATED);
 	if (!ti)
 		return;
 	/* A truncated stack of a sample that copied only the leaf says nothing against the
@@ -225,7 +210,7 @@ struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space
 				     const struct hprof_sample *sample, struct unwind_frame *out)
 {
 	struct job j = {
-		.h = h,
+		.tools = &h->tools,
 		.space = space,
 		.sample = sample,
 		.tail = { .bytes = hprof_sample__tail(sample), .base = sample->fp_tail_frame,
@@ -235,7 +220,10 @@ struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space
 	struct candidate c;
 
 	hybrid__sample_copy(sample, &j.stack, &j.interrupted);
+	if (h->tools.dwarf && sample->stack_len > 0)
+		j.regs = hybrid__sample_regs(sample);
 	candidates__start(&j, out);
+	h->stats.fp_complete += j.chain_complete;
 	c = pick(&j, &stack.reason);
 	if (c.frames != out)
 		memcpy(out, c.frames, c.n * sizeof(*out));
@@ -284,32 +272,29 @@ const struct hybrid_stats *hybrid__stats(const struct hybrid *h)
 
 void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats)
 {
-	unwind_cache__stats(h->cache, stats);
+	unwind_cache__stats(h->tools.cache, stats);
 }
 
 /* The kernel is told too: its entry for the tid, should the thread have had one, would be
  * claimed by the next thread given the tid if the thread never came back to claim it. */
 void hybrid__forget_thread(struct hybrid *h, uint32_t tid)
 {
-	if (!thread_table__get(h->threads, tid, 0))
+	if (!thread_table__get(h->tools.threads, tid, 0))
 		return;
-	thread_table__remove(h->threads, tid);
+	thread_table__remove(h->tools.threads, tid);
 	if (h->thread_hook)
 		h->thread_hook(h->thread_ctx, tid, 0, 0, 0);
 }
 
 size_t hybrid__thread_count(const struct hybrid *h)
 {
-	return thread_table__count(h->threads);
+	return thread_table__count(h->tools.threads);
 }
 
 void hybrid__free(struct hybrid *h)
 {
 	if (!h)
 		return;
-	free(h->walked);
-	free(h->tail_walked);
-	unwind_cache__free(h->cache);
-	thread_table__free(h->threads);
+	candidate_tools__release(&h->tools);
 	free(h);
 }

@@ -15,40 +15,8 @@
 #include <stdio.h>
 
 #include "sample.h"
+#include "unwind/candidates.h"
 #include "unwind/walk.h"
-
-/* How a user stack was obtained. */
-enum stack_method {
-	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
-	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
-	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
-	METHOD_ANALYSIS,    /* complete, through code without CFI: by analysis of its
-			     * instructions or its frame record (a walk, perhaps with the FP chain) */
-	METHOD_SCAN,        /* complete, with a frame found by scanning the stack */
-	METHOD_TRUNCATED,   /* incomplete: why in struct user_stack's reason */
-	METHOD_COUNT,
-};
-
-/* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
- * start-up code; more than this is not a start-up path. */
-#define HYBRID_TAIL_MAX_FRAMES 64
-/* Most frames a candidate stack holds, with room to spare: a walk, a stitched chain
- * and the walk from the chain's end (hybrid_internal.h). */
-#define HYBRID_MAX_FRAMES \
-	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
-
-/* The sampled process, as the walk sees it (find_map: -ENOENT when no executable mapping
- * holds pc; walk.symbols.is_entry_code tells the chain's start too), and what only the FP
- * chain needs (ctx is walk.ctx). */
-struct hybrid_space {
-	struct unwind_space walk;
-	/* pc is in one of the process's executable mappings. */
-	bool (*is_mapped)(void *ctx, uint64_t pc);
-	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
-	 * only: there is no copy to walk from a chain's end). */
-	bool (*in_start_routine)(void *ctx, uint64_t pc);
-	uint32_t pid; /* for traces */
-};
 
 struct hybrid_stats {
 	uint64_t fp_complete;      /* user stacks whose FP chain reached the outermost frame */

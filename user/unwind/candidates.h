@@ -1,25 +1,70 @@
-/* hybrid.c's private declarations, shared with the candidate stacks it picks from
- * (candidates.c): the sample being handled, and one candidate stack with its verdict. */
-#ifndef HPROF_UNWIND_HYBRID_INTERNAL_H
-#define HPROF_UNWIND_HYBRID_INTERNAL_H
+/* The candidate user stacks of one sample that hybrid.c picks from (candidates.c builds
+ * each with its verdict), and what they are built from: the sample, its process (struct
+ * hybrid_space), and the tools that outlive a sample. */
+#ifndef HPROF_UNWIND_CANDIDATES_H
+#define HPROF_UNWIND_CANDIDATES_H
 
-#include "unwind/hybrid.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sample.h"
 #include "unwind/threads.h"
+#include "unwind/walk.h"
 
-struct hybrid {
+/* How a user stack was obtained. */
+enum stack_method {
+	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
+	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
+	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
+	METHOD_ANALYSIS,    /* complete, through code without CFI: by analysis of its
+			     * instructions or its frame record (a walk, perhaps with the FP chain) */
+	METHOD_SCAN,        /* complete, with a frame found by scanning the stack */
+	METHOD_TRUNCATED,   /* incomplete: why in struct user_stack's reason */
+	METHOD_COUNT,
+};
+
+/* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
+ * start-up code; more than this is not a start-up path. */
+#define HYBRID_TAIL_MAX_FRAMES 64
+/* Most frames a candidate stack holds, with room to spare: a walk, a stitched chain
+ * and the walk from the chain's end. */
+#define HYBRID_MAX_FRAMES \
+	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
+
+/* The sampled process, as the walk sees it (find_map: -ENOENT when no executable mapping
+ * holds pc; walk.symbols.is_entry_code tells the chain's start too), and what only the FP
+ * chain needs (ctx is walk.ctx). */
+struct hybrid_space {
+	struct unwind_space walk;
+	/* pc is in one of the process's executable mappings. */
+	bool (*is_mapped)(void *ctx, uint64_t pc);
+	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
+	 * only: there is no copy to walk from a chain's end). */
+	bool (*in_start_routine)(void *ctx, uint64_t pc);
+	uint32_t pid; /* for traces */
+};
+
+/* What building candidates needs that outlives a sample: whether to walk at all, the
+ * walk's rule cache, what walks learned of each thread, and scratch for one sample's walks:
+ * walked holds the walk and what is joined to it (HYBRID_MAX_FRAMES), tail_walked the walk
+ * from a chain's end (HYBRID_TAIL_MAX_FRAMES). The stack picked is copied out of them. */
+struct candidate_tools {
 	bool dwarf;
-	/* Scratch for one sample's candidates: walked holds the walk and what is joined to it
-	 * (HYBRID_MAX_FRAMES), tail_walked the walk from a chain's end
-	 * (HYBRID_TAIL_MAX_FRAMES). The stack picked is copied out of them. */
-	struct unwind_frame *walked, *tail_walked;
 	struct unwind_cache *cache;
 	struct thread_table *threads;
-	hybrid_thread_fn thread_hook;
-	void *thread_ctx;
-	struct hybrid_stats stats;
+	struct unwind_frame *walked, *tail_walked;
 	/* HPROF_DEBUG=unwind[:N]: walks still to print step by step on stderr. */
 	uint64_t walks_to_trace;
 };
+
+/* 0, or -ENOMEM (release t then). */
+int candidate_tools__init(struct candidate_tools *t, bool dwarf);
+void candidate_tools__release(struct candidate_tools *t);
+/* The DWARF walk, traced on stderr while t->walks_to_trace lasts. */
+void candidates__walk(struct candidate_tools *t, const struct hybrid_space *space,
+		      const struct unwind_regs *regs, const struct stack_copy *copy,
+		      struct unwind_frame *frames, uint32_t max, struct unwind_result *result);
 
 /* What a candidate teaches about its thread; kept only from the candidate picked. */
 struct lesson {
@@ -66,9 +111,10 @@ struct candidate {
  * when the copy did not reach it); the FP chain and what is known of it; and the walk
  * over the copy, once a candidate built it. */
 struct job {
-	struct hybrid *h;
+	struct candidate_tools *tools;
 	const struct hybrid_space *space;
 	const struct hprof_sample *sample;
+	struct unwind_regs regs; /* the sample's, as the walk starts from them */
 	struct stack_copy stack; /* more: interrupted, when there is one */
 	struct stack_copy interrupted;
 	struct stack_copy tail;
@@ -79,11 +125,11 @@ struct job {
 	bool leaf_fp;        /* the leaf keeps rbp as its frame pointer (always, without DWARF) */
 	int8_t records_fp;   /* each frame record is its frame's by the rows: -1 not checked */
 	bool has_walk;
-	uint32_t nr_walked; /* the walk's frames, in h->walked */
+	uint32_t nr_walked; /* the walk's frames, in tools->walked */
 	struct unwind_result walk;
 };
 
-/* Builds the job's FP chain into out and judges it (counts hybrid_stats.fp_complete). */
+/* Builds the job's FP chain into out and judges it. */
 void candidates__start(struct job *j, struct unwind_frame *out);
 
 /* The candidates, each built into c with its verdict (candidates.c says when each is
