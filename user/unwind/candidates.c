@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-
 #include <string.h>
 
 #include "cfi/unwind_table.h"
