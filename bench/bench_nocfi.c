@@ -95,8 +95,8 @@ static void run(struct bench_space *spaces, const struct sim_stack *s, uint64_t 
 	for (int block = 0; block < BLOCKS * 2; block++) {
 		int kind = block & 1;
 		const struct unwind_space space = {
-			.find_map = find_map, .ctx = &spaces[kind], .id = 1, .analyze = analyze,
-			.call_before = call_before,
+			.find_map = find_map, .ctx = &spaces[kind], .id = 1,
+			.code = { .analyze = analyze, .call_before = call_before },
 		};
 		uint64_t t0 = now_ns();
 		double ns;

@@ -297,22 +297,21 @@ static void count_nocfi(struct session *s)
 	n->scan_through_jumps = walk.scan_through_jumps;
 }
 
-/* The sample's user stack, resolved to frames in out. */
-static uint32_t user_stack(struct session *s, struct process *proc,
-			   const struct hprof_sample *sample, struct frame *out,
-			   enum stack_method *method, unsigned *reason)
+/* The sample's user stack, resolved to frames in out (stack->nr_frames of them). */
+static struct user_stack user_stack(struct session *s, struct process *proc,
+				    const struct hprof_sample *sample, struct frame *out)
 {
 	struct process_view c = view_of(s, proc);
 	const struct hybrid_space space = process_view__space(&c);
-	uint32_t n = hybrid__user_stack(s->hybrid, &space, sample, s->user, method, reason);
+	struct user_stack stack = hybrid__user_stack(s->hybrid, &space, sample, s->user);
 
 	s->stats.unwind = *hybrid__stats(s->hybrid);
 	count_nocfi(s);
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < stack.nr_frames; i++) {
 		if (!resolver__frame(&s->resolver, proc, s->user[i].pc, !s->user[i].exact, &out[i]))
 			s->stats.frames_unmapped++;
 	}
-	return n;
+	return stack;
 }
 
 /* Pages of binaries read for CFI and names go back once a second (util/file_view.h). */
@@ -372,8 +371,7 @@ static int python_frames(struct session *s, struct process *proc,
 int session__handle_sample(struct session *s, const struct hprof_sample *sample, size_t size)
 {
 	struct frame *frames = s->frames;
-	enum stack_method method;
-	unsigned reason = 0;
+	struct user_stack stack;
 	struct process *proc;
 	uint32_t n = 0;
 	char comm[HPROF_COMM_LEN + 1] = { 0 };
@@ -403,14 +401,16 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return -ENOMEM;
 	if (!proc->seeded)
 		s->stats.no_maps++;
-	n += user_stack(s, proc, sample, frames + n, &method, &reason);
+	stack = user_stack(s, proc, sample, frames + n);
+	n += stack.nr_frames;
 	if (s->python && python_frames(s, proc, sample, frames, &n) == -ENOMEM)
 		return -ENOMEM;
-	s->stats.methods[method]++;
-	if (method != METHOD_TRUNCATED)
+	s->stats.methods[stack.method]++;
+	if (stack.method != METHOD_TRUNCATED)
 		return count_sample(s, proc, sample, comm, NULL, frames, n);
-	s->stats.truncated[reason]++;
-	return count_sample(s, proc, sample, comm, hybrid__truncated_root(reason), frames, n);
+	s->stats.truncated[stack.reason]++;
+	return count_sample(s, proc, sample, comm, hybrid__truncated_root(stack.reason), frames,
+			    n);
 }
 
 void session__set_debuginfod(struct session *s, bool on)

@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct unwind_frame frames[UNWIND_MAX_FRAMES];
 	struct space ctx;
 	struct unwind_space space = { .find_map = find_map, .ctx = &ctx, .id = 1,
-				      .is_function_entry = is_function_entry };
+				      .symbols = { .is_function_entry = is_function_entry } };
 	struct unwind_regs regs;
 	struct stack_copy copy;
 	struct unwind_result result;

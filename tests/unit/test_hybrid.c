@@ -59,10 +59,13 @@ static struct hybrid_space model_space(const struct chain_build *b)
 	model_init(&process, chain_tables[b->frame_pointer], NULL);
 	return (struct hybrid_space){
 		/* one id per build (and analysis): the hybrid's rule cache is keyed by it */
-		.walk = { model_find_map, &process, 1 + b->frame_pointer + (analyze_hook ? 2 : 0),
-			  analyze_hook ? NULL : model_is_function_entry, analyze_hook },
+		.walk = { .find_map = model_find_map, .ctx = &process,
+			  .id = 1 + b->frame_pointer + (analyze_hook ? 2 : 0),
+			  .code = { .analyze = analyze_hook },
+			  .symbols = { .is_function_entry =
+					       analyze_hook ? NULL : model_is_function_entry,
+				       .is_entry_code = model_is_entry_code } },
 		.is_mapped = model_is_mapped,
-		.is_entry_code = model_is_entry_code,
 		.in_start_routine = model_in_start_routine,
 		.pid = MODEL_PID,
 	};
@@ -123,7 +126,7 @@ struct sampled {
 	struct unwind_frame out[HYBRID_MAX_FRAMES];
 	uint32_t n;
 	enum stack_method method;
-	unsigned reason;
+	enum unwind_end reason;
 };
 
 /* A sample of s stopped at ip, with stack_len bytes copied from sp (at most to the
@@ -137,6 +140,7 @@ static void sample_and_pick(struct hybrid *h, const struct chain_build *b,
 	struct sample_spec spec = {
 		.ip = ip, .sp = s->sp, .bp = s->bp, .tid = tid, .flags = flags,
 	};
+	struct user_stack stack;
 	size_t size;
 
 	if (stack_len > SIM_STACK_TOP - s->sp)
@@ -148,7 +152,10 @@ static void sample_and_pick(struct hybrid *h, const struct chain_build *b,
 	spec.stack_len = (uint32_t)stack_len;
 	spec.tail_len = tail ? kernel_tail_len(s->sp, spec.stack_len, r->fp_tail_frame) : 0;
 	r->sample = build_sample(s, &spec, &size);
-	r->n = hybrid__user_stack(h, &space, r->sample, r->out, &r->method, &r->reason);
+	stack = hybrid__user_stack(h, &space, r->sample, r->out);
+	r->n = stack.nr_frames;
+	r->method = stack.method;
+	r->reason = stack.reason;
 	free(r->sample);
 	r->sample = NULL;
 }
@@ -261,7 +268,7 @@ static void test_leaf_without_fp(void)
 	 * taken as complete. */
 	h = new_hybrid(true);
 	sample_and_pick(h, b, &s, at(PC_LEAF_LOOP), 0, false, 0, 7, &r);
-	report(picked(&r, METHOD_TRUNCATED, chain, 3) && r.reason == TRUNCATED_NO_COPY, &r,
+	report(picked(&r, METHOD_TRUNCATED, chain, 3) && r.reason == UNWIND_END_NO_COPY, &r,
 	       "fp, leaf, no copy: the chain that skips c is truncated, no stack copy");
 	hybrid__free(h);
 }
@@ -480,7 +487,7 @@ static void test_without_walk(void)
 
 	sim_jit_path(&s, nofp);
 	sample_and_pick(h, nofp, &s, at(PC_LEAF_LOOP), 0, false, 0, 1, &r);
-	report(picked(&r, METHOD_TRUNCATED, want_jit, 2) && r.reason == TRUNCATED_FP_ONLY &&
+	report(picked(&r, METHOD_TRUNCATED, want_jit, 2) && r.reason == UNWIND_END_FP_ONLY &&
 		       strcmp(hybrid__truncated_root(r.reason),
 			      "[truncated: frame-pointer chain broken]") == 0,
 	       &r, "no-dwarf: a chain ending in main is broken: truncated");
@@ -488,7 +495,7 @@ static void test_without_walk(void)
 
 	h = new_hybrid(true);
 	sample_and_pick(h, nofp, &s, at(PC_LEAF_LOOP), 0, false, 0, 1, &r);
-	report(picked(&r, METHOD_TRUNCATED, want_jit, 2) && r.reason == TRUNCATED_NO_COPY &&
+	report(picked(&r, METHOD_TRUNCATED, want_jit, 2) && r.reason == UNWIND_END_NO_COPY &&
 		       strcmp(hybrid__truncated_root(r.reason), "[truncated: no stack copy]") == 0,
 	       &r, "dwarf, no copy: a broken chain is truncated, no stack copy");
 	hybrid__free(h);

@@ -95,9 +95,10 @@ static void walk(struct nocfi_model *m, const struct chain_build *b, const struc
 		.bytes = s->bytes + (s->sp - sim_base()), .base = s->sp, .len = SIM_STACK_TOP - s->sp,
 	};
 	const struct unwind_space space = {
-		.find_map = find_map, .ctx = m, .id = 1, .analyze = analyze,
-		.call_before = call_before, .function_start = function_start,
-		.is_entry_code = is_entry_code, .no_scan = no_scan,
+		.find_map = find_map, .ctx = m, .id = 1,
+		.code = { .analyze = analyze, .call_before = call_before },
+		.symbols = { .function_start = function_start, .is_entry_code = is_entry_code },
+		.no_scan = no_scan,
 	};
 	struct unwind_cache *cache = unwind_cache__new();
 

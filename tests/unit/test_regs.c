@@ -122,8 +122,10 @@ static void walk(const struct machine *m, uint64_t ip, bool bx_valid, bool di_va
 		abort();
 	p.nr = 0;
 	model_add(&p, REGS_BIAS, REGS_BIAS + 0x1000, REGS_BIAS, regs_table, REGS_START);
-	space = (struct unwind_space){ .find_map = model_find_map, .ctx = &p, .id = 1,
-				       .is_function_entry = entries ? is_function_entry : NULL };
+	space = (struct unwind_space){
+		.find_map = model_find_map, .ctx = &p, .id = 1,
+		.symbols = { .is_function_entry = entries ? is_function_entry : NULL },
+	};
 	unwind__walk(&regs, &copy, &space, cache, w->frames, 16, &w->result);
 	unwind_cache__free(cache);
 }

@@ -38,7 +38,7 @@ struct nocfi_stats {
 struct sample_stats {
 	uint64_t samples;           /* samples received from the kernel */
 	uint64_t methods[METHOD_COUNT];       /* user stacks per method */
-	uint64_t truncated[TRUNCATED_COUNT];  /* truncated user stacks per reason */
+	uint64_t truncated[UNWIND_END_COUNT];  /* truncated user stacks per reason */
 	uint64_t bytes;             /* bytes of sample records received */
 	uint64_t malformed;         /* lost: record shorter than its header says */
 	struct hybrid_stats unwind; /* FP chains complete, and finished from their end */

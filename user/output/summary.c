@@ -184,7 +184,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 	print_nocfi(&st->nocfi, out);
 	if (st->methods[METHOD_TRUNCATED]) {
 		fprintf(out, "hprof: truncated stacks:");
-		for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+		for (unsigned t = 0; t < UNWIND_END_COUNT; t++) {
 			if (st->truncated[t])
 				fprintf(out, " %s %" PRIu64 ";", hybrid__truncated_root(t),
 					st->truncated[t]);
@@ -245,18 +245,8 @@ static const char *plural(uint64_t n)
  * brackets ("copy too short"). */
 static const char *reason_name(unsigned t)
 {
-	static const char prefix[] = "[truncated: ";
-	static char names[TRUNCATED_COUNT][64];
-	const char *root = hybrid__truncated_root(t);
-	size_t len = strlen(root);
-
-	if (t >= TRUNCATED_COUNT || strncmp(root, prefix, sizeof(prefix) - 1) != 0 ||
-	    root[len - 1] != ']')
-		return root;
-	if (!names[t][0])
-		snprintf(names[t], sizeof(names[t]), "%.*s", (int)(len - sizeof(prefix)),
-			 root + sizeof(prefix) - 1);
-	return names[t];
+	return t == UNWIND_END_COMPLETE || t >= UNWIND_END_COUNT ? hybrid__truncated_root(t)
+								 : unwind_end__name(t);
 }
 
 /* The share of user stacks complete, and the two commonest reasons the others stopped. */
@@ -264,7 +254,7 @@ static void print_brief_complete(const struct sample_stats *st, FILE *out)
 {
 	uint64_t user = summary__user_samples(st), truncated = st->methods[METHOD_TRUNCATED];
 	uint64_t shown = 0;
-	unsigned top[2] = { TRUNCATED_COUNT, TRUNCATED_COUNT };
+	unsigned top[2] = { UNWIND_END_COUNT, UNWIND_END_COUNT };
 
 	if (!user) {
 		if (st->kernel_only)
@@ -279,20 +269,20 @@ static void print_brief_complete(const struct sample_stats *st, FILE *out)
 			fprintf(out, "hprof: all %" PRIu64 " user stacks complete\n", user);
 		return;
 	}
-	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+	for (unsigned t = 0; t < UNWIND_END_COUNT; t++) {
 		if (!st->truncated[t])
 			continue;
-		if (top[0] == TRUNCATED_COUNT || st->truncated[t] > st->truncated[top[0]]) {
+		if (top[0] == UNWIND_END_COUNT || st->truncated[t] > st->truncated[top[0]]) {
 			top[1] = top[0];
 			top[0] = t;
-		} else if (top[1] == TRUNCATED_COUNT || st->truncated[t] > st->truncated[top[1]]) {
+		} else if (top[1] == UNWIND_END_COUNT || st->truncated[t] > st->truncated[top[1]]) {
 			top[1] = t;
 		}
 	}
 	/* rounded down: 99.96% is not "100.0%" complete */
 	fprintf(out, "hprof: %" PRIu64 " of %" PRIu64 " user stacks complete (%.1f%%); the others:",
 		user - truncated, user, (double)(uint64_t)(summary__percent(user - truncated, user) * 10) / 10);
-	for (int i = 0; i < 2 && top[i] < TRUNCATED_COUNT; i++) {
+	for (int i = 0; i < 2 && top[i] < UNWIND_END_COUNT; i++) {
 		fprintf(out, "%s %s %" PRIu64, i ? "," : "", reason_name(top[i]),
 			st->truncated[top[i]]);
 		shown += st->truncated[top[i]];

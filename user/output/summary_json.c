@@ -138,7 +138,7 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json_nocfi(w, &st->nocfi);
 	json__key(w, "truncated_by_reason");
 	json__begin_object(w);
-	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+	for (unsigned t = 0; t < UNWIND_END_COUNT; t++) {
 		json__key(w, hybrid__truncated_root(t));
 		json__uint(w, st->truncated[t]);
 	}

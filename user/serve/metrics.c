@@ -45,18 +45,6 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
 	value(f, name, v);
 }
 
-/* "copy too short" from "[truncated: copy too short]". */
-static void truncated_reason(unsigned reason, char *out, size_t len)
-{
-	const char *root = hybrid__truncated_root(reason), *colon = strchr(root, ':');
-	const char *start = colon ? colon + 2 : root;
-	size_t n = strlen(start);
-
-	if (n && start[n - 1] == ']')
-		n--;
-	snprintf(out, len, "%.*s", (int)n, start);
-}
-
 static void sample_metrics(FILE *f, const struct serve_metrics *m)
 {
 	const struct sample_stats *st = m->stats;
@@ -65,7 +53,6 @@ static void sample_metrics(FILE *f, const struct serve_metrics *m)
 		[MAP_EVENT_MMAP] = "mmap", [MAP_EVENT_EXEC] = "exec", [MAP_EVENT_FORK] = "fork",
 		[MAP_EVENT_EXIT] = "exit", [MAP_EVENT_THREAD_EXIT] = "thread_exit",
 	};
-	char reason[64];
 
 	metric(f, "samples_total", "counter", "Samples received from the kernel.", st->samples);
 	header(f, "lost_samples_total", "counter", "Samples lost, by reason.");
@@ -78,11 +65,11 @@ static void sample_metrics(FILE *f, const struct serve_metrics *m)
 	for (int i = 0; i < METHOD_COUNT; i++)
 		labelled(f, "user_stacks_total", "method", hybrid__method_name(i), st->methods[i]);
 	header(f, "truncated_stacks_total", "counter", "Incomplete user stacks, by why they stopped.");
-	for (unsigned t = 0; t < TRUNCATED_COUNT; t++) {
+	for (unsigned t = 0; t < UNWIND_END_COUNT; t++) {
 		if (t == UNWIND_END_COMPLETE)
 			continue; /* the walks that were not truncated */
-		truncated_reason(t, reason, sizeof(reason));
-		labelled(f, "truncated_stacks_total", "reason", reason, st->truncated[t]);
+		labelled(f, "truncated_stacks_total", "reason", unwind_end__name(t),
+			 st->truncated[t]);
 	}
 	metric(f, "frames_unmapped_total", "counter", "User frames in no executable mapping.",
 	       st->frames_unmapped);

@@ -17,7 +17,7 @@ enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target)
 	*target = 0;
 	if (find_map(&w->maps, w->space, ra, &map) == -ENOENT)
 		return CODE_CALL_NONE;
-	call = w->space->call_before(w->space->ctx, ra, target);
+	call = w->space->code.call_before(w->space->ctx, ra, target);
 	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT ? call : CODE_CALL_NONE;
 }
 
@@ -25,18 +25,20 @@ enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target)
  * call precedes it (unwind_is_stack_end_fn). */
 bool is_stack_end(struct walker *w, uint64_t ra)
 {
+	const struct unwind_symbols *symbols = &w->space->symbols;
 	const struct unwind_map *map;
 
-	return w->space->is_stack_end && find_map(&w->maps, w->space, ra, &map) != -ENOENT &&
-	       w->space->is_stack_end(w->space->ctx, ra);
+	return symbols->is_stack_end && find_map(&w->maps, w->space, ra, &map) != -ENOENT &&
+	       symbols->is_stack_end(w->space->ctx, ra);
 }
 
 /* Where the function holding pc starts, by its symbol, else by its FDE: 0 or -ENOENT. */
 static int known_function_start(struct walker *w, uint64_t pc, uint64_t *start)
 {
+	const struct unwind_symbols *symbols = &w->space->symbols;
 	const struct unwind_map *map;
 
-	if (w->space->function_start && w->space->function_start(w->space->ctx, pc, start) == 0)
+	if (symbols->function_start && symbols->function_start(w->space->ctx, pc, start) == 0)
 		return 0;
 	if (find_map(&w->maps, w->space, pc, &map) != 0 ||
 	    unwind_table__function_start(map->table, pc - map->bias, start) != 0)
@@ -56,11 +58,12 @@ bool caller_called_elsewhere(struct walker *w, uint64_t ra, uint64_t caller_ra)
 {
 	uint64_t target, start, target_start;
 
-	if (!w->space->function_start || follows_call(w, caller_ra, &target) != CODE_CALL_DIRECT)
+	if (!w->space->symbols.function_start ||
+	    follows_call(w, caller_ra, &target) != CODE_CALL_DIRECT)
 		return false;
 	if (known_function_start(w, code_at(ra, false), &start) != 0 || target == start)
 		return false;
-	return w->space->function_start(w->space->ctx, target, &target_start) == 0 &&
+	return w->space->symbols.function_start(w->space->ctx, target, &target_start) == 0 &&
 	       target_start == target;
 }
 
@@ -83,7 +86,8 @@ static bool tail_call_fits(struct walker *w, const struct frame_regs *frame, boo
 	if (known_function_start(w, code_at(frame->ip, exact), &start) == 0 &&
 	    start == target)
 		return true;
-	nr = w->space->jumps ? w->space->jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS)
+	nr = w->space->code.jumps
+		     ? w->space->code.jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS)
 			     : 0;
 	for (uint32_t i = 0; i < nr; i++) {
 		if (depths[i] == 8)
@@ -102,7 +106,8 @@ bool may_be_outermost(const struct walker *w, const struct unwind_frame *f)
 {
 	const struct unwind_space *space = w->space;
 
-	return space->is_entry_code && space->is_entry_code(space->ctx, f->pc, !f->exact);
+	return space->symbols.is_entry_code &&
+	       space->symbols.is_entry_code(space->ctx, f->pc, !f->exact);
 }
 
 /* The trial walk's n frames agree with the calls before their return addresses: no frame's
@@ -148,8 +153,8 @@ enum trial trial_walk(struct walker *w, uint64_t ra, uint64_t sp,
 	if (result.started_stack)
 		return TRIAL_STOPS;
 	if (!(result.end == UNWIND_END_COMPLETE && result.last.ip != 0) &&
-	    !(result.end == UNWIND_END_NO_CFI && w->space->is_entry_code &&
-	      w->space->is_entry_code(w->space->ctx, last->pc, !last->exact)))
+	    !(result.end == UNWIND_END_NO_CFI && w->space->symbols.is_entry_code &&
+	      w->space->symbols.is_entry_code(w->space->ctx, last->pc, !last->exact)))
 		return TRIAL_STOPS;
 	if (agrees)
 		*agrees = trial_agrees(w, result.nr_frames);
@@ -206,7 +211,7 @@ bool caller_fits(struct walker *w, const struct walk_frame *f, struct cached_rul
 {
 	uint64_t target;
 
-	if (!w->space->call_before)
+	if (!w->space->code.call_before)
 		return true;
 	switch (by) {
 	case UNWIND_FOUND_ANALYSIS:

@@ -241,10 +241,15 @@ static struct cached_rules *in_sigreturn(struct walker *w, uint64_t id, uint64_t
 }
 
 /* The first frame is at the very first instruction of a function its binary names (see
- * unwind_is_function_entry_fn): nothing has been pushed yet, whatever CFI there is or not. */
+ * unwind_is_function_entry_fn): nothing has been pushed yet, whatever CFI there is or not.
+ * Not a row: the psABI's entry rules hold at the exact pc only, while a row covering
+ * the entry would also give them to a caller frame whose return address is entry + 1 (its
+ * lookup is ra - 1), and they override the rows the binary has there. */
 static bool at_function_entry(const struct walker *w, uint64_t ip)
 {
-	return w->space->is_function_entry && w->space->is_function_entry(w->space->ctx, ip);
+	const struct unwind_symbols *symbols = &w->space->symbols;
+
+	return symbols->is_function_entry && symbols->is_function_entry(w->space->ctx, ip);
 }
 
 /* The psABI's rules at a function's entry: CFA = rsp + 8, the return address at rsp,

@@ -35,9 +35,9 @@ static bool may_call(const struct unwind_space *space, uint64_t ra, uint64_t pc)
 {
 	uint64_t target, function;
 
-	if (!space->call_before)
+	if (!space->code.call_before)
 		return false;
-	switch (space->call_before(space->ctx, ra, &target)) {
+	switch (space->code.call_before(space->ctx, ra, &target)) {
 	case CODE_CALL_DIRECT:
 		return (function = function_of(space, pc)) != 0 && target == function;
 	case CODE_CALL_INDIRECT:

@@ -13,7 +13,7 @@ enum step_result frame_record_step(struct walker *w, struct walk_frame *f)
 	const struct frame_regs *regs = &f->regs;
 	uint64_t saved_bp, ra;
 
-	if (!w->space->call_before || w->space->scan_only || f->no_frame_record)
+	if (!w->space->code.call_before || w->space->scan_only || f->no_frame_record)
 		return STEP_REJECTED;
 	if (!regs->bp_valid || regs->bp < regs->sp || (regs->bp & 7))
 		return STEP_REJECTED;

@@ -1,11 +1,12 @@
-/* The choice between the kernel's frame-pointer chain and the DWARF walk over the copied
- * stack, for one sample: the chain when it is right, else the walk, continued on the chain
- * where the walk cannot go on, else the chain finished by a walk from its end. Whether a
- * chain or a walk reached the outermost frame is read from the binaries' rows (return
- * address undefined) and ELF entry points; only frame-pointer-only mode, which has no
- * copy to walk, tells a chain ending in libc's start-up code by its symbol. What the walks
- * teach about each thread (where its stack ends, where its right chains end) is kept and
- * handed to a hook, for the kernel. */
+/* The user stack of one sample, picked from candidate stacks: the kernel's frame-pointer
+ * chain, the DWARF walk over the copied stack, and the two joined (the walk continued on
+ * the chain, the chain finished by a walk from its end), each built with its verdict and
+ * taken in one order of preference (hybrid.c's preference table; docs/unwinding.md).
+ * Whether a chain or a walk reached the outermost frame is read from the binaries' rows
+ * (return address undefined) and ELF entry points; only frame-pointer-only mode, which has
+ * no copy to walk, tells a chain ending in libc's start-up code by its symbol. What the
+ * picked stack teaches about its thread (where its stack ends, where its right chains end)
+ * is kept and handed to a hook, for the kernel. */
 #ifndef HPROF_UNWIND_HYBRID_H
 #define HPROF_UNWIND_HYBRID_H
 
@@ -14,48 +15,8 @@
 #include <stdio.h>
 
 #include "sample.h"
+#include "unwind/candidates.h"
 #include "unwind/walk.h"
-
-/* How a user stack was obtained. */
-enum stack_method {
-	METHOD_FP = 0,      /* the kernel's frame-pointer chain, complete */
-	METHOD_DWARF,       /* DWARF walk over the copied stack, complete */
-	METHOD_DWARF_FP,    /* DWARF walk until the copy ran out, then the FP chain */
-	METHOD_ANALYSIS,    /* complete, through code without CFI: by analysis of its
-			     * instructions or its frame record (a walk, perhaps with the FP chain) */
-	METHOD_SCAN,        /* complete, with a frame found by scanning the stack */
-	METHOD_TRUNCATED,   /* incomplete: reason in truncated[] */
-	METHOD_COUNT,
-};
-
-/* Truncation reasons beyond the walk's own (enum unwind_end). */
-#define TRUNCATED_FP_ONLY UNWIND_END_COUNT /* FP chain broken and no stack copy (--no-dwarf) */
-#define TRUNCATED_NO_COPY (UNWIND_END_COUNT + 1) /* FP chain broken, the stack copy failed */
-/* FP chain broken, and the copy was a delta against one userspace did not hold */
-#define TRUNCATED_DELTA_BASE_MISSING (UNWIND_END_COUNT + 2)
-#define TRUNCATED_COUNT (UNWIND_END_COUNT + 3)
-
-/* The DWARF walk from the FP chain's outermost frame goes through a few frames of libc's
- * start-up code; more than this is not a start-up path. */
-#define HYBRID_TAIL_MAX_FRAMES 64
-/* Most frames hybrid__user_stack writes: the chain, and after it (moved down once chosen)
- * the walk's frames with a stitched chain and the walk from its end. */
-#define HYBRID_MAX_FRAMES \
-	(HPROF_MAX_FP_DEPTH + UNWIND_MAX_FRAMES + HPROF_MAX_FP_DEPTH + HYBRID_TAIL_MAX_FRAMES)
-
-/* The sampled process, as the walk sees it (find_map: -ENOENT when no executable mapping
- * holds pc), and its binaries' entry code. */
-struct hybrid_space {
-	struct unwind_space walk;
-	/* pc is in one of the process's executable mappings. */
-	bool (*is_mapped)(void *ctx, uint64_t pc);
-	/* pc (or the call before a return address) is in its binary's ELF entry code. */
-	bool (*is_entry_code)(void *ctx, uint64_t pc, bool caller);
-	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
-	 * only: there is no copy to walk from a chain's end). */
-	bool (*in_start_routine)(void *ctx, uint64_t pc);
-	uint32_t pid; /* for traces */
-};
 
 struct hybrid_stats {
 	uint64_t fp_complete;      /* user stacks whose FP chain reached the outermost frame */
@@ -75,12 +36,18 @@ struct hybrid;
 /* dwarf: replay the DWARF walk where the FP chain is short (needs stack copies). */
 int hybrid__new(bool dwarf, struct hybrid **out);
 void hybrid__set_thread_hook(struct hybrid *h, hybrid_thread_fn fn, void *ctx);
+/* A sample's user stack: how it was obtained, and why it is incomplete
+ * (UNWIND_END_COMPLETE unless method is METHOD_TRUNCATED). */
+struct user_stack {
+	uint32_t nr_frames;
+	enum stack_method method;
+	enum unwind_end reason;
+};
+
 /* The user stack of a well-formed sample with user frames: at most HYBRID_MAX_FRAMES
- * frames, innermost first, into out. Sets *method, and *reason (TRUNCATED_* or enum
- * unwind_end) for METHOD_TRUNCATED. Learns from it for the sample's thread. */
-uint32_t hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
-			    const struct hprof_sample *sample, struct unwind_frame *out,
-			    enum stack_method *method, unsigned *reason);
+ * frames, innermost first, into out. Learns from it for the sample's thread. */
+struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
+				     const struct hprof_sample *sample, struct unwind_frame *out);
 /* The DWARF walk alone (HPROF_DEBUG=unwind traces it too). */
 void hybrid__walk(struct hybrid *h, const struct hybrid_space *space,
 		  const struct unwind_regs *regs, const struct stack_copy *copy,
@@ -94,7 +61,7 @@ void hybrid__sample_copy(const struct hprof_sample *sample, struct stack_copy *s
 			 struct stack_copy *interrupted);
 const char *hybrid__method_name(enum stack_method m);
 /* "[truncated: copy too short]" and the like. */
-const char *hybrid__truncated_root(unsigned reason);
+const char *hybrid__truncated_root(enum unwind_end reason);
 const struct hybrid_stats *hybrid__stats(const struct hybrid *h);
 void hybrid__cache_stats(const struct hybrid *h, struct unwind_cache_stats *stats);
 /* Forgets what walks taught about thread tid: it exited, and its tid may come back. */

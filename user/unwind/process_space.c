@@ -131,7 +131,13 @@ static bool returns_into_stack_switch(struct process_view *c, uint64_t ra)
 
 /* Where a runtime's stacks end: the address an Erlang process's first frame returns to
  * (BEAM runs each Erlang process on a stack of its own, which ends there), and a return
- * into Go code that switched stacks. */
+ * into Go code that switched stacks. Go's TOPFRAME functions are rows (return address
+ * undefined, cfi/lazy_table.c); these two stay code. BEAM's exit is a value the emulator
+ * stores at run time, in the process, which no table built from a file holds. A SPWRITE
+ * function gets no rows on purpose (its FDE says nothing of the stack it moved to, so an
+ * exact pc in it goes to the analysis), yet a return into it ends the stack: a row would
+ * say the same of both, and the chain's cut (hybrid) asks of return addresses only. Its
+ * flag is read from the table (unwind_table__switches_stack), not from code. */
 bool process_space__is_stack_end(void *ctx, uint64_t ra)
 {
 	struct process_view *c = ctx;
@@ -142,7 +148,12 @@ bool process_space__is_stack_end(void *ctx, uint64_t ra)
 		returns_into_stack_switch(c, ra));
 }
 
-/* Where a stack starts: the ELF entry's code, or a runtime's stack end. */
+/* Where a stack starts: the ELF entry's code, or a runtime's stack end. Entry code stays
+ * code rather than rows with the return address undefined: the walk asks only once every
+ * frame step found nothing there (a row would be found first, before the analysis and the
+ * scan, and stop walks that go on today), and where it ends (ELF_ENTRY_CODE_MAX, or the
+ * first symbol or FDE past the entry) needs the symbols, which a binary's table is built
+ * without. */
 bool process_space__is_entry_code(void *ctx, uint64_t pc, bool caller)
 {
 	struct process_view *c = ctx;

@@ -23,19 +23,16 @@ static inline struct hybrid_space process_view__space(struct process_view *c)
 {
 	return (struct hybrid_space){
 		.walk = { .find_map = process_space__find_map, .ctx = c, .id = c->proc->space_id,
-			  /* symbols and mappings: here */
-			  .is_function_entry = process_space__is_function_entry,
-			  .is_entry_code = process_space__is_entry_code,
-			  .is_stack_end = process_space__is_stack_end,
-			  /* code: process_code.c */
-			  .analyze = c->scan_only ? NULL : process_code__analyze,
-			  .call_before = process_code__call_before,
-			  .function_start = process_code__function_start,
-			  .is_jit_code = process_code__is_jit_code,
-			  .jumps = process_code__jumps,
+			  .code = { .analyze = c->scan_only ? NULL : process_code__analyze,
+				    .call_before = process_code__call_before,
+				    .jumps = process_code__jumps },
+			  .symbols = { .function_start = process_code__function_start,
+				       .is_jit_code = process_code__is_jit_code,
+				       .is_function_entry = process_space__is_function_entry,
+				       .is_entry_code = process_space__is_entry_code,
+				       .is_stack_end = process_space__is_stack_end },
 			  .no_scan = c->no_scan, .scan_only = c->scan_only },
 		.is_mapped = process_space__is_mapped,
-		.is_entry_code = process_space__is_entry_code,
 		.in_start_routine = process_space__in_start_routine,
 		.pid = c->proc->pid,
 	};

@@ -147,7 +147,8 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 	/* A return address where a runtime's stacks end (an Erlang process's): no frame is
 	 * above, as _start's CFI says of its own. Looked for before a failed analysis's
 	 * slot is taken: the runtime may have said where its stacks end since. */
-	if (!exact && w->space->is_stack_end && w->space->is_stack_end(w->space->ctx, ip)) {
+	if (!exact && w->space->symbols.is_stack_end &&
+	    w->space->symbols.is_stack_end(w->space->ctx, ip)) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 8,
 					       .ra = UNWIND_RA_UNDEFINED,
@@ -156,7 +157,8 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 	}
 	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
 		return NULL;
-	if (!w->space->analyze || w->space->analyze(w->space->ctx, ip, &code) != CODE_OK) {
+	if (!w->space->code.analyze ||
+	    w->space->code.analyze(w->space->ctx, ip, &code) != CODE_OK) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
 					       .found = UNWIND_FOUND_FRAME_POINTER,

@@ -34,7 +34,7 @@ static bool scan_read(const struct copy_view *v, uint64_t addr, uint64_t *word)
  * comes after every return address that does: one of those, if any led on, is nearer. */
 static bool scan_for_stack_end(struct walker *w, struct frame_regs *regs)
 {
-	for (uint32_t i = 0; i < SCAN_WORDS && w->space->is_stack_end; i++) {
+	for (uint32_t i = 0; i < SCAN_WORDS && w->space->symbols.is_stack_end; i++) {
 		uint64_t addr = regs->sp + 8 * (uint64_t)i, word;
 
 		if (!scan_read(w->view, addr, &word))
@@ -70,10 +70,10 @@ static struct scanned_function scanned_function(struct walker *w, uint64_t looku
 {
 	struct scanned_function f = { .lookup = lookup, .err = -ENOENT };
 
-	if (w->space->function_start)
-		f.err = w->space->function_start(w->space->ctx, lookup, &f.start);
-	f.jit = f.err == -ENODATA || (f.err == 0 && w->space->is_jit_code &&
-				      w->space->is_jit_code(w->space->ctx, lookup));
+	if (w->space->symbols.function_start)
+		f.err = w->space->symbols.function_start(w->space->ctx, lookup, &f.start);
+	f.jit = f.err == -ENODATA || (f.err == 0 && w->space->symbols.is_jit_code &&
+				      w->space->symbols.is_jit_code(w->space->ctx, lookup));
 	return f;
 }
 
@@ -126,17 +126,17 @@ static bool calls_jump_here(struct walker *w, const struct frame_regs *regs,
 	uint64_t at[SCAN_JUMPS], unused[SCAN_JUMPS];
 	uint32_t nr;
 
-	if (call != CODE_CALL_DIRECT || !w->space->jumps)
+	if (call != CODE_CALL_DIRECT || !w->space->code.jumps)
 		return false;
 	if (!fj->traced) {
 		/* the sampled pc's code, or a return address's: what runs on from there */
 		fj->traced = true;
-		fj->nr = w->space->jumps(w->space->ctx, regs->ip, false, fj->offsets, unused,
+		fj->nr = w->space->code.jumps(w->space->ctx, regs->ip, false, fj->offsets, unused,
 					 SCAN_JUMPS);
 	}
 	if (fj->nr == 0)
 		return false;
-	nr = w->space->jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS);
+	nr = w->space->code.jumps(w->space->ctx, target, true, depths, at, SCAN_JUMPS);
 	for (uint32_t i = 0; i < nr; i++) {
 		for (uint32_t j = 0; j < fj->nr; j++) {
 			uint64_t sp = regs->sp + (uint64_t)(int64_t)fj->offsets[j];
@@ -309,7 +309,7 @@ static bool scan_for_caller(struct walker *w, struct frame_regs *regs, bool exac
  * walk may scan (not no_scan, not within a trial walk). */
 static bool may_scan(const struct walker *w)
 {
-	return w->space->call_before && w->may_scan;
+	return w->space->code.call_before && w->may_scan;
 }
 
 /* The frame step by a scan for a return address (scan_for_caller). rbp's validity is the

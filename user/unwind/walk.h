@@ -44,7 +44,10 @@ struct stack_copy {
 
 #define STACK_COPY_PAGE 4096
 
-/* Why a walk stopped. Everything but COMPLETE leaves the stack truncated. */
+/* Why a user stack ends: the one enum of truncation reasons. The walk gives the first ones;
+ * the hybrid (hybrid.h) adds the last three, for a chain it had no copy to walk. Everything
+ * but COMPLETE leaves the stack truncated, under a root frame "[truncated: NAME]" with
+ * unwind_end__name's NAME. */
 enum unwind_end {
 	UNWIND_END_COMPLETE = 0,  /* reached a frame whose return address is undefined, or a zero
 				   * one in entry code, a thread's start routine or at a runtime's
@@ -57,6 +60,10 @@ enum unwind_end {
 	UNWIND_END_DEPTH,         /* UNWIND_MAX_FRAMES reached */
 	UNWIND_END_COPY_HOLE,     /* needed a read from a page the kernel could not copy */
 	UNWIND_END_ZERO_RA,       /* a zero return address in a frame that cannot be outermost */
+	UNWIND_END_FP_ONLY,       /* FP chain broken and no stack copy (--no-dwarf) */
+	UNWIND_END_NO_COPY,       /* FP chain broken, the stack copy failed */
+	/* FP chain broken, and the copy was a delta against one userspace did not hold */
+	UNWIND_END_DELTA_BASE_MISSING,
 	UNWIND_END_COUNT,
 };
 
@@ -131,33 +138,46 @@ typedef uint32_t (*unwind_jumps_fn)(void *ctx, uint64_t addr, bool from_start, i
  * exit, where every Erlang process's stack ends. */
 typedef bool (*unwind_is_stack_end_fn)(void *ctx, uint64_t ra);
 
+/* What the walk asks about code without CFI, decoded from its instructions (x86_code.h;
+ * process_code.c for a process). Each may be NULL. */
+struct unwind_code {
+	unwind_analyze_fn analyze;
+	unwind_call_before_fn call_before;
+	unwind_jumps_fn jumps;
+};
+
+/* What the walk asks about the functions and binaries a pc is in: symbols and JIT maps,
+ * ELF facts (entry code, function entries), and where a runtime's stacks end
+ * (process_space.c and process_code.c for a process). Each may be NULL. */
+struct unwind_symbols {
+	unwind_function_start_fn function_start;
+	unwind_is_jit_code_fn is_jit_code;
+	unwind_is_function_entry_fn is_function_entry;
+	unwind_is_entry_code_fn is_entry_code;
+	unwind_is_stack_end_fn is_stack_end;
+};
+
 /* The address space a walk runs in: how to find its mappings, and an id that names this
  * set of mappings (a new one whenever they change; never 0) so cached rules can be keyed
- * by the pc alone. is_function_entry may be NULL (no entries known).
+ * by the pc alone.
  *
  * Code without CFI: where a pc has no row, the walk goes on through it, if the space can
- * tell about its code, by the first of these that works: the rules analyze() finds in
+ * tell about its code, by the first of these that works: the rules code.analyze() finds in
  * its instructions; a frame-pointer step (a frame record above sp whose return address
- * follows a call, call_before()); and unless no_scan, a scan of the stack for a return
- * address that follows a call into the function (function_start()), through a pointer,
- * into a function that jumped to the frame's code from exactly that far above its sp
- * (jumps()), or anywhere when the function is JIT code (is_jit_code()), from which
- * the walk reaches the stack's start (is_entry_code()). Each may be NULL. */
+ * follows a call, code.call_before()); and unless no_scan, a scan of the stack for a return
+ * address that follows a call into the function (symbols.function_start()), through a
+ * pointer, into a function that jumped to the frame's code from exactly that far above its
+ * sp (code.jumps()), or anywhere when the function is JIT code (symbols.is_jit_code()), from
+ * which the walk reaches the stack's start (symbols.is_entry_code()). */
 struct unwind_space {
 	unwind_find_map_fn find_map;
 	void *ctx;
 	uint64_t id;
-	unwind_is_function_entry_fn is_function_entry;
-	unwind_analyze_fn analyze;
-	unwind_call_before_fn call_before;
-	unwind_function_start_fn function_start;
-	unwind_is_jit_code_fn is_jit_code;
-	unwind_jumps_fn jumps;
-	unwind_is_entry_code_fn is_entry_code;
-	unwind_is_stack_end_fn is_stack_end;
+	struct unwind_code code;
+	struct unwind_symbols symbols;
 	bool no_scan;
-	/* HPROF_DEBUG=scan: no frame records either (and analyze NULL), so that every frame
-	 * without CFI is found by a scan: for measuring scans against decoys */
+	/* HPROF_DEBUG=scan: no frame records either (and code.analyze NULL), so that every
+	 * frame without CFI is found by a scan: for measuring scans against decoys */
 	bool scan_only;
 };
 

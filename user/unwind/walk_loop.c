@@ -15,6 +15,9 @@ static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_DEPTH] = "too deep",
 	[UNWIND_END_COPY_HOLE] = "unreadable page in the copy",
 	[UNWIND_END_ZERO_RA] = "zero return address",
+	[UNWIND_END_FP_ONLY] = "frame-pointer chain broken",
+	[UNWIND_END_NO_COPY] = "no stack copy",
+	[UNWIND_END_DELTA_BASE_MISSING] = "delta base missing",
 };
 
 const char *unwind_end__name(enum unwind_end end)
