@@ -80,19 +80,22 @@ sys.exit(not any(f["function"] == "chain.spin" for f in d["top_self"]))' "$out.j
 check "python outputs: hprof diff of the pprof and the folded stacks names chain.spin" \
 	bash -c "'$HPROF' diff '$out.pb.gz' '$out.folded' 2>&1 | grep -q ' chain\.spin\$'"
 
-# hprof serve reads Python frames too: a window of a running chain.py names chain.spin
-"$py" "$WORKLOAD" "$out.s.chains" 3 "$out.s.ready" >/dev/null 2>&1 &
+# hprof serve reads Python frames too: a window of a running chain.py names chain.spin. The
+# program runs until a window has it (or 60 s): a loaded machine starts serve later.
+"$py" "$WORKLOAD" "$out.s.chains" 60 "$out.s.ready" >/dev/null 2>&1 &
 py_pid=$!
-for ((i = 0; i < 100; i++)); do [ -s "$out.s.ready" ] && break; sleep 0.05; done
+for ((i = 0; i < 1200; i++)); do [ -s "$out.s.ready" ] && break; sleep 0.05; done
 mkdir -p "$TMP/serve"
 "$HPROF" serve -F 499 --listen 127.0.0.1:0 -p "$py_pid" --every 1s --folded "$TMP/serve/w.folded" \
 	>/dev/null 2>"$out.s.err" &
 serve_pid=$!
-wait "$py_pid"
+serve_named() { cat "$TMP"/serve/w.*.folded 2>/dev/null | grep -q ';chain\.spin[; ]'; }
+for ((i = 0; i < 1200; i++)); do serve_named && break; sleep 0.05; done
+kill -TERM "$py_pid" 2>/dev/null
+wait "$py_pid" 2>/dev/null
 kill -TERM "$serve_pid"
 wait "$serve_pid"
-check "python outputs: hprof serve's windows name chain.spin" \
-	bash -c "cat '$TMP'/serve/w.*.folded 2>/dev/null | grep -q ';chain\.spin[; ]'"
+check "python outputs: hprof serve's windows name chain.spin" serve_named
 
 # --python off: no Python frame, the evaluator's native frames instead
 py=${pythons[0]}
