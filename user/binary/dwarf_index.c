@@ -313,6 +313,31 @@ static bool is_code_scope(int tag)
 	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
 }
 
+/* Whether the walk descends into a DIE of this tag: the tags libdw's scope walk
+ * (dwarf_getscopes, which eu-addr2line -i uses) descends into, and no other, so that both
+ * see the same scopes; the rest (types, variables, parameters: most of an LTO unit's DIEs)
+ * are skipped whole by dwarf_siblingof. */
+static bool may_hold_scopes(int tag)
+{
+	switch (tag) {
+	case DW_TAG_compile_unit:
+	case DW_TAG_module:
+	case DW_TAG_lexical_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_catch_block:
+	case DW_TAG_try_block:
+	case DW_TAG_entry_point:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_subprogram:
+	case DW_TAG_namespace:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Adds die as a scope if it has code. Returns 1 when added, 0 when not, or -errno. */
 static int add_scope(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die, int tag)
 {
@@ -361,7 +386,7 @@ static int index_unit(struct dwarf_index *ix, struct unit *u)
 			if (ret)
 				open[depth] = (long)u->nr_scopes - 1;
 		}
-		if (depth + 1 < (int)(sizeof(stack) / sizeof(stack[0])) &&
+		if (depth + 1 < (int)(sizeof(stack) / sizeof(stack[0])) && may_hold_scopes(tag) &&
 		    dwarf_haschildren(die) > 0 && dwarf_child(die, &stack[depth + 1]) == 0) {
 			depth++;
 			continue;
