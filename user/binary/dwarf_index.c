@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "binary/debug_image.h"
 #include "util/grow.h"
 
 /* From libstdc++ (the C++ ABI's demangler, as binary/naming.c uses it). */
@@ -64,6 +65,8 @@ struct interned {
 struct dwarf_index {
 	int fd;
 	Elf *elf;
+	void *image; /* elf's bytes when rebuilt in memory (debug_image.h) */
+	struct debug_alt alt;
 	Dwarf *dwarf;
 	struct unit *units;
 	size_t nr_units, units_cap;
@@ -209,10 +212,15 @@ static void inflate_section(struct dwarf_index *ix, Elf *elf, Elf_Scn *scn,
  * libdw inflates each it knows when it opens the file. */
 static Elf *open_elf(struct dwarf_index *ix, int fd)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
-	size_t shstrndx;
+	size_t shstrndx, image_bytes;
 	Elf_Scn *scn = NULL;
+	Elf *elf = debug_image__open(fd, unneeded_section, &ix->image, &image_bytes);
 
+	if (elf) {
+		ix->libdw_bytes += image_bytes;
+		return elf;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return elf;
 	/* bounded by the section count libelf read */
@@ -255,6 +263,7 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 	ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return -ENOMEM;
+	ix->alt.fd = -1;
 	ix->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (ix->fd < 0) {
 		err = -errno;
@@ -275,6 +284,8 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
 		goto fail;
 	}
+	if (ix->image)
+		debug_image__find_alt(ix->dwarf, ix->fd, &ix->alt);
 	err = read_units(ix);
 	if (err) {
 		snprintf(msg, msg_len, "%s: compile units: %s", path, strerror(-err));
@@ -701,7 +712,9 @@ void dwarf_index__free(struct dwarf_index *ix)
 	free(ix->unit_ranges);
 	if (ix->dwarf)
 		dwarf_end(ix->dwarf);
+	debug_image__close_alt(&ix->alt);
 	elf_end(ix->elf);
+	free(ix->image);
 	if (ix->fd >= 0)
 		close(ix->fd);
 	free(ix);
