@@ -66,6 +66,7 @@ struct dwarf_index {
 	int fd;
 	Elf *elf;
 	void *image; /* elf's bytes when rebuilt in memory (debug_image.h) */
+	size_t image_bytes;
 	struct debug_alt alt;
 	Dwarf *dwarf;
 	struct unit *units;
@@ -212,12 +213,12 @@ static void inflate_section(struct dwarf_index *ix, Elf *elf, Elf_Scn *scn,
  * libdw inflates each it knows when it opens the file. */
 static Elf *open_elf(struct dwarf_index *ix, int fd)
 {
-	size_t shstrndx, image_bytes;
+	size_t shstrndx;
 	Elf_Scn *scn = NULL;
-	Elf *elf = debug_image__open(fd, unneeded_section, &ix->image, &image_bytes);
+	Elf *elf = debug_image__open(fd, unneeded_section, &ix->image, &ix->image_bytes);
 
 	if (elf) {
-		ix->libdw_bytes += image_bytes;
+		ix->libdw_bytes += ix->image_bytes;
 		return elf;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
@@ -714,7 +715,7 @@ void dwarf_index__free(struct dwarf_index *ix)
 		dwarf_end(ix->dwarf);
 	debug_image__close_alt(&ix->alt);
 	elf_end(ix->elf);
-	free(ix->image);
+	debug_image__free(ix->image, ix->image_bytes);
 	if (ix->fd >= 0)
 		close(ix->fd);
 	free(ix);
