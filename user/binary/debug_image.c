@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <libdeflate.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,8 +27,13 @@ struct plan {
 	Elf64_Shdr shdr;     /* as the image will say */
 	const uint8_t *from; /* the file's bytes (compressed ones after their Chdr) */
 	uint64_t from_len;
+	uint64_t slot; /* bytes kept for it in the image: room for either outcome */
 	enum kind kind;
+	unsigned worker; /* which of the two inflating threads writes it */
 };
+
+/* Below this many bytes to inflate, a second thread costs more than it saves. */
+#define MIN_PARALLEL_BYTES (1u << 20)
 
 /* The sections libdw reads: DWARF, the dwz link, notes (build-ids), the names' table. */
 static bool libdw_reads(const char *name)
@@ -141,8 +147,9 @@ static uint64_t plan_all(Elf *elf, const uint8_t *file, size_t file_size, struct
 			continue;
 		}
 		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		total += align_up(plan_section(&plans[i], file, file_size, name, i == shstrndx,
-					       unneeded));
+		plans[i].slot = plan_section(&plans[i], file, file_size, name, i == shstrndx,
+					     unneeded);
+		total += align_up(plans[i].slot);
 		any_inflated |= plans[i].kind == INFLATE;
 		if (total > MAX_SECTION_BYTES * 4)
 			return 0;
@@ -179,35 +186,97 @@ void debug_image__free(void *image, size_t bytes)
 		munmap(image, align_up_to(bytes, HUGE_PAGE));
 }
 
+/* Shares the sections out between the two threads, each next largest to the one with
+ * fewer bytes so far. Returns whether the second has any. */
+static bool share_out(struct plan *plans, size_t shnum)
+{
+	uint64_t load[2] = { 0, 0 };
+
+	/* quadratic in the sections, a few dozen in a debug file (shnum is bounded) */
+	for (;;) {
+		struct plan *largest = NULL;
+
+		for (size_t i = 1; i < shnum; i++) {
+			struct plan *p = &plans[i];
+
+			if (p->kind != KEEP_NOBITS && p->worker == 0 && (!largest || p->slot > largest->slot))
+				largest = p;
+		}
+		if (!largest)
+			break;
+		largest->worker = load[0] <= load[1] ? 1 : 2;
+		load[largest->worker - 1] += largest->slot;
+	}
+	return load[1] >= MIN_PARALLEL_BYTES && load[0] >= MIN_PARALLEL_BYTES;
+}
+
+struct inflate_job {
+	struct plan *plans;
+	size_t shnum;
+	uint8_t *image;
+	unsigned worker;
+};
+
+/* Writes the job's worker's sections into the image (zlib's streams inflate one way
+ * only: a section is one thread's). */
+static void *inflate_job(void *arg)
+{
+	struct inflate_job *job = arg;
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+
+	for (size_t i = 1; i < job->shnum; i++) {
+		struct plan *p = &job->plans[i];
+
+		if (p->kind == KEEP_NOBITS || p->worker != job->worker)
+			continue;
+		if (p->kind == INFLATE && !d) {
+			p->kind = KEEP_NOBITS; /* out of memory: a section libdw will find empty */
+			p->shdr.sh_type = SHT_NOBITS;
+			continue;
+		}
+		write_section(p, d, job->image + p->shdr.sh_offset);
+		drop_pages(p);
+	}
+	libdeflate_free_decompressor(d);
+	return NULL;
+}
+
 /* The image: the file's ELF header (no program headers), each planned section's bytes,
- * then the section headers, in the file's order (indexes, and so links, unchanged). */
+ * then the section headers, in the file's order (indexes, and so links, unchanged). The
+ * sections inflate on two threads where there is enough of them: a core each, when the
+ * machine has them free. */
 static uint8_t *build_image(Elf *elf, struct plan *plans, size_t shnum, uint64_t total)
 {
-	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-	uint8_t *image = d ? map_image(total) : NULL;
+	uint8_t *image = map_image(total);
+	struct inflate_job jobs[2];
 	uint64_t at = sizeof(Elf64_Ehdr);
+	pthread_t second;
+	bool two;
 	Elf64_Ehdr *eh;
 
-	if (!image) {
-		libdeflate_free_decompressor(d);
+	if (!image)
 		return NULL;
-	}
 	eh = (Elf64_Ehdr *)image;
 	memcpy(eh, elf64_getehdr(elf), sizeof(*eh));
 	eh->e_phoff = 0;
 	eh->e_phnum = 0;
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	for (size_t i = 1; i < shnum; i++) {
-		struct plan *p = &plans[i];
-
-		if (p->kind == KEEP_NOBITS)
+		if (plans[i].kind == KEEP_NOBITS)
 			continue;
-		p->shdr.sh_offset = at;
-		at += align_up(write_section(p, d, image + at));
-		drop_pages(p);
+		plans[i].shdr.sh_offset = at;
+		at += align_up(plans[i].slot);
 	}
-	libdeflate_free_decompressor(d);
 	eh->e_shoff = align_up(at);
+	two = share_out(plans, shnum);
+	for (unsigned w = 0; w < 2; w++)
+		jobs[w] = (struct inflate_job){ plans, shnum, image, w + 1 };
+	two = two && pthread_create(&second, NULL, inflate_job, &jobs[1]) == 0;
+	inflate_job(&jobs[0]);
+	if (two)
+		pthread_join(second, NULL);
+	else
+		inflate_job(&jobs[1]);
 	for (size_t i = 0; i < shnum; i++)
 		memcpy(image + eh->e_shoff + i * sizeof(Elf64_Shdr), &plans[i].shdr,
 		       sizeof(Elf64_Shdr));
