@@ -20,6 +20,9 @@
 #define MAX_INFLATE_RATIO 1032u
 #define MAX_SECTION_BYTES (2ull << 30)
 #define IMAGE_ALIGN 8u
+/* A debug file has a few dozen sections; past this many (share_out is quadratic in them)
+ * the file is left to libelf as it is. */
+#define MAX_SECTIONS 4096u
 
 enum kind { KEEP_NOBITS, COPY, INFLATE };
 
@@ -88,6 +91,8 @@ static uint64_t plan_section(struct plan *p, const uint8_t *file, size_t file_si
 nobits:
 	if (p->shdr.sh_type != SHT_NULL)
 		p->shdr.sh_type = SHT_NOBITS;
+	else
+		p->shdr.sh_offset = p->shdr.sh_size = 0;
 	return 0;
 }
 
@@ -187,12 +192,12 @@ void debug_image__free(void *image, size_t bytes)
 }
 
 /* Shares the sections out between the two threads, each next largest to the one with
- * fewer bytes so far. Returns whether the second has any. */
+ * fewer bytes so far. Returns whether each has enough to be worth a thread. */
 static bool share_out(struct plan *plans, size_t shnum)
 {
 	uint64_t load[2] = { 0, 0 };
 
-	/* quadratic in the sections, a few dozen in a debug file (shnum is bounded) */
+	/* quadratic in the sections: at most MAX_SECTIONS */
 	for (;;) {
 		struct plan *largest = NULL;
 
@@ -297,7 +302,7 @@ Elf *debug_image__open(int fd, bool (*unneeded)(const char *name), void **image_
 	*image_bytes = 0;
 	if (!file || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 ||
 	    file[EI_DATA] != ELFDATA2LSB || elf_getshdrnum(elf, &shnum) != 0 ||
-	    elf_getshdrstrndx(elf, &shstrndx) != 0 || shnum == 0 || shnum > (1u << 20) ||
+	    elf_getshdrstrndx(elf, &shstrndx) != 0 || shnum == 0 || shnum > MAX_SECTIONS ||
 	    !(plans = calloc(shnum, sizeof(*plans))))
 		goto out;
 	total = plan_all(elf, file, file_size, plans, shnum, shstrndx, unneeded);
