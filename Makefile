@@ -18,7 +18,7 @@ endif
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -MMD -MP
 CPPFLAGS   += -DHPROF_VERSION=\"0.1.0\" -I$(BUILD) -I$(BUILD)/proto -Icommon -Iuser -Iflamegraph -D_GNU_SOURCE
-LDLIBS     += -lbpf -ldw -lelf -lz -llzma -lstdc++ -lprotobuf-c -lZydis -lm
+LDLIBS     += -lbpf -ldw -lelf -lz -ldeflate -llzma -lstdc++ -lprotobuf-c -lZydis -lm
 # libmicrohttpd's header (hprof serve's HTTP, user/serve/http.c) as pkg-config finds it; the
 # library is loaded when hprof serve starts (user/serve/mhd.c), so a recording maps neither
 # it nor the TLS libraries it links

@@ -2,7 +2,8 @@
 # Inline frames and source lines from DWARF, through libdw: a C and a C++ program with
 # functions forced inline at known lines (tests/workloads/inline_work.c, .cc), built here
 # with -O2 and each kind of debug info: -gdwarf-4, -gdwarf-5, -gsplit-dwarf, after dwz (a
-# supplementary file), and split out by objcopy --only-keep-debug into a build-id
+# supplementary file), with zlib-compressed sections, and split out by objcopy
+# --only-keep-debug into a build-id
 # directory (HPROF_DEBUG_DIR). For each, every pc hprof sampled in the program gets in the
 # pprof profile the Lines (functions, files, lines, innermost first) eu-addr2line -i -f -C
 # gives on the same pc, and so does every instruction of the function the inlined calls
@@ -108,6 +109,26 @@ dwz -m "$TMP/c-dwz/common.debug" "$TMP/c-dwz/prog" "$TMP/c-dwz/twin" 2>"$TMP/c-d
 check "c-dwz: dwz made a supplementary file the binary links to ($(head -1 "$TMP/c-dwz/err"))" \
 	all_of '[ -s "$TMP/c-dwz/common.debug" ]' 'readelf -S "$TMP/c-dwz/prog" | grep -q gnu_debugaltlink'
 variant c-dwz c "$TMP/c-dwz/ref" "$TMP/c-dwz/prog"
+
+# -- compressed sections (SHF_COMPRESSED zlib, as Debian's debug files have them), which
+# hprof inflates itself: DWARF 5, and the dwz'd binary with its supplementary file
+for name in c-dwarf5 c-dwz; do
+	mkdir -p "$TMP/$name-zlib"
+	objcopy --compress-debug-sections=zlib "$TMP/$name/prog" "$TMP/$name-zlib/prog"
+done
+check "zlib: .debug_info compressed in both" \
+	all_of 'readelf -S "$TMP/c-dwarf5-zlib/prog" | grep -A1 " .debug_info" | grep -q C' \
+	'readelf -S "$TMP/c-dwz-zlib/prog" | grep -A1 " .debug_info" | grep -q C'
+variant c-dwarf5-zlib c "$TMP/c-dwarf5/prog" "$TMP/c-dwarf5-zlib/prog"
+variant c-dwz-zlib c "$TMP/c-dwz/ref" "$TMP/c-dwz-zlib/prog"
+# dwz -M names the supplementary file relative to the binary's directory
+build c-dwzrel c -gdwarf-4
+(cd "$TMP/c-dwzrel" && cp prog ref && cp prog twin &&
+	dwz -m common.debug -M common.debug prog twin 2>/dev/null &&
+	objcopy --compress-debug-sections=zlib prog prog.z && mv prog.z prog)
+check "c-dwzrel: a relative link to the supplementary file" \
+	bash -c "readelf -p .gnu_debugaltlink '$TMP/c-dwzrel/prog' | grep -q ' common.debug'"
+variant c-dwzrel c "$TMP/c-dwzrel/ref" "$TMP/c-dwzrel/prog"
 
 # -- the debug info in a build-id directory, the binary stripped of it
 build c-debugdir c -gdwarf-5 -Wl,--build-id

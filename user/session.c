@@ -65,12 +65,20 @@ static const char *kallsyms_path(void)
 
 int session__new(bool dwarf, struct session **out)
 {
+	return session__new_with_ksyms(dwarf, NULL, out);
+}
+
+int session__new_with_ksyms(bool dwarf, struct ksyms *ksyms, struct session **out)
+{
 	struct session *s = calloc(1, sizeof(*s));
 	int err;
 
 	*out = NULL;
-	if (!s)
+	if (!s) {
+		ksyms__free(ksyms);
 		return -ENOMEM;
+	}
+	s->ksyms = ksyms;
 	s->frames = calloc(MAX_STACK_FRAMES, sizeof(*s->frames));
 	s->user = calloc(HYBRID_MAX_FRAMES, sizeof(*s->user));
 	if (!s->frames || !s->user) {
@@ -89,7 +97,8 @@ int session__new(bool dwarf, struct session **out)
 		goto cleanup;
 	s->resolver.modules = s->modules;
 	/* Without kallsyms kernel frames are still shown, as addresses. */
-	ksyms__load(kallsyms_path(), &s->ksyms);
+	if (!s->ksyms)
+		ksyms__load(kallsyms_path(), &s->ksyms);
 	err = profile__new(s->modules, s->ksyms, &s->profile);
 	if (!err)
 		err = (s->python_memory = python_memory__new()) ? 0 : -ENOMEM;
@@ -438,13 +447,6 @@ void session__settle_names(struct session *s)
 {
 	module_registry__reload_jit(s->modules, 0);
 	profile__settle_names(s->profile, 0);
-}
-
-void session__use_ksyms(struct session *s, struct ksyms *ksyms)
-{
-	profile__set_ksyms(s->profile, ksyms);
-	ksyms__free(s->ksyms);
-	s->ksyms = ksyms;
 }
 
 const struct ksyms *session__ksyms(const struct session *s)

@@ -14,27 +14,20 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "binary/debug_image.h"
+#include "binary/scope_tree.h"
 #include "util/grow.h"
 
 /* From libstdc++ (the C++ ABI's demangler, as binary/naming.c uses it). */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* Most address ranges read from one DIE's DW_AT_ranges, and compile units read. */
-#define MAX_RANGES_PER_DIE 4096
+/* Most compile units read. */
 #define MAX_UNITS (1u << 20)
 
-struct addr_range {
-	uint64_t lo, hi; /* [lo, hi) */
-	uint32_t owner;  /* a unit's index, or a scope's */
-};
-
-/* A subprogram or inlined subroutine with code. Scopes of a unit lie in DIE order; the
- * ones under scope s are s + 1 .. end - 1, so s's siblings are found by jumping to end. */
-struct scope {
-	Dwarf_Die die;
-	uint32_t first_range, nr_ranges;
-	uint32_t end;
-	bool inlined;
+/* One top scope's inside: most of an LTO unit's functions are never sampled. */
+struct inner_tree {
+	struct scope_tree tree;
+	bool indexed, failed, over_bounds;
 };
 
 struct unit {
@@ -42,10 +35,8 @@ struct unit {
 	Dwarf_Die line_die;   /* the unit whose line table covers the code: the skeleton */
 	bool indexed, failed, over_bounds;
 	bool lines_counted, files_counted; /* line tables libdw read for line_die, die */
-	struct scope *scopes;
-	size_t nr_scopes, scopes_cap;
-	struct addr_range *ranges; /* scopes' ranges */
-	size_t nr_ranges, ranges_cap;
+	struct scope_tree tops;   /* functions, their insides not walked */
+	struct inner_tree *inner; /* per top scope, walked when a pc falls in it */
 };
 
 struct cached_chain {
@@ -64,6 +55,9 @@ struct interned {
 struct dwarf_index {
 	int fd;
 	Elf *elf;
+	void *image; /* elf's bytes when rebuilt in memory (debug_image.h) */
+	size_t image_bytes;
+	struct debug_alt alt;
 	Dwarf *dwarf;
 	struct unit *units;
 	size_t nr_units, units_cap;
@@ -78,34 +72,6 @@ struct dwarf_index {
 	struct dwarf_index_stats stats;
 	struct source_frame scratch[DWARF_INDEX_MAX_DEPTH]; /* a chain not cached */
 };
-
-static int add_range(struct addr_range **arr, size_t *nr, size_t *cap, uint64_t lo, uint64_t hi,
-		     uint32_t owner)
-{
-	if (lo >= hi)
-		return 0;
-	if (grow_array((void **)arr, cap, *nr + 1, sizeof(**arr)))
-		return -ENOMEM;
-	(*arr)[(*nr)++] = (struct addr_range){ lo, hi, owner };
-	return 0;
-}
-
-/* Calls add for each of die's ranges, at most MAX_RANGES_PER_DIE. */
-static int die_ranges(Dwarf_Die *die, struct addr_range **arr, size_t *nr, size_t *cap,
-		      uint32_t owner)
-{
-	Dwarf_Addr base, lo, hi;
-	ptrdiff_t off = 0;
-	int err = 0;
-
-	for (int i = 0; i < MAX_RANGES_PER_DIE && !err; i++) {
-		off = dwarf_ranges(die, off, &base, &lo, &hi);
-		if (off <= 0)
-			break;
-		err = add_range(arr, nr, cap, lo, hi, owner);
-	}
-	return err;
-}
 
 static int compare_ranges(const void *a, const void *b)
 {
@@ -140,7 +106,7 @@ static int read_units(struct dwarf_index *ix)
 		/* a skeleton whose .dwo is missing keeps its own DIE: lines, no inline frames */
 		u->die = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie
 											   : cudie;
-		err = die_ranges(&cudie, &ix->unit_ranges, &ix->nr_unit_ranges,
+		err = addr_ranges__add_die(&cudie, &ix->unit_ranges, &ix->nr_unit_ranges,
 				 &ix->unit_ranges_cap, (uint32_t)ix->nr_units);
 		ix->nr_units++;
 	}
@@ -209,10 +175,15 @@ static void inflate_section(struct dwarf_index *ix, Elf *elf, Elf_Scn *scn,
  * libdw inflates each it knows when it opens the file. */
 static Elf *open_elf(struct dwarf_index *ix, int fd)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
+	Elf *elf = debug_image__open(fd, unneeded_section, &ix->image, &ix->image_bytes);
 
+	if (elf) {
+		ix->libdw_bytes += ix->image_bytes;
+		return elf;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return elf;
 	/* bounded by the section count libelf read */
@@ -255,6 +226,7 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 	ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return -ENOMEM;
+	ix->alt.fd = -1;
 	ix->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (ix->fd < 0) {
 		err = -errno;
@@ -275,6 +247,8 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
 		goto fail;
 	}
+	if (ix->image)
+		debug_image__find_alt(ix->dwarf, ix->fd, &ix->alt);
 	err = read_units(ix);
 	if (err) {
 		snprintf(msg, msg_len, "%s: compile units: %s", path, strerror(-err));
@@ -308,92 +282,26 @@ static struct unit *unit_of(struct dwarf_index *ix, uint64_t pc)
 	return NULL;
 }
 
-static bool is_code_scope(int tag)
-{
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
-}
-
-/* Adds die as a scope if it has code. Returns 1 when added, 0 when not, or -errno. */
-static int add_scope(struct dwarf_index *ix, struct unit *u, Dwarf_Die *die, int tag)
-{
-	size_t first = u->nr_ranges;
-	struct scope *s;
-	int err;
-
-	if (ix->scopes_total >= DWARF_INDEX_MAX_SCOPES)
-		return -E2BIG;
-	err = die_ranges(die, &u->ranges, &u->nr_ranges, &u->ranges_cap, (uint32_t)u->nr_scopes);
-	if (err || u->nr_ranges == first)
-		return err;
-	if (grow_array((void **)&u->scopes, &u->scopes_cap, u->nr_scopes + 1, sizeof(*s)))
-		return -ENOMEM;
-	s = &u->scopes[u->nr_scopes++];
-	*s = (struct scope){ .die = *die, .first_range = (uint32_t)first,
-			     .nr_ranges = (uint32_t)(u->nr_ranges - first),
-			     .inlined = tag == DW_TAG_inlined_subroutine };
-	ix->scopes_total++;
-	return 1;
-}
-
-/* The unit's scopes, walked depth first without recursion: stack[d] is the DIE at depth d,
- * open[d] the scope it opened (or -1), closed when the walk leaves it. */
-static int index_unit(struct dwarf_index *ix, struct unit *u)
-{
-	Dwarf_Die stack[DWARF_INDEX_MAX_DEPTH * 2];
-	long open[DWARF_INDEX_MAX_DEPTH * 2];
-	int depth = 0, err = 0;
-	uint32_t walked = 0;
-
-	if (dwarf_child(&u->die, &stack[0]) != 0)
-		return 0;
-	open[0] = -1;
-	while (depth >= 0) {
-		Dwarf_Die *die = &stack[depth];
-		int tag = dwarf_tag(die), ret;
-
-		if (++walked > DWARF_INDEX_MAX_DIES)
-			return -E2BIG;
-		open[depth] = -1;
-		if (is_code_scope(tag)) {
-			ret = add_scope(ix, u, die, tag);
-			if (ret < 0)
-				return ret;
-			if (ret)
-				open[depth] = (long)u->nr_scopes - 1;
-		}
-		if (depth + 1 < (int)(sizeof(stack) / sizeof(stack[0])) &&
-		    dwarf_haschildren(die) > 0 && dwarf_child(die, &stack[depth + 1]) == 0) {
-			depth++;
-			continue;
-		}
-		/* leave this DIE, and every parent whose last child it was */
-		for (;;) {
-			if (open[depth] >= 0)
-				u->scopes[open[depth]].end = (uint32_t)u->nr_scopes;
-			ret = dwarf_siblingof(&stack[depth], &stack[depth]);
-			if (ret == 0)
-				break;
-			if (ret < 0)
-				err = -EBADMSG;
-			if (--depth < 0)
-				break;
-		}
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 static void forget_unit(struct dwarf_index *ix, struct unit *u)
 {
-	ix->scopes_total -= u->nr_scopes;
-	free(u->scopes);
-	free(u->ranges);
-	u->scopes = NULL;
-	u->ranges = NULL;
-	u->nr_scopes = u->scopes_cap = u->nr_ranges = u->ranges_cap = 0;
+	for (size_t i = 0; u->inner && i < u->tops.nr_scopes; i++)
+		scope_tree__clear(&u->inner[i].tree, &ix->scopes_total);
+	free(u->inner);
+	u->inner = NULL;
+	scope_tree__clear(&u->tops, &ix->scopes_total);
 }
 
+/* Counts a walk's failure; returns the reason make_chain gives. */
+static int walk_failed(struct dwarf_index *ix, int err)
+{
+	if (err == -E2BIG)
+		ix->stats.over_bounds++;
+	else
+		ix->stats.bad_dwarf++;
+	return err == -E2BIG ? -E2BIG : -EBADMSG;
+}
+
+/* The unit's top scopes. */
 static int ensure_indexed(struct dwarf_index *ix, struct unit *u)
 {
 	int err;
@@ -401,57 +309,43 @@ static int ensure_indexed(struct dwarf_index *ix, struct unit *u)
 	if (u->indexed)
 		return !u->failed ? 0 : u->over_bounds ? -E2BIG : -EBADMSG;
 	u->indexed = true;
-	err = index_unit(ix, u);
-	if (err == -E2BIG)
-		u->over_bounds = true;
+	err = scope_tree__index_tops(&u->tops, &u->die, &ix->scopes_total, DWARF_INDEX_MAX_SCOPES);
+	if (!err && u->tops.nr_scopes && !(u->inner = calloc(u->tops.nr_scopes, sizeof(*u->inner))))
+		err = -ENOMEM;
 	if (err) {
 		forget_unit(ix, u);
 		u->failed = true;
-		if (err == -E2BIG)
-			ix->stats.over_bounds++;
-		else
-			ix->stats.bad_dwarf++;
-		return err == -E2BIG ? -E2BIG : -EBADMSG;
+		u->over_bounds = err == -E2BIG;
+		return walk_failed(ix, err);
 	}
 	ix->stats.units_indexed++;
 	ix->stats.scopes = ix->scopes_total;
-	ix->bytes += u->scopes_cap * sizeof(*u->scopes) + u->ranges_cap * sizeof(*u->ranges);
+	ix->bytes += scope_tree__bytes(&u->tops) + u->tops.nr_scopes * sizeof(*u->inner);
 	return 0;
 }
 
-static bool scope_holds(const struct unit *u, const struct scope *s, uint64_t pc)
+/* The inside of u's top scope top, walked at its first pc. */
+static int ensure_inner(struct dwarf_index *ix, struct unit *u, uint32_t top,
+			const struct scope_tree **out)
 {
-	for (uint32_t i = 0; i < s->nr_ranges; i++) {
-		const struct addr_range *r = &u->ranges[s->first_range + i];
+	struct inner_tree *in = &u->inner[top];
+	int err;
 
-		if (pc >= r->lo && pc < r->hi)
-			return true;
+	*out = &in->tree;
+	if (in->indexed)
+		return !in->failed ? 0 : in->over_bounds ? -E2BIG : -EBADMSG;
+	in->indexed = true;
+	err = scope_tree__index_inner(&in->tree, &u->tops.scopes[top], &ix->scopes_total,
+				      DWARF_INDEX_MAX_SCOPES);
+	if (err) {
+		scope_tree__clear(&in->tree, &ix->scopes_total);
+		in->failed = true;
+		in->over_bounds = err == -E2BIG;
+		return walk_failed(ix, err);
 	}
-	return false;
-}
-
-/* The scopes holding pc, outermost first, into chain[0..*nr): one descent, each level's
- * siblings visited by their subtree ends (which only grow, so the walk ends). A subprogram
- * nested in another starts the chain anew: it is a function of its own, not inlined. */
-static void scopes_at(const struct unit *u, uint64_t pc, uint32_t *chain, uint32_t *nr)
-{
-	size_t at = 0, end = u->nr_scopes;
-
-	*nr = 0;
-	while (at < end) {
-		const struct scope *s = &u->scopes[at];
-
-		if (!scope_holds(u, s, pc)) {
-			at = s->end > at ? s->end : at + 1;
-			continue;
-		}
-		if (!s->inlined)
-			*nr = 0;
-		if (*nr < DWARF_INDEX_MAX_DEPTH)
-			chain[(*nr)++] = (uint32_t)at;
-		end = s->end > at && s->end < end ? s->end : end;
-		at++;
-	}
+	ix->stats.scopes = ix->scopes_total;
+	ix->bytes += scope_tree__bytes(&in->tree);
+	return 0;
 }
 
 static const char *intern(struct dwarf_index *ix, const char *text)
@@ -576,6 +470,7 @@ static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_fr
 {
 	struct unit *u = unit_of(ix, pc);
 	uint32_t scopes[DWARF_INDEX_MAX_DEPTH], nr;
+	const struct scope_tree *t = NULL;
 
 	*err = -ENOENT;
 	if (!u) {
@@ -585,8 +480,13 @@ static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_fr
 	*err = ensure_indexed(ix, u);
 	if (*err)
 		return 0;
+	/* the first top scope holding pc, then the scopes inside it */
+	scope_tree__at(&u->tops, pc, scopes, &nr, 1);
+	if (nr && (*err = ensure_inner(ix, u, scopes[0], &t)))
+		return 0;
 	*err = -ENOMEM;
-	scopes_at(u, pc, scopes, &nr);
+	if (nr)
+		scope_tree__at(t, pc, scopes, &nr, DWARF_INDEX_MAX_DEPTH);
 	if (nr == 0) {
 		/* code no subprogram covers still has its line, as eu-addr2line gives it */
 		ix->stats.no_function++;
@@ -598,9 +498,9 @@ static uint32_t make_chain(struct dwarf_index *ix, uint64_t pc, struct source_fr
 		return 0;
 	}
 	for (uint32_t i = 0; i < nr; i++) {
-		frames[i] = (struct source_frame){ .function = function_name(ix, &u->scopes[scopes[i]].die) };
+		frames[i] = (struct source_frame){ .function = function_name(ix, &t->scopes[scopes[i]].die) };
 		if (i + 1 < nr)
-			call_site(ix, u, &u->scopes[scopes[i + 1]].die, &frames[i]);
+			call_site(ix, u, &t->scopes[scopes[i + 1]].die, &frames[i]);
 		else
 			pc_line(ix, u, pc, &frames[i]);
 		if (!frames[i].function || !frames[i].file)
@@ -676,7 +576,9 @@ void dwarf_index__free(struct dwarf_index *ix)
 	free(ix->unit_ranges);
 	if (ix->dwarf)
 		dwarf_end(ix->dwarf);
+	debug_image__close_alt(&ix->alt);
 	elf_end(ix->elf);
+	debug_image__free(ix->image, ix->image_bytes);
 	if (ix->fd >= 0)
 		close(ix->fd);
 	free(ix);

@@ -17,8 +17,7 @@
 
 /* Most frames of one chain (the outermost function and its inlined calls). */
 #define DWARF_INDEX_MAX_DEPTH 32
-/* Most DIEs walked in one compile unit, and scopes kept over all units. */
-#define DWARF_INDEX_MAX_DIES (4u << 20)
+/* Most scopes kept over all units (and DIEs one walk reads: SCOPE_TREE_MAX_DIES). */
 #define DWARF_INDEX_MAX_SCOPES (4u << 20)
 /* Most pcs whose chains are kept; more are looked up each time. */
 #define DWARF_INDEX_MAX_CACHED (256u << 10)

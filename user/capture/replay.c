@@ -125,17 +125,17 @@ static int replay_map_event(struct session *s, const uint8_t *payload, uint32_t 
 
 /* The kernel symbols the capture carries, written after its samples, read before them: kernel
  * frames are then named as the recording's machine named them. A capture without them (or
- * whose text names no function) leaves the session its own kallsyms. Returns 0 or -errno
- * with the reason in err. */
-static int read_kernel_symbols(struct replay *r, char *err, size_t errlen)
+ * whose text names no function) leaves *ksyms NULL: the session reads its own kallsyms.
+ * Returns 0 or -errno with the reason in err. */
+static int read_kernel_symbols(struct replay *r, struct ksyms **ksyms, char *err, size_t errlen)
 {
 	const uint8_t *payload;
-	struct ksyms *ksyms;
 	uint32_t type, len;
 	char *text = NULL, *bigger;
 	size_t text_len = 0;
 	int ret;
 
+	*ksyms = NULL;
 	while ((ret = capture_reader__next(r->reader, &type, &payload, &len, err, errlen)) > 0) {
 		if (type != CAPTURE_KSYMS || len == 0)
 			continue;
@@ -149,8 +149,8 @@ static int read_kernel_symbols(struct replay *r, char *err, size_t errlen)
 		text_len += len;
 	}
 	capture_reader__rewind(r->reader);
-	if (ret == 0 && text_len && ksyms__load_text(text, text_len, &ksyms) == 0)
-		session__use_ksyms(r->session, ksyms);
+	if (ret == 0 && text_len)
+		ksyms__load_text(text, text_len, ksyms);
 	free(text);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "%s: %s", r->path, strerror(ENOMEM));
@@ -228,6 +228,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 		size_t errlen)
 {
 	struct replay *r = calloc(1, sizeof(*r));
+	struct ksyms *ksyms;
 	int ret;
 
 	*out = NULL;
@@ -237,7 +238,9 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 	r->path = path;
 	ret = capture_reader__open(path, &r->reader, err, errlen);
 	if (!ret)
-		ret = session__new(!o->no_dwarf, &r->session);
+		ret = read_kernel_symbols(r, &ksyms, err, errlen);
+	if (!ret)
+		ret = session__new_with_ksyms(!o->no_dwarf, ksyms, &r->session);
 	if (!ret && !o->frame_addresses)
 		ret = profile__key_by_name(session__profile(r->session));
 	if (!ret && !(o->no_inline && o->no_lines))
@@ -259,9 +262,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay **o
 		ret = -ENOMEM;
 		goto cleanup;
 	}
-	ret = read_kernel_symbols(r, err, errlen);
-	if (!ret)
-		ret = feed(r, err, errlen);
+	ret = feed(r, err, errlen);
 	if (ret)
 		goto cleanup;
 	*out = r;

@@ -36,11 +36,6 @@ int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 	return 0;
 }
 
-void profile__set_ksyms(struct profile *p, const struct ksyms *ksyms)
-{
-	p->ksyms = ksyms;
-}
-
 void profile__use_name_cache(struct profile *p, struct name_cache *cache)
 {
 	p->name_cache = cache;

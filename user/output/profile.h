@@ -13,8 +13,6 @@
 
 struct profile;
 
-/* Kernel frames counted from now on are named from ksyms (which outlives p). */
-void profile__set_ksyms(struct profile *p, const struct ksyms *ksyms);
 int profile__new(struct module_registry *modules, const struct ksyms *ksyms,
 		 struct profile **out);
 /* Counts return addresses in one function (a name in one binary) as one frame, the first
