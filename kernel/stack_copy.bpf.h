@@ -16,10 +16,24 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
 	return 0;
 }
 
+/* The most the main thread's stack may grow: its rlimit, at most 1 GiB (an unlimited one
+ * gives the legacy layout, with mappings far below the stack). Other mappings lie further
+ * below argv than this: the kernel leaves at least the limit free for the stack. */
+#define MAIN_STACK_MAX (1ull << 30)
+#define RLIMIT_STACK_INDEX 3
+
+static __always_inline __u64 main_stack_limit(struct task_struct *task)
+{
+	__u64 limit = BPF_CORE_READ(task, signal, rlim[RLIMIT_STACK_INDEX].rlim_cur);
+
+	return limit < MAIN_STACK_MAX ? limit : MAIN_STACK_MAX;
+}
+
 /* Where the user stack holding sp ends: the end of its mapping, and for the main thread's
  * stack the start of argv's strings, so that neither they nor the environment after them
- * are ever copied. When the mapping cannot be found (its lock is busy), argv's start if it
- * lies above sp, else 0: unknown. */
+ * are ever copied. When the mapping cannot be found (its lock is busy, as while a writer
+ * that holds or waits for it is preempted), argv's start if sp lies within the stack's
+ * limit below it, else 0: unknown. */
 static __always_inline __u64 user_stack_end(__u64 sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -27,7 +41,7 @@ static __always_inline __u64 user_stack_end(__u64 sp)
 	__u64 arg_start = BPF_CORE_READ(task, mm, arg_start);
 
 	if (bpf_find_vma(task, sp, vma_end_cb, &found, 0))
-		return arg_start > sp ? arg_start : 0;
+		return arg_start > sp && arg_start - sp <= main_stack_limit(task) ? arg_start : 0;
 	if (arg_start > sp && arg_start < found.end)
 		return arg_start;
 	return found.end;
@@ -214,7 +228,7 @@ static __always_inline bool deeper_than_ceiling(__u64 sp, const struct hprof_thr
  * part of the base's page below it (the frames next to the base; a large frame's buffer
  * below them, or the pages below a shallow thread's frames, may never have been touched).
  * Fixed sizes: a page-wise copy's loop here took the verifier past its budget. */
-static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, __u64 base)
+static __always_inline bool copy_base_window(struct hprof_sample *s, __u8 *dst, __u64 base)
 {
 	__u64 size = HPROF_BASE_WINDOW;
 
@@ -231,7 +245,7 @@ static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, 
 				barrier_var(size);
 				if (size < 8 || size > HPROF_BASE_WINDOW / 4 ||
 				    bpf_probe_read_user(dst, size, (void *)(base - size)) != 0)
-					return;
+					return false;
 			}
 		}
 	}
@@ -239,17 +253,20 @@ static __always_inline void copy_base_window(struct hprof_sample *s, __u8 *dst, 
 	s->interrupted_sp = base - size;
 	s->flags |= SAMPLE_COPY_BASE_WINDOW;
 	count(KC_COPY_BASE_WINDOW);
+	return true;
 }
 
 /* sp lies outside the stack the thread's learned base ends (its mapping ends below the
- * base, or sp is above it): code that moved rsp to a workspace of its own (oneDNN's GEMM
+ * base, or sp is above it, or its mapping is not known and sp lies further below the base
+ * than a copy reaches): code that moved rsp to a workspace of its own (oneDNN's GEMM
  * kernels) keeps the way back, the original rsp, in a register or in that area, and the
  * callers' frames are next to the base. */
 static __always_inline bool off_thread_stack(__u64 sp, const struct hprof_thread_stack *known,
 					     __u64 stack_end, __u64 ceiling)
 {
 	return known && known->base && ceiling >= 2 * HPROF_BASE_WINDOW &&
-	       (sp >= known->base || (stack_end && stack_end < known->base));
+	       (sp >= known->base || (stack_end && stack_end < known->base) ||
+		(!stack_end && known->base - sp > ceiling));
 }
 
 /* Where a thread whose base is not known yet has its first frames, when sp is off its stack:
@@ -263,21 +280,24 @@ static __always_inline __u64 guessed_base(__u64 sp, __u64 stack_end, __u64 ceili
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 fs = task->thread.fsbase, arg_start = BPF_CORE_READ(task, mm, arg_start);
 
-	if (!stack_end || stack_end == arg_start || ceiling < 2 * HPROF_BASE_WINDOW)
+	if (stack_end == arg_start || ceiling < 2 * HPROF_BASE_WINDOW)
 		return 0;
+	/* (for the main thread, stack_end 0 says sp is off its stack too: user_stack_end) */
 	if (task->pid == task->tgid)
 		return BPF_CORE_READ(task, mm, start_stack) & ~7ull;
-	if (!fs || (fs >= sp && fs < stack_end))
+	if (!fs || !stack_end || (fs >= sp && fs < stack_end))
 		return 0;
 	return fs & ~7ull;
 }
 
 /* A stack deeper than the ceiling, or sp off the thread's stack: up to the ceiling less
  * HPROF_BASE_WINDOW from sp (never past stack_end, when known), then the window below the
- * base, as the second copy. The walk reads both; what lies between is the middle of large
- * frames, or the walk stops there short of the copy, as it would have. */
+ * base, as the second copy; below fallback (when not 0) where none can be read below base.
+ * The walk reads both; what lies between is the middle of large frames, or the walk stops
+ * there short of the copy, as it would have. */
 static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *dst,
-						  __u64 base, __u64 ceiling, __u64 stack_end)
+						  __u64 base, __u64 fallback, __u64 ceiling,
+						  __u64 stack_end)
 {
 	__u64 want = (ceiling - HPROF_BASE_WINDOW) & ~7ull, len;
 
@@ -290,7 +310,8 @@ static __always_inline void copy_with_base_window(struct hprof_sample *s, __u8 *
 	barrier_var(len);
 	if (len > HPROF_MAX_STACK_COPY - HPROF_BASE_WINDOW)
 		return;
-	copy_base_window(s, dst + len, base & ~7ull);
+	if (!copy_base_window(s, dst + len, base & ~7ull) && fallback && fallback != base)
+		copy_base_window(s, dst + len, fallback & ~7ull);
 }
 
 /* Copies the live stack from sp. */
@@ -300,18 +321,23 @@ static __always_inline void copy_user_stack(struct hprof_sample *s, __u8 *dst,
 	__u64 want, guess;
 
 	if (deeper_than_ceiling(s->user_sp, known, stack_end, copy_ceiling())) {
-		copy_with_base_window(s, dst, known->base, copy_ceiling(), 0);
+		copy_with_base_window(s, dst, known->base, 0, copy_ceiling(), 0);
 		return;
 	}
 	if (off_thread_stack(s->user_sp, known, stack_end, copy_ceiling())) {
 		count(KC_COPY_OFF_STACK);
-		copy_with_base_window(s, dst, known->base, copy_ceiling(), stack_end);
+		/* a learned base with nothing readable below it (one a thread taught before it
+		 * called execve: the claim is the thread's start time, which execve keeps) gives
+		 * way to the guess */
+		copy_with_base_window(s, dst, known->base,
+				      guessed_base(s->user_sp, stack_end, copy_ceiling()),
+				      copy_ceiling(), stack_end);
 		return;
 	}
 	guess = (known && known->base) ? 0 : guessed_base(s->user_sp, stack_end, copy_ceiling());
 	if (guess) {
 		count(KC_COPY_OFF_STACK);
-		copy_with_base_window(s, dst, guess, copy_ceiling(), stack_end);
+		copy_with_base_window(s, dst, guess, 0, copy_ceiling(), stack_end);
 		return;
 	}
 	want = copy_length(s, s->user_sp, known, stack_end, copy_ceiling());

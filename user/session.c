@@ -214,9 +214,11 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 {
 	int err;
 
-	/* a process's exit is its main thread's too */
-	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT)
-		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_EXIT ? e->pid : e->tid);
+	/* a process's exit is its main thread's too; what a thread learned of its stack before
+	 * execve is of an address space gone (the thread keeps its tid and start time) */
+	if (e->type == MAP_EVENT_THREAD_EXIT || e->type == MAP_EVENT_EXIT ||
+	    e->type == MAP_EVENT_EXEC)
+		hybrid__forget_thread(s->hybrid, e->type == MAP_EVENT_THREAD_EXIT ? e->tid : e->pid);
 	/* the process's JIT code goes with its address space, named for good first: a JIT
 	 * may write its perf map or jitdump only as it ends (HotSpot's DumpPerfMapAtExit) */
 	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC) {
