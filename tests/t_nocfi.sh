@@ -525,6 +525,37 @@ if record jit_long --no-scan -- nofp_jitgen 1.5 --long; then
 	check "jit_long: every analysis had the code, also after the process exited (0 unreadable)" \
 		grep -q ' 0 unreadable,' "$TMP/jit_long.err"
 fi
+# Code first run in a process's last moments (HotSpot compiles a method's loop as the
+# program ends): the late pair, written 32 KiB past the first once its second is up, runs
+# for 60 ms of CPU and the process exits. A sample is walked ~15 ms after it was taken while
+# a process with JIT code is sampled (RECORDER_JIT_POLL_MS), so the late pair's first
+# samples read its code while the process lives, and its last ones, walked after it exited,
+# have it from the copies of that read. Read every 100 ms, a run in five lost the code
+# and scanned past jitgen_late_a.
+expect_chains jit_late 'main;run_generated;jitgen_a;jitgen_b' \
+	'main;run_late_pair;run_generated;jitgen_late_a;jitgen_late_b' \
+	'main;run_late_pair;workload_cpu_now;*' 'main;setup;*' 'main;parse_options;*'
+if record jit_late -- nofp_jitgen 1 --late --perf-map; then
+	report_judged jit_late nofp_jitgen
+	late=$(leaf_share jit_late nofp_jitgen 'jitgen_late_a|jitgen_late_b')
+	check "jit_late: the late pair is the leaf of >= 30 samples ($late)" [ "${late%/*}" -ge 30 ]
+	check "jit_late: every analysis had the code, also after the process exited (0 unreadable)" \
+		grep -q ' 0 unreadable,' "$TMP/jit_late.err"
+fi
+# The late pair for 4 ms: walked after the process exited, its code never read. A stack
+# there stops where a scan meets a return address into that code ("JIT code gone"), none
+# skips a frame: read every 100 ms, one run in five scanned past jitgen_late_a to
+# run_generated, and the build before any took the code's return address for no call.
+expect_chains jit_gone 'main;run_generated;jitgen_a;jitgen_b' \
+	'main;run_late_pair;run_generated;jitgen_late_a;jitgen_late_b' \
+	'main;run_late_pair;workload_cpu_now;*' 'main;setup;*' 'main;parse_options;*'
+if record jit_gone -F 4999 -- nofp_jitgen 1 --late-brief --perf-map; then
+	report_judged jit_gone nofp_jitgen
+	gone=$(share_matching "$TMP/jit_gone.folded" nofp_jitgen \
+		';\[truncated: JIT code gone\];jitgen_late_[ab](;[^;]*_\[k\])*$')
+	check "jit_gone: the late pair's samples walked after the exit end as 'JIT code gone' ($gone)" \
+		[ "${gone%/*}" -ge 1 ]
+fi
 jit_chains jit_long_map jitgen_a jitgen_b
 if record jit_long_map --no-scan -- nofp_jitgen 1 --long --perf-map; then
 	report_judged jit_long_map nofp_jitgen

@@ -1,11 +1,12 @@
 /* No frame pointers in the C part; two functions of x86-64 machine code generated into an
  * anonymous executable mapping, without CFI, for tests/t_nocfi.sh.
- * Usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared | --image PATH] [--perf-map]
- * [--jitdump],
+ * Usage: nofp_jitgen SECONDS [--fp] [--long] [--late | --late-brief]
+ * [--memfd | --shared | --image PATH] [--perf-map] [--jitdump],
  * SECONDS of CPU time. True
  * call chains:
  *
  *   main -> run_generated -> jitgen_a -> jitgen_b
+ *   main -> run_generated -> jitgen_late_a -> jitgen_late_b      with --late
  *   main -> setup -> (libc)                        code, map files, before the loop
  *   main -> workload_seconds, workload_cpu_now (workload.h) -> (libc)
  *
@@ -17,6 +18,12 @@
  *               over int3 filler (oneDNN's JIT GEMM kernels are 60-110 KiB with one
  *               return at the end): more than an analysis reads at first; jitgen_b's
  *               loop is unrolled 1024 times (emit_unrolled_loop)
+ *   --late      also writes a second pair, jitgen_late_a and jitgen_late_b, LATE_OFFSET into
+ *               a writable and executable mapping (HotSpot's code cache) once the
+ *               SECONDS are up, runs it for LATE_SECONDS of CPU time and exits: code
+ *               first run in the process's last moments, whose samples are walked after
+ *               it exited, past where the first pair's analyses read
+ *   --late-brief the same for LATE_BRIEF_SECONDS: over before any of its samples is walked
  *   --memfd     writes the code through a writable shared mapping of a memfd and runs it
  *               from a second, executable mapping of the same memfd, as BEAM's and .NET's
  *               JITs do: code in a file (/memfd:jitgen), but no ELF one
@@ -50,11 +57,17 @@
 #define LONG_CODE_SIZE (96 << 10)
 #define LONG_B_OFFSET (48 << 10)
 #define LONG_TAIL (32 << 10)
+/* With --late: the mapping's size, where the late pair goes, and how long it runs. */
+#define LATE_CODE_SIZE (64 << 10)
+#define LATE_OFFSET (32 << 10)
+#define LATE_SECONDS 0.06
+#define LATE_BRIEF_SECONDS 0.004
 
 typedef void (*generated_fn)(unsigned long n);
 
 struct options {
-	bool fp, long_tail, memfd, shared, perf_map, jitdump;
+	bool fp, long_tail, late, memfd, shared, perf_map, jitdump;
+	double late_seconds;
 	const char *image;
 };
 
@@ -206,6 +219,12 @@ static unsigned char *code_mapping(const struct options *o, size_t size, unsigne
 		*run = base;
 		return base == MAP_FAILED ? NULL : base;
 	}
+	if (o->late) {
+		base = mmap(NULL, size, PROT_READ | PROT_WRITE | PROT_EXEC,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		*run = base;
+		return base == MAP_FAILED ? NULL : base;
+	}
 	if (!o->memfd) {
 		base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			    (o->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
@@ -221,33 +240,51 @@ static unsigned char *code_mapping(const struct options *o, size_t size, unsigne
 	return base == MAP_FAILED || *run == MAP_FAILED ? NULL : base;
 }
 
-/* Writes both functions into new executable code; fills fns[0] (a), fns[1] (b) with the
- * addresses they run at. */
-static int generate(const struct options *o, struct function fns[2])
+/* The most functions named: both pairs with --late. */
+#define MAX_FUNCTIONS 4
+
+/* Writes the pair of functions at a (b at b_offset past it) into code the caller made
+ * writable; the pair's sizes to *a_len, *b_len. */
+static void emit_pair(unsigned char *a_at, size_t b_offset, bool fp, bool long_tail, size_t *a_len,
+		      size_t *b_len)
 {
-	size_t size = o->long_tail ? LONG_CODE_SIZE : CODE_SIZE;
+	struct code a = { a_at, 0 }, b = { a_at + b_offset, 0 };
+	struct code a_tail = { a_at + LONG_TAIL, 0 }, b_tail = { b.base + LONG_TAIL, 0 };
+
+	/* the call from a to b is relative: the same bytes in either mapping */
+	emit_b(&b, fp, long_tail ? &b_tail : NULL);
+	emit_a(&a, fp, b.base, long_tail ? &a_tail : NULL);
+	/* a long function spans its epilogue */
+	*a_len = long_tail ? LONG_TAIL + a_tail.len : a.len;
+	*b_len = long_tail ? LONG_TAIL + b_tail.len : b.len;
+}
+
+/* Writes both functions into new executable code; fills fns[0] (a), fns[1] (b) with the
+ * addresses they run at, and with --late fns[2], fns[3] with where the late pair will
+ * (late_pair). Returns how many it filled, or -1. */
+static int generate(const struct options *o, struct function fns[MAX_FUNCTIONS])
+{
+	size_t size = o->long_tail ? LONG_CODE_SIZE : o->late ? LATE_CODE_SIZE : CODE_SIZE;
 	unsigned char *run, *base = code_mapping(o, size, &run);
-	size_t b_offset = o->long_tail ? LONG_B_OFFSET : B_OFFSET;
-	struct code a = { base, 0 }, b = { base + b_offset, 0 };
-	struct code a_tail = { base + LONG_TAIL, 0 }, b_tail = { b.base + LONG_TAIL, 0 };
+	size_t b_offset = o->long_tail ? LONG_B_OFFSET : B_OFFSET, a_len, b_len;
 
 	if (!base)
 		return -1;
 	memset(base, 0xcc, size); /* int3 between the functions */
-	/* the call from a to b is relative: the same bytes in either mapping */
-	emit_b(&b, o->fp, o->long_tail ? &b_tail : NULL);
-	emit_a(&a, o->fp, b.base, o->long_tail ? &a_tail : NULL);
-	if (!o->memfd && !o->image && mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
+	emit_pair(base, b_offset, o->fp, o->long_tail, &a_len, &b_len);
+	if (!o->memfd && !o->image && !o->late && mprotect(base, size, PROT_READ | PROT_EXEC) < 0)
 		return -1;
-	/* a long function spans its epilogue */
-	fns[0] = (struct function){ "jitgen_a", (uintptr_t)run,
-				    o->long_tail ? LONG_TAIL + a_tail.len : a.len };
-	fns[1] = (struct function){ "jitgen_b", (uintptr_t)run + b_offset,
-				    o->long_tail ? LONG_TAIL + b_tail.len : b.len };
-	return 0;
+	fns[0] = (struct function){ "jitgen_a", (uintptr_t)run, a_len };
+	fns[1] = (struct function){ "jitgen_b", (uintptr_t)run + b_offset, b_len };
+	if (!o->late)
+		return 2;
+	/* the late pair's code is the first's, at another place */
+	fns[2] = (struct function){ "jitgen_late_a", (uintptr_t)run + LATE_OFFSET, a_len };
+	fns[3] = (struct function){ "jitgen_late_b", (uintptr_t)run + LATE_OFFSET + b_offset, b_len };
+	return 4;
 }
 
-static int write_perf_map(const struct function fns[2])
+static int write_perf_map(const struct function *fns, int nr)
 {
 	char path[64];
 	FILE *f;
@@ -258,7 +295,7 @@ static int write_perf_map(const struct function fns[2])
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nr; i++)
 		fprintf(f, "%lx %zx %s\n", (unsigned long)fns[i].start, fns[i].size, fns[i].name);
 	return fclose(f);
 }
@@ -311,7 +348,7 @@ static int write_code_load(FILE *f, const struct function *fn, uint64_t index)
 
 /* The dump's first page mapped executable is perf's marker: it finds the file through
  * that mapping. The mapping stays for the process's life, as perf's JIT agents keep it. */
-static int write_jitdump(const struct function fns[2])
+static int write_jitdump(const struct function *fns, int nr)
 {
 	struct jitdump_header hdr = {
 		.magic = JITDUMP_MAGIC,
@@ -333,7 +370,7 @@ static int write_jitdump(const struct function fns[2])
 	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE,
 		 fileno(f), 0) == MAP_FAILED)
 		return -1;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nr; i++)
 		if (write_code_load(f, &fns[i], (uint64_t)i) < 0)
 			return -1;
 	return fclose(f);
@@ -342,13 +379,15 @@ static int write_jitdump(const struct function fns[2])
 /* Everything before the loop: the code, then the files naming it. */
 __attribute__((noinline)) generated_fn setup(const struct options *o)
 {
-	struct function fns[2];
+	struct function fns[MAX_FUNCTIONS];
+	int nr = generate(o, fns);
 
-	if (generate(o, fns) < 0) {
+	if (nr < 0) {
 		perror("nofp_jitgen: code");
 		return NULL;
 	}
-	if ((o->perf_map && write_perf_map(fns) < 0) || (o->jitdump && write_jitdump(fns) < 0)) {
+	if ((o->perf_map && write_perf_map(fns, nr) < 0) ||
+	    (o->jitdump && write_jitdump(fns, nr) < 0)) {
 		perror("nofp_jitgen: map file");
 		return NULL;
 	}
@@ -361,6 +400,24 @@ __attribute__((noinline)) void run_generated(generated_fn fn, unsigned long n)
 	sink++;
 }
 
+/* --late: writes the late pair LATE_OFFSET past the first (its mapping is writable) and
+ * runs it for o->late_seconds; the process exits right after. */
+__attribute__((noinline)) void run_late_pair(const struct options *o, generated_fn first,
+					     unsigned *seed)
+{
+	generated_fn late = (generated_fn)((uintptr_t)first + LATE_OFFSET);
+	size_t a_len, b_len;
+	double start;
+
+	emit_pair((unsigned char *)late, B_OFFSET, o->fp, false, &a_len, &b_len);
+	__builtin___clear_cache((char *)late, (char *)late + B_OFFSET + b_len);
+	start = workload_cpu_now();
+	while (workload_cpu_now() - start < o->late_seconds) {
+		*seed = *seed * 1103515245u + 12345u;
+		run_generated(late, 100 * 1000 + (*seed >> 8) % (100 * 1000));
+	}
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	for (int i = 2; i < argc; i++) {
@@ -368,6 +425,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->fp = true;
 		else if (strcmp(argv[i], "--long") == 0)
 			o->long_tail = true;
+		else if (strcmp(argv[i], "--late") == 0 || strcmp(argv[i], "--late-brief") == 0) {
+			o->late = true;
+			o->late_seconds = argv[i][6] ? LATE_BRIEF_SECONDS : LATE_SECONDS;
+		}
 		else if (strcmp(argv[i], "--memfd") == 0)
 			o->memfd = true;
 		else if (strcmp(argv[i], "--shared") == 0)
@@ -381,6 +442,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		else
 			return -1;
 	}
+	/* the late pair goes into the plain code's anonymous mapping, named by a perf map:
+	 * a jitdump would copy its bytes before they are written */
+	if (o->late && (o->long_tail || o->memfd || o->shared || o->image || o->jitdump))
+		return -1;
 	return 0;
 }
 
@@ -392,7 +457,7 @@ int main(int argc, char **argv)
 	unsigned seed = 1;
 
 	if (parse_options(argc, argv, &o) < 0) {
-		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--memfd | --shared | --image PATH] [--perf-map] [--jitdump]\n");
+		fprintf(stderr, "usage: nofp_jitgen SECONDS [--fp] [--long] [--late | --late-brief] [--memfd | --shared | --image PATH] [--perf-map] [--jitdump]\n");
 		return 2;
 	}
 	fn = setup(&o);
@@ -404,5 +469,7 @@ int main(int argc, char **argv)
 		seed = seed * 1103515245u + 12345u;
 		run_generated(fn, 100 * 1000 + (seed >> 8) % (100 * 1000));
 	}
+	if (o.late)
+		run_late_pair(&o, fn, &seed);
 	return 0;
 }

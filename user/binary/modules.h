@@ -119,6 +119,9 @@ size_t module_registry__pinned_files(const struct module_registry *reg);
  * /tmp/perf-PID.map. Returns NULL only when out of memory. */
 struct module *module_registry__anon_code(struct module_registry *reg, uint32_t pid,
 					  const char *mapping_name, bool with_perf_map);
+/* pid has code outside files (module_registry__anon_code made a module for it), as a
+ * JIT's: its memory is read while it lives, and what was not read by its exit is lost. */
+bool module_registry__has_anon_code(const struct module_registry *reg, uint32_t pid);
 /* A replay's copy of JIT code its recording read from process pid at addr: the process's
  * anonymous code reads it from there (binary/code_copies.h), as a live process's does
  * once it exited. Returns 0 or -ENOMEM. */

@@ -84,6 +84,14 @@ struct module *module_registry__anon_code(struct module_registry *reg, uint32_t 
 	return &e->mod;
 }
 
+bool module_registry__has_anon_code(const struct module_registry *reg, uint32_t pid)
+{
+	struct process_code *pc;
+
+	HASH_FIND(hh, reg->processes, &pid, sizeof(pid), pc);
+	return pc && pc->nr_modules > 0;
+}
+
 int module_registry__add_code(struct module_registry *reg, uint32_t pid, uint64_t addr,
 			      const uint8_t *bytes, size_t len)
 {

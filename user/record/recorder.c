@@ -281,8 +281,11 @@ static int drain_and_handle(struct recorder *r, bool final)
 		err = sideband__drain(r->sideband, queue_map_event, r);
 	if (err < 0)
 		return err;
-	return reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
-			      handle_record, r);
+	err = reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
+			     handle_record, r);
+	if (session__take_anon_code_sampled(r->session))
+		recorder__read_within(r, RECORDER_JIT_POLL_MS);
+	return err;
 }
 
 /* Tells the kernel where a thread's stack ends, so that its later samples copy only the

@@ -8,7 +8,8 @@
 #include "unwind/x86_code.h"
 
 /* ra is in the process's executable memory and follows a call instruction; *target is
- * the call's, for a direct call (0 otherwise). */
+ * the call's, for a direct call (0 otherwise). CODE_CALL_UNREADABLE where ra is in JIT code
+ * no longer there to read. */
 enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target)
 {
 	const struct unwind_map *map;
@@ -18,7 +19,7 @@ enum code_call follows_call(struct walker *w, uint64_t ra, uint64_t *target)
 	if (find_map(&w->maps, w->space, ra, &map) == -ENOENT)
 		return CODE_CALL_NONE;
 	call = w->space->code.call_before(w->space->ctx, ra, target);
-	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT ? call : CODE_CALL_NONE;
+	return code_call__is_call(call) || call == CODE_CALL_UNREADABLE ? call : CODE_CALL_NONE;
 }
 
 /* ra, an address in the process's code, is a return address where a stack ends though no
@@ -178,7 +179,7 @@ static bool return_address_checked(struct walker *w, uint64_t id, struct cached_
 
 	if (slot && slot->ra_checked)
 		return true;
-	if (follows_call(w, caller->ip, &target) == CODE_CALL_NONE) {
+	if (!code_call__is_call(follows_call(w, caller->ip, &target))) {
 		/* a failure is not remembered (a copy cut short fails where the next may not),
 		 * so a walk tries a few: each may cost a walk of the whole stack */
 		if (w->first_is_return || (slot && slot->found == UNWIND_FOUND_CFI) ||
@@ -218,7 +219,7 @@ bool caller_fits(struct walker *w, const struct walk_frame *f, struct cached_rul
 		return return_address_checked(w, w->space->id, rules, caller) &&
 		       (!rules->via_jump || tail_call_fits(w, &f->regs, f->exact, caller->ip));
 	case UNWIND_FOUND_FRAME_POINTER:
-		return follows_call(w, caller->ip, &target) != CODE_CALL_NONE;
+		return code_call__is_call(follows_call(w, caller->ip, &target));
 	default:
 		return true;
 	}

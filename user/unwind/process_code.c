@@ -170,6 +170,9 @@ int process_code__call_before(void *ctx, uint64_t ra, uint64_t *target)
 		return CODE_CALL_NONE;
 	if (!code_cache__call(c->code, at.mod->id, at.key + 1, &call, &delta)) {
 		n = read_code(c, &at, ra - CALL_MAX_BYTES, buf, CALL_MAX_BYTES);
+		/* not remembered: the bytes may be read later, from a live process */
+		if (n <= 0 && at.mod->anon_code)
+			return CODE_CALL_UNREADABLE;
 		call = CODE_CALL_NONE;
 		if (n > 0) {
 			uint64_t from = ra - CALL_MAX_BYTES < at.m->start ? at.m->start : ra - CALL_MAX_BYTES;

@@ -226,8 +226,10 @@ static bool on_held_chain(const struct held_candidate *held, uint64_t ra)
  * gives way to a later one whose walk agrees throughout, unless that one is on its own
  * walk; a sure candidate never gives way to an unsure one. rbp is taken as the frame left
  * it, or, after a call of a function that jumped to the frame's code, as that function
- * saved it (regs_at_jump). */
-static bool scan_for_caller(struct walker *w, struct frame_regs *regs, bool exact)
+ * saved it (regs_at_jump). A word in JIT code that cannot be read ends the scan
+ * (*unreadable): it may be the caller, and a candidate above it would skip its frame. */
+static bool scan_for_caller(struct walker *w, struct frame_regs *regs, bool exact,
+			    bool *unreadable)
 {
 	const struct scanned_function f = scanned_function(w, code_at(regs->ip, exact));
 	const struct unwind_map *map;
@@ -249,6 +251,10 @@ static bool scan_for_caller(struct walker *w, struct frame_regs *regs, bool exac
 			if (!scan_read(w->view, addr, &word))
 				break;
 			call = follows_call(w, word, &target);
+			if (call == CODE_CALL_UNREADABLE) {
+				*unreadable = true;
+				return false;
+			}
 			how = call == CODE_CALL_NONE ? SCAN_CALL_ELSEWHERE
 						     : scan_call(&f, call, target);
 			through_jump = how != SCAN_CALL_INTO &&
@@ -316,9 +322,17 @@ static bool may_scan(const struct walker *w)
  * candidate's (regs_at_jump may recover rbp). */
 enum step_result scan_step(struct walker *w, struct walk_frame *f)
 {
+	bool unreadable = false;
+
 	f->caller = f->regs;
-	if (!may_scan(w) || !scan_for_caller(w, &f->caller, f->exact))
+	if (!may_scan(w))
 		return STEP_REJECTED;
+	if (!scan_for_caller(w, &f->caller, f->exact, &unreadable)) {
+		if (!unreadable)
+			return STEP_REJECTED;
+		f->end = UNWIND_END_CODE_UNREADABLE;
+		return STEP_STOP;
+	}
 	f->caller_exact = false;
 	return STEP_FOUND;
 }

@@ -64,6 +64,9 @@ enum unwind_end {
 	UNWIND_END_NO_COPY,       /* FP chain broken, the stack copy failed */
 	/* FP chain broken, and the copy was a delta against one userspace did not hold */
 	UNWIND_END_DELTA_BASE_MISSING,
+	/* a scan met a word in JIT code that could not be read (its process exited before
+	 * the copies held it): a caller there cannot be told from a stale word, nor skipped */
+	UNWIND_END_CODE_UNREADABLE,
 	UNWIND_END_COUNT,
 };
 

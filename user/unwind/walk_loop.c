@@ -18,6 +18,7 @@ static const char *const end_names[UNWIND_END_COUNT] = {
 	[UNWIND_END_FP_ONLY] = "frame-pointer chain broken",
 	[UNWIND_END_NO_COPY] = "no stack copy",
 	[UNWIND_END_DELTA_BASE_MISSING] = "delta base missing",
+	[UNWIND_END_CODE_UNREADABLE] = "JIT code gone",
 };
 
 const char *unwind_end__name(enum unwind_end end)

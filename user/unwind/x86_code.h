@@ -97,7 +97,15 @@ enum code_call {
 	CODE_CALL_NONE = 0,
 	CODE_CALL_DIRECT,   /* call rel32: *target is where it goes */
 	CODE_CALL_INDIRECT, /* call through a register or memory */
+	/* JIT code whose bytes could not be read: its process exited before the copies
+	 * held them (binary/code_copies.h). It may follow a call or not. */
+	CODE_CALL_UNREADABLE,
 };
+
+static inline bool code_call__is_call(enum code_call call)
+{
+	return call == CODE_CALL_DIRECT || call == CODE_CALL_INDIRECT;
+}
 
 /* Whether the instruction that ends at ra (code must hold the bytes just before ra) is a
  * call. */
