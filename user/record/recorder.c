@@ -283,7 +283,8 @@ static int drain_and_handle(struct recorder *r, bool final)
 		return err;
 	err = reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
 			     handle_record, r);
-	if (session__take_anon_code_sampled(r->session))
+	/* (an always-on agent, with a wait of its own, keeps it: its processes live on) */
+	if (session__take_anon_code_sampled(r->session) && !r->opts.poll_ms)
 		recorder__read_within(r, RECORDER_JIT_POLL_MS);
 	return err;
 }

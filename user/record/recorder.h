@@ -46,7 +46,7 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 /* Starts sampling and gives up the capabilities only set-up needed. */
 int recorder__start(struct recorder *r);
 #define RECORDER_POLL_MS 100
-/* The wait while processes with JIT code are sampled. Their code is read from their memory
+/* The wait while processes with JIT code are sampled (with the default poll_ms). Their code is read from their memory
  * when a sample is walked, and a sample waits for the read and the reorder window
  * (~10 ms) before it is: code first run in a process's last moments before it exits is
  * lost for samples walked after it (binary/code_copies.h). Reading this often narrows
