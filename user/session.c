@@ -44,7 +44,7 @@ struct session {
 	struct python_memory *python_memory; /* CPython processes' memory, as read */
 	struct python_stack python_stack;
 	struct fetch_debug_report debug_files; /* session__fetch_debug_files's */
-	bool anon_code_sampled;          /* session__take_anon_code_sampled */
+	uint64_t anon_code_sampled_ns;   /* session__anon_code_sampled_ns */
 };
 
 /* HPROF_DEBUG=scan: code without CFI only by scanning (no analysis, no frame records). */
@@ -252,12 +252,9 @@ void session__pin_mapped_file(struct session *s, const struct map_event *e, cons
 		module_registry__pin(s->modules, e->pid, &m);
 }
 
-bool session__take_anon_code_sampled(struct session *s)
+uint64_t session__anon_code_sampled_ns(const struct session *s)
 {
-	bool sampled = s->anon_code_sampled;
-
-	s->anon_code_sampled = false;
-	return sampled;
+	return s->anon_code_sampled_ns;
 }
 
 void session__process_exit_seen(struct session *s, uint32_t pid)
@@ -423,7 +420,8 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		s->stats.no_maps++;
 	stack = user_stack(s, proc, sample, frames + n);
 	n += stack.nr_frames;
-	s->anon_code_sampled |= module_registry__has_anon_code(s->modules, sample->pid);
+	if (module_registry__has_anon_code(s->modules, sample->pid))
+		s->anon_code_sampled_ns = sample->timestamp_ns;
 	if (s->python && python_frames(s, proc, sample, frames, &n) == -ENOMEM)
 		return -ENOMEM;
 	s->stats.methods[stack.method]++;

@@ -74,9 +74,9 @@ const struct process_table_stats *session__process_stats(const struct session *s
 /* Opens the file of an mmap event as soon as it is read, while its process still lives
  * (it is handled later, in time order). */
 void session__pin_mapped_file(struct session *s, const struct map_event *e, const char *path);
-/* Whether a sample of a process with code outside files (a JIT's) was handled since the
- * last call: such code is read from the process while it lives. */
-bool session__take_anon_code_sampled(struct session *s);
+/* When the last sample handled of a process with code outside files (a JIT's) was taken
+ * (CLOCK_MONOTONIC ns; 0: none): such code is read from the process while it lives. */
+uint64_t session__anon_code_sampled_ns(const struct session *s);
 /* A process's exit was read (it is handled later, in time order): see
  * process_table__exit_seen. */
 void session__process_exit_seen(struct session *s, uint32_t pid);

@@ -265,6 +265,16 @@ static int handle_record(void *ctx, enum reorder_kind kind, const void *data, si
 	return 0;
 }
 
+/* A process with JIT code was sampled within RECORDER_JIT_LINGER_NS of now: its reads
+ * stay frequent through the moments it does not run (a loaded machine, a lock), in which
+ * a read handles none of its samples. */
+static bool jit_sampled_lately(const struct recorder *r, uint64_t now)
+{
+	uint64_t at = session__anon_code_sampled_ns(r->session);
+
+	return at && at <= now && now - at < RECORDER_JIT_LINGER_NS;
+}
+
 /* Reads every buffer, then handles what is now certainly in order (everything when
  * final). Returns 0 or -errno. */
 static int drain_and_handle(struct recorder *r, bool final)
@@ -284,7 +294,7 @@ static int drain_and_handle(struct recorder *r, bool final)
 	err = reorder__flush(r->queue, final ? UINT64_MAX : drained_at - REORDER_SLACK_NS,
 			     handle_record, r);
 	/* (an always-on agent, with a wait of its own, keeps it: its processes live on) */
-	if (session__take_anon_code_sampled(r->session) && !r->opts.poll_ms)
+	if (!r->opts.poll_ms && jit_sampled_lately(r, drained_at))
 		recorder__read_within(r, RECORDER_JIT_POLL_MS);
 	return err;
 }

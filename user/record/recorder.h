@@ -46,12 +46,15 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 /* Starts sampling and gives up the capabilities only set-up needed. */
 int recorder__start(struct recorder *r);
 #define RECORDER_POLL_MS 100
-/* The wait while processes with JIT code are sampled (with the default poll_ms). Their code is read from their memory
- * when a sample is walked, and a sample waits for the read and the reorder window
- * (~10 ms) before it is: code first run in a process's last moments before it exits is
- * lost for samples walked after it (binary/code_copies.h). Reading this often narrows
- * that from ~110 ms to ~15 ms, at ~200 reads a second. */
+/* The wait while processes with JIT code are sampled (with the default poll_ms). Their
+ * code is read from their memory when a sample is walked, and a sample waits for the read
+ * and the reorder window (~10 ms) before it is: code first run in a process's last
+ * moments before it exits is lost for samples walked after it (binary/code_copies.h).
+ * Reading this often narrows that from ~110 ms to ~15 ms, at ~200 reads a second. */
 #define RECORDER_JIT_POLL_MS 5
+/* ... for so long after such a process was last sampled: a read that handles none of its
+ * samples (it did not run for 5 ms, on a loaded machine) keeps the short wait. */
+#define RECORDER_JIT_LINGER_NS (2 * 1000 * 1000 * 1000ull)
 /* Records until done or until *stop is set. Returns 0 or -errno after printing one line. */
 int recorder__run(struct recorder *r, volatile sig_atomic_t *stop);
 /* From the progress hook: the next read comes within ms (a deadline before the usual
