@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,56 +127,4 @@ void dwarf_file__close(struct dwarf_file *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	*f = (struct dwarf_file){ .fd = -1 };
-}
-
-struct dwarf_file_job {
-	pthread_t thread;
-	char *path;
-	struct dwarf_file file;
-	int err;
-	char msg[256];
-};
-
-static void *open_job(void *arg)
-{
-	struct dwarf_file_job *job = arg;
-
-	job->err = dwarf_file__open(job->path, &job->file, job->msg, sizeof(job->msg));
-	return NULL;
-}
-
-int dwarf_file__start(const char *path, struct dwarf_file_job **out)
-{
-	struct dwarf_file_job *job = calloc(1, sizeof(*job));
-	int err;
-
-	*out = NULL;
-	if (!job || !(job->path = strdup(path))) {
-		free(job);
-		return -ENOMEM;
-	}
-	/* libelf's version is process-wide: set before any thread reads an ELF */
-	elf_version(EV_CURRENT);
-	err = pthread_create(&job->thread, NULL, open_job, job);
-	if (err) {
-		free(job->path);
-		free(job);
-		return -err;
-	}
-	*out = job;
-	return 0;
-}
-
-int dwarf_file__join(struct dwarf_file_job *job, struct dwarf_file *f, char *msg, size_t msg_len)
-{
-	int err;
-
-	pthread_join(job->thread, NULL);
-	*f = job->file;
-	err = job->err;
-	if (err)
-		snprintf(msg, msg_len, "%s", job->msg);
-	free(job->path);
-	free(job);
-	return err;
 }

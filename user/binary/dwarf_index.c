@@ -237,8 +237,9 @@ static int finish_open(struct dwarf_index *ix, const char *path, const struct dw
 	return err;
 }
 
-int dwarf_index__open_file(const char *path, struct dwarf_file *f, struct dwarf_index **out,
-			   char *msg, size_t msg_len)
+/* The index over the opened file f, which it owns from now on (closed when it fails). */
+static int open_file(const char *path, struct dwarf_file *f, struct dwarf_index **out,
+		     char *msg, size_t msg_len)
 {
 	struct dwarf_index *ix = calloc(1, sizeof(*ix));
 	int err;
@@ -265,7 +266,7 @@ int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, siz
 	int err = dwarf_file__open(path, &f, msg, msg_len);
 
 	*out = NULL;
-	return err ? err : dwarf_index__open_file(path, &f, out, msg, msg_len);
+	return err ? err : open_file(path, &f, out, msg, msg_len);
 }
 
 /* The unit whose ranges hold pc, or NULL. Unit ranges may overlap (hostile or odd DWARF):

@@ -15,8 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "binary/dwarf_file.h"
-
 /* Most frames of one chain (the outermost function and its inlined calls). */
 #define DWARF_INDEX_MAX_DEPTH 32
 /* Most scopes kept over all units (and DIEs one walk reads: SCOPE_TREE_MAX_DIES). */
@@ -61,10 +59,6 @@ struct dwarf_index_stats {
 /* Opens the DWARF of the ELF file at path. Returns 0, -ENOENT when it has no .debug_info,
  * or -errno with a one-line reason in msg. */
 int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len);
-/* dwarf_index__open on a file already opened (dwarf_file__open, or a dwarf_file__start's
- * join), which the index owns from now on, or closes when it fails. */
-int dwarf_index__open_file(const char *path, struct dwarf_file *f, struct dwarf_index **out,
-			   char *msg, size_t msg_len);
 /* The chain of pc (an ELF virtual address). Returns 0, or why there is none: -ENOENT
  * (neither a function nor the line table covers pc), -EBADMSG (its compile unit's DIEs
  * could not be read), -E2BIG (a DWARF_INDEX_MAX_* bound was reached) or -ENOMEM; chain is
