@@ -122,12 +122,16 @@ static int read_aranges(Dwarf *dwarf, struct unit_arange **out, size_t *nr)
 	return 0;
 }
 
-/* The entries of the unit whose DIE is at die_off: *n of them from the returned one. */
+/* The entries of the unit whose DIE is at die_off: *n of them from the returned one (NULL
+ * when there are none at all). */
 static const struct unit_arange *aranges_of(const struct unit_arange *arr, size_t nr,
 					    uint64_t die_off, size_t *n)
 {
 	size_t lo = 0, hi = nr, end;
 
+	*n = 0;
+	if (!arr)
+		return NULL;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
