@@ -2,27 +2,24 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <gelf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <uthash.h>
 
 #include "binary/debug_image.h"
+#include "binary/dwarf_file.h"
 #include "binary/scope_tree.h"
 #include "util/grow.h"
 
 /* From libstdc++ (the C++ ABI's demangler, as binary/naming.c uses it). */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* Most compile units read. */
+/* Most compile units read, and .debug_aranges entries. */
 #define MAX_UNITS (1u << 20)
+#define MAX_ARANGES (16u << 20)
 
 /* One top scope's inside: most of an LTO unit's functions are never sampled. */
 struct inner_tree {
@@ -53,10 +50,7 @@ struct interned {
 };
 
 struct dwarf_index {
-	int fd;
-	Elf *elf;
-	void *image; /* elf's bytes when rebuilt in memory (debug_image.h) */
-	size_t image_bytes;
+	struct dwarf_file file;
 	struct debug_alt alt;
 	Dwarf *dwarf;
 	struct unit *units;
@@ -82,6 +76,98 @@ static int compare_ranges(const void *a, const void *b)
 	return x->owner < y->owner ? -1 : x->owner > y->owner;
 }
 
+/* One .debug_aranges entry: [lo, hi) is code of the unit whose DIE is at die_off. */
+struct unit_arange {
+	uint64_t die_off, lo, hi;
+};
+
+static int compare_aranges(const void *a, const void *b)
+{
+	const struct unit_arange *x = a, *y = b;
+
+	if (x->die_off != y->die_off)
+		return x->die_off < y->die_off ? -1 : 1;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* .debug_aranges' entries, sorted by their unit's DIE offset: a unit's ranges without
+ * reading its DIE's DW_AT_ranges (a third of libc6-dbg's first use: 1,900 units). None
+ * when the file has no such section or libdw cannot read it. Returns 0 or -ENOMEM. */
+static int read_aranges(Dwarf *dwarf, struct unit_arange **out, size_t *nr)
+{
+	Dwarf_Aranges *aranges;
+	size_t n, kept = 0;
+	struct unit_arange *arr;
+
+	*out = NULL;
+	*nr = 0;
+	if (dwarf_getaranges(dwarf, &aranges, &n) != 0 || n == 0 || n > MAX_ARANGES)
+		return 0;
+	arr = malloc(n * sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Arange *a = dwarf_onearange(aranges, i);
+		Dwarf_Addr addr;
+		Dwarf_Word len;
+		Dwarf_Off off;
+
+		if (a && dwarf_getarangeinfo(a, &addr, &len, &off) == 0 && len &&
+		    addr + len > addr)
+			arr[kept++] = (struct unit_arange){ off, addr, addr + len };
+	}
+	qsort(arr, kept, sizeof(*arr), compare_aranges);
+	*out = arr;
+	*nr = kept;
+	return 0;
+}
+
+/* The entries of the unit whose DIE is at die_off: *n of them from the returned one (NULL
+ * when there are none at all). */
+static const struct unit_arange *aranges_of(const struct unit_arange *arr, size_t nr,
+					    uint64_t die_off, size_t *n)
+{
+	size_t lo = 0, hi = nr, end;
+
+	*n = 0;
+	if (!arr)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (arr[mid].die_off < die_off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < nr && arr[end].die_off == die_off; end++)
+		;
+	*n = end - lo;
+	return arr + lo;
+}
+
+/* Unit owner's ranges: from .debug_aranges where it lists the unit (the same ranges as
+ * its DIE's: the compiler writes both from one list; bench/README.md says where this was
+ * checked), else from its DIE, so that a unit missing from .debug_aranges is still found. */
+static int add_unit_ranges(struct dwarf_index *ix, Dwarf_Die *cudie, uint32_t owner,
+			   const struct unit_arange *arr, size_t nr)
+{
+	size_t n;
+	const struct unit_arange *a = aranges_of(arr, nr, dwarf_dieoffset(cudie), &n);
+
+	if (n == 0)
+		return addr_ranges__add_die(cudie, &ix->unit_ranges, &ix->nr_unit_ranges,
+					    &ix->unit_ranges_cap, owner);
+	for (size_t i = 0; i < n; i++) {
+		if (grow_array((void **)&ix->unit_ranges, &ix->unit_ranges_cap,
+			       ix->nr_unit_ranges + 1, sizeof(*ix->unit_ranges)))
+			return -ENOMEM;
+		ix->unit_ranges[ix->nr_unit_ranges++] =
+			(struct addr_range){ a[i].lo, a[i].hi, owner };
+	}
+	return 0;
+}
+
 /* Every compile unit and its ranges; a skeleton unit stands for its split unit. */
 static int read_units(struct dwarf_index *ix)
 {
@@ -89,8 +175,11 @@ static int read_units(struct dwarf_index *ix)
 	Dwarf_Half version;
 	uint8_t type;
 	Dwarf_Die cudie, subdie;
-	int err = 0, ret;
+	struct unit_arange *aranges;
+	size_t nr_aranges;
+	int err, ret;
 
+	err = read_aranges(ix->dwarf, &aranges, &nr_aranges);
 	while (!err && ix->nr_units < MAX_UNITS &&
 	       (ret = dwarf_get_units(ix->dwarf, cu, &next, &version, &type, &cudie, &subdie)) == 0) {
 		struct unit *u;
@@ -98,18 +187,20 @@ static int read_units(struct dwarf_index *ix)
 		cu = next;
 		if (type != DW_UT_compile && type != DW_UT_skeleton && type != DW_UT_partial)
 			continue;
-		if (grow_array((void **)&ix->units, &ix->units_cap, ix->nr_units + 1, sizeof(*u)))
-			return -ENOMEM;
+		if (grow_array((void **)&ix->units, &ix->units_cap, ix->nr_units + 1, sizeof(*u))) {
+			err = -ENOMEM;
+			break;
+		}
 		u = &ix->units[ix->nr_units];
 		memset(u, 0, sizeof(*u));
 		u->line_die = cudie;
 		/* a skeleton whose .dwo is missing keeps its own DIE: lines, no inline frames */
 		u->die = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie
 											   : cudie;
-		err = addr_ranges__add_die(&cudie, &ix->unit_ranges, &ix->nr_unit_ranges,
-				 &ix->unit_ranges_cap, (uint32_t)ix->nr_units);
+		err = add_unit_ranges(ix, &cudie, (uint32_t)ix->nr_units, aranges, nr_aranges);
 		ix->nr_units++;
 	}
+	free(aranges);
 	if (err)
 		return err;
 	if (ix->nr_unit_ranges)
@@ -117,93 +208,6 @@ static int read_units(struct dwarf_index *ix)
 	ix->bytes += ix->units_cap * sizeof(*ix->units) +
 		     ix->unit_ranges_cap * sizeof(*ix->unit_ranges);
 	return 0;
-}
-
-/* Sections libdw would read (and inflate whole, when compressed) that no chain or line
- * needs: variables' locations, macros, CFI, name indexes, and the address ranges of units
- * (read_units takes them from the units themselves; only dwarf_addrdie, never called,
- * reads .debug_aranges). */
-static bool unneeded_section(const char *name)
-{
-	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro",
-					     ".debug_macinfo", ".debug_frame", ".debug_pubnames",
-					     ".debug_pubtypes", ".debug_names",
-					     ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
-					     ".debug_aranges" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Inflates a compressed section now, as libdw would at dwarf_begin_elf, and gives back the
- * pages of its compressed bytes at once: nothing reads them again, and they are most of a
- * debug file's size (11 MB of python3.11-dbg's); one section's at a time are resident,
- * not all of them beside what they inflate to. The mapping is private and never written
- * there, so a page read again would come from the file as it was. Only whole pages inside
- * the section: a neighbour's bytes stay. A section that does not inflate is left to libdw. */
-static void inflate_section(struct dwarf_index *ix, Elf *elf, Elf_Scn *scn,
-			    const GElf_Shdr *shdr)
-{
-	size_t file_size, page = (size_t)sysconf(_SC_PAGESIZE);
-	char *map = elf_rawfile(elf, &file_size);
-	GElf_Shdr inflated;
-	uint64_t from, to;
-
-	if (shdr->sh_type == SHT_NOBITS)
-		return;
-	/* resident once read, inflated or mapped */
-	if (!(shdr->sh_flags & SHF_COMPRESSED) || elf_compress(scn, 0, 0) != 1) {
-		ix->libdw_bytes += shdr->sh_size;
-		return;
-	}
-	if (gelf_getshdr(scn, &inflated))
-		ix->libdw_bytes += inflated.sh_size;
-	if (!map || page == 0 || ((uintptr_t)map & (page - 1)) || shdr->sh_offset > file_size ||
-	    shdr->sh_size > file_size - shdr->sh_offset)
-		return;
-	from = (shdr->sh_offset + page - 1) & ~(uint64_t)(page - 1);
-	to = (shdr->sh_offset + shdr->sh_size) & ~(uint64_t)(page - 1);
-	if (to > from)
-		madvise(map + from, to - from, MADV_DONTNEED);
-}
-
-/* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
- * mapping) so that libdw leaves them: Debian's debug files compress every section, and
- * libdw inflates each it knows when it opens the file. */
-static Elf *open_elf(struct dwarf_index *ix, int fd)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	Elf *elf = debug_image__open(fd, unneeded_section, &ix->image, &ix->image_bytes);
-
-	if (elf) {
-		ix->libdw_bytes += ix->image_bytes;
-		return elf;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP_PRIVATE, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return elf;
-	/* bounded by the section count libelf read */
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		if (!(name = elf_strptr(elf, shstrndx, shdr.sh_name)))
-			continue;
-		if (!unneeded_section(name)) {
-			if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
-				inflate_section(ix, elf, scn, &shdr);
-			continue;
-		}
-		shdr.sh_name = 0;
-		gelf_update_shdr(scn, &shdr);
-	}
-	return elf;
 }
 
 static bool has_debug_info(Dwarf *dwarf)
@@ -216,49 +220,57 @@ static bool has_debug_info(Dwarf *dwarf)
 	return dwarf_get_units(dwarf, NULL, &next, &version, &type, &cudie, &subdie) == 0;
 }
 
-int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len)
+/* The rest of dwarf_index__open, on the file f (the index's from now on, as is ix). */
+static int finish_open(struct dwarf_index *ix, const char *path, const struct dwarf_file *f,
+		       char *msg, size_t msg_len)
 {
-	struct dwarf_index *ix;
-	struct stat st;
+	int err;
+
+	ix->file = *f;
+	ix->libdw_bytes += f->section_bytes;
+	ix->dwarf = f->elf ? dwarf_begin_elf(f->elf, DWARF_C_READ, NULL) : NULL;
+	if (!ix->dwarf || !has_debug_info(ix->dwarf)) {
+		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
+		return -ENOENT;
+	}
+	if (f->image)
+		debug_image__find_alt(ix->dwarf, f->fd, &ix->alt);
+	err = read_units(ix);
+	if (err)
+		snprintf(msg, msg_len, "%s: compile units: %s", path, strerror(-err));
+	return err;
+}
+
+/* The index over the opened file f, which it owns from now on (closed when it fails). */
+static int open_file(const char *path, struct dwarf_file *f, struct dwarf_index **out,
+		     char *msg, size_t msg_len)
+{
+	struct dwarf_index *ix = calloc(1, sizeof(*ix));
 	int err;
 
 	*out = NULL;
-	ix = calloc(1, sizeof(*ix));
-	if (!ix)
+	if (!ix) {
+		dwarf_file__close(f);
 		return -ENOMEM;
+	}
 	ix->alt.fd = -1;
-	ix->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (ix->fd < 0) {
-		err = -errno;
-		snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	/* a FIFO or device planted under a debug file's name must not hang the profiler */
-	if (fstat(ix->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		snprintf(msg, msg_len, "%s: not a regular file", path);
-		goto fail;
-	}
-	elf_version(EV_CURRENT);
-	ix->elf = open_elf(ix, ix->fd);
-	ix->dwarf = ix->elf ? dwarf_begin_elf(ix->elf, DWARF_C_READ, NULL) : NULL;
-	if (!ix->dwarf || !has_debug_info(ix->dwarf)) {
-		err = -ENOENT;
-		snprintf(msg, msg_len, "%s: no DWARF: %s", path, dwarf_errmsg(-1));
-		goto fail;
-	}
-	if (ix->image)
-		debug_image__find_alt(ix->dwarf, ix->fd, &ix->alt);
-	err = read_units(ix);
+	ix->file.fd = -1;
+	err = finish_open(ix, path, f, msg, msg_len);
 	if (err) {
-		snprintf(msg, msg_len, "%s: compile units: %s", path, strerror(-err));
-		goto fail;
+		dwarf_index__free(ix);
+		return err;
 	}
 	*out = ix;
 	return 0;
-fail:
-	dwarf_index__free(ix);
-	return err;
+}
+
+int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len)
+{
+	struct dwarf_file f;
+	int err = dwarf_file__open(path, &f, msg, msg_len);
+
+	*out = NULL;
+	return err ? err : open_file(path, &f, out, msg, msg_len);
 }
 
 /* The unit whose ranges hold pc, or NULL. Unit ranges may overlap (hostile or odd DWARF):
@@ -577,9 +589,6 @@ void dwarf_index__free(struct dwarf_index *ix)
 	if (ix->dwarf)
 		dwarf_end(ix->dwarf);
 	debug_image__close_alt(&ix->alt);
-	elf_end(ix->elf);
-	debug_image__free(ix->image, ix->image_bytes);
-	if (ix->fd >= 0)
-		close(ix->fd);
+	dwarf_file__close(&ix->file);
 	free(ix);
 }

@@ -39,6 +39,10 @@ struct opened_dwarf {
 	uint64_t used; /* the lookup count when a pc of it was last looked up */
 };
 
+/* Slots of the cache's direct-mapped front (a power of two): most of a sample's frames
+ * were in the sample before it, and a slot is a fifth of a hash lookup's cost. */
+#define RECENT_SLOTS 4096u
+
 struct inline_frames {
 	struct module_registry *reg;
 	bool inlines, lines;
@@ -48,6 +52,7 @@ struct inline_frames {
 	uint64_t lookups;
 	struct cached_expansion *cache;
 	size_t nr_cached;
+	struct cached_expansion *recent[RECENT_SLOTS]; /* entries of cache, or NULL */
 	struct inline_frames_stats stats;
 	struct frame scratch[DWARF_INDEX_MAX_DEPTH]; /* an expansion not cached */
 };
@@ -231,11 +236,19 @@ static void expand(struct inline_frames *x, struct module *mod, const struct fra
 	keep_within_budget(x, f->module);
 }
 
+static size_t recent_slot(const struct expansion_key *k)
+{
+	uint64_t h = (k->addr ^ ((uint64_t)k->module << 40) ^ ((uint64_t)k->flags << 56)) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 52) & (RECENT_SLOTS - 1);
+}
+
 void inline_frames__expand(struct inline_frames *x, const struct frame *f,
 			   struct inline_expansion *out)
 {
 	struct expansion_key key = { f->module, f->flags, f->addr };
-	struct cached_expansion *c;
+	struct cached_expansion *c, **slot;
 
 	struct module *mod;
 
@@ -246,8 +259,12 @@ void inline_frames__expand(struct inline_frames *x, const struct frame *f,
 	mod = module_registry__by_id(x->reg, f->module);
 	if (!mod || (mod->dwarf_tried && !mod->dwarf))
 		return;
-	HASH_FIND(hh, x->cache, &key, sizeof(key), c);
+	slot = &x->recent[recent_slot(&key)];
+	c = *slot;
+	if (!c || memcmp(&c->key, &key, sizeof(key)) != 0)
+		HASH_FIND(hh, x->cache, &key, sizeof(key), c);
 	if (c) {
+		*slot = c;
 		*out = (struct inline_expansion){ c->inlined, c->nr_inlined, c->has_line, c->line_id };
 		return;
 	}
@@ -271,6 +288,7 @@ void inline_frames__expand(struct inline_frames *x, const struct frame *f,
 		memcpy(c->inlined, out->inlined, out->nr_inlined * sizeof(*c->inlined));
 	HASH_ADD(hh, x->cache, key, sizeof(c->key), c);
 	x->nr_cached++;
+	*slot = c;
 	out->inlined = c->inlined;
 }
 

@@ -1,9 +1,13 @@
 #include "capture/format.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct capture_reader {
 	char *path;
@@ -11,7 +15,24 @@ struct capture_reader {
 	size_t size;
 	size_t pos;
 	uint32_t last_type; /* a whole capture ends with its CAPTURE_INFO record */
+	bool mapped;        /* data is a mapping of the file, not the heap's */
 };
+
+/* Reads len bytes of fd into buf; returns 0, or -1 when the file ends before them. */
+static int read_all(int fd, uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t got = read(fd, buf, len);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		buf += got;
+		len -= (size_t)got;
+	}
+	return 0;
+}
 
 int capture__write_header(FILE *f)
 {
@@ -229,35 +250,45 @@ bool capture__decode_build_id(uint32_t type, const uint8_t *payload, uint32_t le
 	return true;
 }
 
-static int read_whole_file(const char *path, uint8_t **data, size_t *size)
+/* The capture's bytes, mapped rather than read: a 17 MB capture read into the heap costs
+ * a copy and the zeroing of its fresh pages, a tenth of a report's time (bench/README.md),
+ * where mapping it maps the page cache's own. Private and writable, so that nothing written
+ * through it reaches the file. Like the debug files libelf maps, a capture cut short by
+ * another process while it is read stops the report (SIGBUS); records are bounds-checked
+ * against the size it had when opened. An empty file, or one that cannot be mapped, is
+ * read (r->mapped false). */
+static int read_whole_file(struct capture_reader *r, const char *path)
 {
-	FILE *f = fopen(path, "rbe");
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
 	struct stat st;
-	int err = 0;
+	void *map;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
-	if (fstat(fileno(f), &st) != 0) {
+	if (fstat(fd, &st) != 0) {
 		err = -errno;
-		goto cleanup;
+		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
-		goto cleanup;
+		goto out;
 	}
-	*size = (size_t)st.st_size;
-	*data = malloc(*size ? *size : 1);
-	if (!*data) {
+	r->size = (size_t)st.st_size;
+	map = r->size ? mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE,
+			     fd, 0)
+		      : MAP_FAILED;
+	if (map != MAP_FAILED) {
+		r->data = map;
+		r->mapped = true;
+		goto out;
+	}
+	r->data = malloc(r->size ? r->size : 1);
+	if (!r->data)
 		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (*size && fread(*data, 1, *size, f) != *size) {
-		free(*data);
-		*data = NULL;
+	else if (r->size && read_all(fd, r->data, r->size) != 0)
 		err = -EIO;
-	}
-cleanup:
-	fclose(f);
+out:
+	close(fd);
 	return err;
 }
 
@@ -274,7 +305,7 @@ int capture_reader__open(const char *path, struct capture_reader **out, char *er
 		free(r);
 		return -ENOMEM;
 	}
-	ret = read_whole_file(path, &r->data, &r->size);
+	ret = read_whole_file(r, path);
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto cleanup;
@@ -352,7 +383,10 @@ void capture_reader__free(struct capture_reader *r)
 {
 	if (!r)
 		return;
-	free(r->data);
+	if (r->mapped)
+		munmap(r->data, r->size);
+	else
+		free(r->data);
 	free(r->path);
 	free(r);
 }
