@@ -100,6 +100,18 @@ objdump -d --no-show-raw-insn "$TMP/c-dwarf5/prog" | tail -n +4 >"$TMP/c-dwarf5/
 check "c-split: a .dwo was written, and the code is -gdwarf-5's byte for byte" \
 	all_of '[ -n "$(ls "$TMP"/c-split/*.dwo 2>/dev/null)" ]' 'cmp -s "$TMP/c-split/code" "$TMP/c-dwarf5/code"'
 variant c-split c "$TMP/c-dwarf5/prog" "$TMP/c-split/prog"
+# the same with its sections compressed and the build directory recorded as "." (a
+# reproducible build's -fdebug-prefix-map): the .dwo is found next to the binary, which
+# libdw knows only from the file it reads, not from a copy inflated in memory
+build c-splitrel c -gdwarf-5 -gsplit-dwarf "-fdebug-prefix-map=$TMP/c-splitrel=."
+objcopy --compress-debug-sections=zlib "$TMP/c-splitrel/prog" "$TMP/c-splitrel/prog.z" &&
+	mv "$TMP/c-splitrel/prog.z" "$TMP/c-splitrel/prog"
+# (readelf fails on the unit whose .dwo it looks for in its own directory)
+readelf --debug-dump=info "$TMP/c-splitrel/prog" >"$TMP/c-splitrel/info" 2>/dev/null
+check "c-splitrel: compressed (.debug_line; the skeleton's .debug_info is too small), its comp_dir '.'" \
+	all_of 'readelf -S "$TMP/c-splitrel/prog" | grep -A1 " .debug_line " | grep -q C' \
+	'grep -q "DW_AT_comp_dir *: \.$" "$TMP/c-splitrel/info"'
+variant c-splitrel c "$TMP/c-dwarf5/prog" "$TMP/c-splitrel/prog"
 
 # -- dwz: DIEs shared by two copies moved into a supplementary file
 build c-dwz c -gdwarf-4

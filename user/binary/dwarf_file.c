@@ -65,11 +65,12 @@ static void inflate_section(struct dwarf_file *f, Elf *elf, Elf_Scn *scn,
 /* The file's ELF, its unneeded sections unnamed (in this process's private copy of the
  * mapping) so that libdw leaves them: Debian's debug files compress every section, and
  * libdw inflates each it knows when it opens the file. */
-static Elf *open_elf(struct dwarf_file *f, int fd)
+static Elf *open_elf(struct dwarf_file *f, int fd, bool image)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
-	Elf *elf = debug_image__open(fd, unneeded_section, &f->image, &f->image_bytes);
+	Elf *elf = image ? debug_image__open(fd, unneeded_section, &f->image, &f->image_bytes)
+			 : NULL;
 
 	if (elf) {
 		f->section_bytes += f->image_bytes;
@@ -98,7 +99,8 @@ static Elf *open_elf(struct dwarf_file *f, int fd)
 	return elf;
 }
 
-int dwarf_file__open(const char *path, struct dwarf_file *f, char *msg, size_t msg_len)
+int dwarf_file__open(const char *path, bool image, struct dwarf_file *f, char *msg,
+		     size_t msg_len)
 {
 	struct stat st;
 	int err;
@@ -116,7 +118,7 @@ int dwarf_file__open(const char *path, struct dwarf_file *f, char *msg, size_t m
 		return -EINVAL;
 	}
 	elf_version(EV_CURRENT);
-	f->elf = open_elf(f, f->fd);
+	f->elf = open_elf(f, f->fd, image);
 	return 0;
 }
 

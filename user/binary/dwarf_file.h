@@ -6,6 +6,7 @@
 #define HPROF_BINARY_DWARF_FILE_H
 
 #include <libelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct dwarf_file {
@@ -16,8 +17,11 @@ struct dwarf_file {
 	size_t section_bytes; /* what libdw holds of the file's sections, estimated */
 };
 
-/* Opens path: 0, or -errno with a one-line reason in msg (f then holds nothing). */
-int dwarf_file__open(const char *path, struct dwarf_file *f, char *msg, size_t msg_len);
+/* Opens path: 0, or -errno with a one-line reason in msg (f then holds nothing). image: a
+ * file with compressed sections may be rebuilt in memory; not where libdw must know the
+ * file's directory (a split unit's .dwo named relative to it). */
+int dwarf_file__open(const char *path, bool image, struct dwarf_file *f, char *msg,
+		     size_t msg_len);
 void dwarf_file__close(struct dwarf_file *f);
 
 #endif

@@ -55,6 +55,7 @@ struct dwarf_index {
 	Dwarf *dwarf;
 	struct unit *units;
 	size_t nr_units, units_cap;
+	size_t missing_dwo; /* skeleton units whose split unit libdw did not find */
 	struct addr_range *unit_ranges; /* sorted by lo */
 	size_t nr_unit_ranges, unit_ranges_cap;
 	struct cached_chain *cache;
@@ -197,6 +198,7 @@ static int read_units(struct dwarf_index *ix)
 		/* a skeleton whose .dwo is missing keeps its own DIE: lines, no inline frames */
 		u->die = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie
 											   : cudie;
+		ix->missing_dwo += type == DW_UT_skeleton && u->die.addr == cudie.addr;
 		err = add_unit_ranges(ix, &cudie, (uint32_t)ix->nr_units, aranges, nr_aranges);
 		ix->nr_units++;
 	}
@@ -267,9 +269,19 @@ static int open_file(const char *path, struct dwarf_file *f, struct dwarf_index 
 int dwarf_index__open(const char *path, struct dwarf_index **out, char *msg, size_t msg_len)
 {
 	struct dwarf_file f;
-	int err = dwarf_file__open(path, &f, msg, msg_len);
+	int err = dwarf_file__open(path, true, &f, msg, msg_len);
 
 	*out = NULL;
+	if (!err)
+		err = open_file(path, &f, out, msg, msg_len);
+	/* libdw looks for a split unit's .dwo relative to the directory of the file it read,
+	 * which an image in memory has not: read from the file itself then, inflated by
+	 * libdw */
+	if (err || !(*out)->file.image || !(*out)->missing_dwo)
+		return err;
+	dwarf_index__free(*out);
+	*out = NULL;
+	err = dwarf_file__open(path, false, &f, msg, msg_len);
 	return err ? err : open_file(path, &f, out, msg, msg_len);
 }
 
