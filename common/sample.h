@@ -56,6 +56,7 @@ enum fp_end {
 	FP_END_NOT_ASCENDING = 2, /* the next bp was not above the current one */
 	FP_END_DEPTH_LIMIT = 3,   /* HPROF_MAX_FP_DEPTH reached */
 	FP_END_NO_USER = 4,       /* kernel thread: no user stack at all */
+	FP_END_OFF_STACK = 5,     /* bp lay outside the thread's learned stack: not read */
 };
 
 /* hprof_sample.flags */
@@ -482,6 +483,8 @@ enum kernel_counter {
 				  * the thread's learned base */
 	KC_COPY_OFF_STACK,       /* of those, sp was off the thread's stack (a workspace of the
 				  * code's own): copied from sp, and below its learned base */
+	KC_FP_OFF_STACK,         /* FP walk ended on a bp outside the thread's learned stack,
+				  * not read (rbp holding data: code without frame pointers) */
 	KC_NR,
 };
 

@@ -154,8 +154,29 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	return s->user_ip != 0;
 }
 
-/* Walks saved-rbp links: [bp] is the caller's bp, [bp + 8] the return address. */
-static __always_inline void walk_frame_pointers(struct hprof_sample *s)
+/* Where the frame records of the sampled thread's stack lie: from sp up to its learned
+ * base (the outermost frame's CFA), when sp lies below it; else anywhere. */
+struct fp_bounds {
+	__u64 lo, hi;
+};
+
+static __always_inline struct fp_bounds fp_bounds_of(const struct hprof_sample *s,
+						     const struct hprof_thread_stack *known)
+{
+	struct fp_bounds b = { 0, ~0ull };
+
+	if (known && known->base > s->user_sp) {
+		b.lo = s->user_sp;
+		b.hi = known->base;
+	}
+	return b;
+}
+
+/* Walks saved-rbp links: [bp] is the caller's bp, [bp + 8] the return address. A link
+ * outside the bounds is no frame record of this stack (code built without frame pointers
+ * keeps data in rbp) and is not read: a read of memory that is not mapped takes a fault, a
+ * microsecond, as much as the rest of the sample. */
+static __always_inline void walk_frame_pointers(struct hprof_sample *s, struct fp_bounds b)
 {
 	__u64 *ips = (__u64 *)s->data;
 	__u64 bp = s->user_bp;
@@ -167,6 +188,11 @@ static __always_inline void walk_frame_pointers(struct hprof_sample *s)
 	for (int i = 1; i < HPROF_MAX_FP_DEPTH; i++) {
 		if (bp == 0) {
 			s->fp_end = FP_END_ZERO_LINK;
+			break;
+		}
+		if (bp < b.lo || bp > b.hi - 16) {
+			s->fp_end = FP_END_OFF_STACK;
+			count(KC_FP_OFF_STACK);
 			break;
 		}
 		if (bpf_probe_read_user(frame, sizeof(frame), (void *)bp)) {
@@ -254,7 +280,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 off;
 	__u64 size; /* 64 bits: a 32-bit one is re-extended after its check, unbounded */
 	__u64 stack_end = 0;
-	struct hprof_thread_stack *known;
+	struct hprof_thread_stack *known = NULL;
 	struct alt_stack alt;
 	struct delta_state *slot = NULL;
 	__u64 wakeup;
@@ -285,7 +311,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (read_user_regs(ctx, s)) {
 		s->flags |= SAMPLE_USER_REGS;
-		walk_frame_pointers(s);
+		if (stack_copy_size)
+			known = own_thread_stack(s->tid);
+		walk_frame_pointers(s, fp_bounds_of(s, known));
 	} else {
 		s->fp_end = FP_END_NO_USER;
 		if (!sampled_user_mode(ctx))
@@ -307,7 +335,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8)
 		return 0;
 	if ((s->flags & SAMPLE_USER_REGS) && stack_copy_size) {
-		known = own_thread_stack(s->tid);
 		if (fp_chain_suffices(s, known)) {
 			copy_leaf(s, s->data + off);
 		} else if (on_alt_stack(s, &alt)) {

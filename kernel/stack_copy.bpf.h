@@ -29,17 +29,42 @@ static __always_inline __u64 main_stack_limit(struct task_struct *task)
 	return limit < MAIN_STACK_MAX ? limit : MAIN_STACK_MAX;
 }
 
+/* No mapping lies within this much below the main thread's stack however its limit is
+ * set: the kernel leaves at least 128 MiB (MIN_GAP) between the highest the stack may start
+ * and the mappings below it, and a limit raised after exec moves nothing. */
+#define MAIN_STACK_CLEAR (128ull << 20)
+
+/* sp lies on the main thread's stack, known without looking its mapping up: within its
+ * limit (and the room kept clear) below argv's strings, which start its top. */
+static __always_inline bool on_main_stack(struct task_struct *task, __u64 sp, __u64 arg_start)
+{
+	__u64 limit = main_stack_limit(task);
+
+	if (limit > MAIN_STACK_CLEAR)
+		limit = MAIN_STACK_CLEAR;
+	return arg_start > sp && arg_start - sp <= limit;
+}
+
 /* Where the user stack holding sp ends: the end of its mapping, and for the main thread's
  * stack the start of argv's strings, so that neither they nor the environment after them
- * are ever copied. When the mapping cannot be found (its lock is busy, as while a writer
- * that holds or waits for it is preempted), argv's start if sp lies within the stack's
- * limit below it, else 0: unknown. */
-static __always_inline __u64 user_stack_end(__u64 sp)
+ * are ever copied. The mapping is looked up only where neither of these says it: argv's
+ * start for sp on the main thread's stack; the thread's TCB (its fs base), which glibc and
+ * musl keep at the top of a thread's stack mapping with its frames right below, for sp
+ * within a copy's length below it. From the sampling interrupt bpf_find_vma releases the
+ * mapping's lock through an irq_work, a self-IPI: several microseconds under
+ * virtualization, most of a sample's cost. When the mapping cannot be found (its lock is
+ * busy, as while a writer that holds or waits for it is preempted), argv's start if sp
+ * lies within the stack's limit below it, else 0: unknown. */
+static __always_inline __u64 user_stack_end(__u64 sp, __u64 ceiling)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct vma_end found = { 0 };
-	__u64 arg_start = BPF_CORE_READ(task, mm, arg_start);
+	__u64 arg_start = BPF_CORE_READ(task, mm, arg_start), fs = task->thread.fsbase;
 
+	if (on_main_stack(task, sp, arg_start))
+		return arg_start;
+	if (task->pid != task->tgid && fs > sp && fs - sp <= ceiling)
+		return fs;
 	if (bpf_find_vma(task, sp, vma_end_cb, &found, 0))
 		return arg_start > sp && arg_start - sp <= main_stack_limit(task) ? arg_start : 0;
 	if (arg_start > sp && arg_start < found.end)
@@ -72,7 +97,7 @@ static __always_inline bool within_learned_base(__u64 sp, const struct hprof_thr
 static __always_inline __u64 stack_end_above(__u64 sp, const struct hprof_thread_stack *known,
 					     __u64 ceiling)
 {
-	return within_learned_base(sp, known, ceiling) ? known->base : user_stack_end(sp);
+	return within_learned_base(sp, known, ceiling) ? known->base : user_stack_end(sp, ceiling);
 }
 
 /* Bytes to copy from sp: up to the thread's learned base when sp lies below it within the
@@ -285,7 +310,7 @@ static __always_inline __u64 guessed_base(__u64 sp, __u64 stack_end, __u64 ceili
 	/* (for the main thread, stack_end 0 says sp is off its stack too: user_stack_end) */
 	if (task->pid == task->tgid)
 		return BPF_CORE_READ(task, mm, start_stack) & ~7ull;
-	if (!fs || !stack_end || (fs >= sp && fs < stack_end))
+	if (!fs || !stack_end || (fs >= sp && fs <= stack_end))
 		return 0;
 	return fs & ~7ull;
 }

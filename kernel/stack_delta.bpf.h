@@ -27,20 +27,18 @@ struct {
 	__type(value, struct delta_state);
 } delta_states SEC(".maps");
 
-/* Per-CPU room for one delta: the live stack read whole, the hashes of its chunks until
- * the record is accepted, the map of chunks sent, and where the pass over the chunks is
+/* Per-CPU room for one delta: the live stack read whole, the map of chunks sent, what the
+ * thread's slot takes once the record is accepted, and where the pass over the chunks is
  * (here rather than in its context on the stack, where the verifier would follow every
  * value it takes and never see the loop's states converge). */
 struct delta_work {
 	/* a chunk is hashed as 64 bytes from its start, also the short one at sp */
 	__u8 image[HPROF_MAX_STACK_COPY + HPROF_DELTA_CHUNK];
-	__u64 hashes[HPROF_DELTA_MAX_CHUNKS];
 	__u64 sent[HPROF_DELTA_MAP_WORDS];
 	__u64 seq;
 	__u64 end;
 	__u64 start_time;     /* the thread's */
 	__u32 since_full;
-	__u32 nr_chunks;
 	__u64 pos;            /* payload bytes written */
 	__u64 run_lo, run_hi; /* image bytes [run_lo, run_hi) still to be written */
 	__u32 failed;         /* 0 or 1 */
@@ -92,7 +90,8 @@ static __always_inline __u64 chunk_key(__u64 seq)
 struct delta_pass {
 	struct delta_work *w;
 	struct scratch *rec;
-	const struct delta_state *prev; /* the thread's slot, compared against when compare */
+	struct delta_state *slot; /* the thread's: compared against when compare, and given
+				   * this copy's hashes in place */
 	__u64 seed;      /* the run's secret and the tid */
 	__u64 prev_key;  /* chunk_key of the copy compared against */
 	__u64 next_key;  /* chunk_key of this copy */
@@ -145,22 +144,25 @@ static __always_inline __u64 hash_chunk(const struct delta_pass *p, __u32 i, __u
 	return a + rotl64(b, 16) + rotl64(c, 32) + rotl64(d, 48);
 }
 
-/* bpf_loop step k: chunk nr_chunks - 1 - k, hashed, compared, sent when it changed. */
-static long delta_chunk(__u64 k, void *ctx)
+/* Chunk i, hashed, compared, sent when it changed; its hash replaces the one compared in
+ * the slot (no copy of the hashes staged and moved after: the slot is the cache lines a
+ * sample touches, and its seq, 0 until the record is accepted, says no copy's hashes are
+ * whole there). Non-zero to stop. */
+static __always_inline long delta_chunk(const struct delta_pass *p, __u32 i)
 {
-	const struct delta_pass *p = ctx;
 	struct delta_work *w = p->w;
-	__u32 i = (p->nr_chunks - 1 - (__u32)k) & (HPROF_DELTA_MAX_CHUNKS - 1);
-	__u64 lo, hi = hprof_delta__chunk(p->full_len, i, &lo), h;
+	__u64 lo, hi, h;
 	bool changed;
 
+	i &= HPROF_DELTA_MAX_CHUNKS - 1;
+	hi = hprof_delta__chunk(p->full_len, i, &lo);
 	if (hi > HPROF_MAX_STACK_COPY || lo >= hi) {
 		w->failed = 1;
 		return 1;
 	}
 	h = hash_chunk(p, i, lo, hi);
-	changed = !p->compare || p->prev->hashes[i] != (h ^ p->prev_key);
-	w->hashes[i] = h ^ p->next_key;
+	changed = !p->compare || p->slot->hashes[i] != (h ^ p->prev_key);
+	p->slot->hashes[i] = h ^ p->next_key;
 	if (changed) {
 		w->sent[(i >> 6) & (HPROF_DELTA_MAP_WORDS - 1)] |= 1ull << (i & 63);
 		if (w->run_hi != lo)
@@ -172,6 +174,23 @@ static long delta_chunk(__u64 k, void *ctx)
 		flush_run(p);
 	}
 	return w->failed & 1;
+}
+
+/* Chunks taken by one bpf_loop step: the loop's call and the pass's loads, once for them. */
+#define DELTA_CHUNKS_PER_STEP 4
+
+/* bpf_loop step k: chunks nr_chunks - 1 - DELTA_CHUNKS_PER_STEP * k and down, lowest
+ * address first. */
+static long delta_chunks(__u64 k, void *ctx)
+{
+	const struct delta_pass *p = ctx;
+	__u32 first = (__u32)k * DELTA_CHUNKS_PER_STEP, n = p->nr_chunks;
+
+	for (int j = 0; j < DELTA_CHUNKS_PER_STEP; j++) {
+		if (first + j >= n || delta_chunk(p, n - 1 - (first + j)))
+			return 1;
+	}
+	return 0;
 }
 
 /* A new sequence for a thread: random, so that numbers of different lives of a tid (and of
@@ -194,13 +213,15 @@ static __always_inline bool delta_base_usable(const struct delta_state *state, _
 
 /* Writes the delta header, its map and payload (and with delta_verify the whole image)
  * at rec offset hdr_at, for a copy of full_len bytes already in w->image, against the
- * thread's slot when compare. Returns the stack region's length, 0 on failure. */
+ * thread's slot when compare; the slot holds no copy (seq 0) until commit_stack_delta.
+ * Returns the stack region's length, 0 on failure. */
 static __always_inline __u64 encode_delta(struct delta_work *w, struct scratch *rec,
 					  __u32 tid, __u64 hdr_at, __u64 full_len,
 					  struct delta_state *slot, bool compare)
 {
 	struct delta_state *prev = compare ? slot : NULL;
 	__u64 prev_seq = prev ? prev->seq : 0;
+	__u32 prev_since_full = prev ? prev->since_full : 0;
 	struct hprof_stack_delta hdr = {
 		.seq = prev ? prev_seq + 1 : new_sequence(),
 		.base_seq = prev_seq,
@@ -210,7 +231,7 @@ static __always_inline __u64 encode_delta(struct delta_work *w, struct scratch *
 	};
 	__u64 map_len = prev ? hprof_delta__map_words(hdr.nr_chunks) * 8 : 0;
 	const struct delta_pass p = {
-		.w = w, .rec = rec, .prev = slot, .compare = compare,
+		.w = w, .rec = rec, .slot = slot, .compare = compare,
 		.full_len = full_len, .nr_chunks = hdr.nr_chunks,
 		.seed = delta_secret ^ ((__u64)tid * PRIME64_1),
 		.prev_key = chunk_key(prev_seq), .next_key = chunk_key(hdr.seq),
@@ -221,12 +242,17 @@ static __always_inline __u64 encode_delta(struct delta_work *w, struct scratch *
 	if (hdr_at > SCRATCH_SIZE - HPROF_MAX_STACK_WIRE || hdr.nr_chunks == 0 ||
 	    hdr.nr_chunks > HPROF_DELTA_MAX_CHUNKS)
 		return 0;
+	/* before its first hash changes: a copy compared against the slot from now on (of
+	 * another thread on the same slot, or this one's should this record be lost) finds
+	 * nothing the same */
+	slot->seq = 0;
 	__builtin_memset(w->sent, 0, sizeof(w->sent));
 	w->pos = 0;
 	w->run_lo = 0;
 	w->run_hi = hprof_delta__untracked(full_len); /* below the tracked chunks: always sent */
 	w->failed = 0;
-	bpf_loop(hdr.nr_chunks, delta_chunk, (void *)&p, 0);
+	bpf_loop((hdr.nr_chunks + DELTA_CHUNKS_PER_STEP - 1) / DELTA_CHUNKS_PER_STEP, delta_chunks,
+		 (void *)&p, 0);
 	flush_run(&p);
 	pos = w->pos;
 	if (w->failed || pos > HPROF_MAX_STACK_COPY)
@@ -246,8 +272,7 @@ static __always_inline __u64 encode_delta(struct delta_work *w, struct scratch *
 		len += full_len;
 	}
 	w->seq = hdr.seq;
-	w->since_full = prev ? prev->since_full + 1 : 0;
-	w->nr_chunks = hdr.nr_chunks;
+	w->since_full = prev ? prev_since_full + 1 : 0;
 	return len;
 }
 
@@ -292,25 +317,18 @@ static __always_inline bool copy_stack_delta(struct hprof_sample *s, struct scra
 	return true;
 }
 
-/* Once the ring buffer took the record: the thread's slot holds this copy's state (only the
- * hashes of this copy's chunks are written; those beyond belong to no copy of this
- * number, and never match). */
+/* Once the ring buffer took the record: the thread's slot, which holds this copy's hashes
+ * (those of its chunks only; those beyond belong to no copy of this number, and never
+ * match), says which copy they are. */
 static __always_inline void commit_stack_delta(__u32 tid, struct delta_state *slot)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct delta_work *w = bpf_map_lookup_elem(&delta_work, &cpu);
-	__u64 len;
 
 	if (!w || !slot)
 		return;
-	len = (__u64)w->nr_chunks * 8;
-	barrier_var(len);
-	if (len == 0 || len > sizeof(w->hashes))
-		return;
-	/* seq first and last: until the end, a copy compared against the slot finds nothing
-	 * the same */
+	/* seq last: until then, a copy compared against the slot finds nothing the same */
 	slot->seq = 0;
-	bpf_probe_read_kernel(slot->hashes, len, w->hashes);
 	slot->end = w->end;
 	slot->tid = tid;
 	slot->start_time = w->start_time;

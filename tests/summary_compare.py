@@ -79,11 +79,13 @@ def main():
     check("not recorded other processes", int(m[6]), data["not_recorded"]["other_processes"])
 
     m = line(r"^hprof: lost frames: (\d+) FP chains ended on unreadable memory, (\d+) frames "
-             r"outside any mapping, (\d+) samples whose process maps were gone")
+             r"outside any mapping, (\d+) samples whose process maps were gone; (\d+) FP chains "
+             r"left the thread's stack")
     frames = data["lost_frames"]
     check("lost frames FP unreadable", int(m[1]), frames["fp_chain_unreadable"])
     check("lost frames outside mappings", int(m[2]), frames["outside_any_mapping"])
     check("lost frames maps gone", int(m[3]), frames["process_maps_gone"])
+    check("lost frames FP off stack", int(m[4]), frames["fp_chain_off_stack"])
 
     m = line(r"^hprof: mappings: (\d+) mmap, (\d+) exec, (\d+) fork, (\d+) exit events; (\d+) "
              r"processes read from /proc; (\d+) mapping events lost")

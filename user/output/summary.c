@@ -201,8 +201,9 @@ void summary__print(const struct run_summary *r, FILE *out)
 				" kernel's pid filter was full (their samples count as other processes')\n",
 			kc[KC_FORKS_NOT_FOLLOWED]);
 	fprintf(out, "hprof: lost frames: %" PRIu64 " FP chains ended on unreadable memory, %" PRIu64
-			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone\n",
-		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps);
+			" frames outside any mapping, %" PRIu64 " samples whose process maps were gone;"
+			" %" PRIu64 " FP chains left the thread's stack (not followed)\n",
+		kc[KC_FP_READ_FAILED], st->frames_unmapped, st->no_maps, kc[KC_FP_OFF_STACK]);
 	fprintf(out, "hprof: mappings: %" PRIu64 " mmap, %" PRIu64 " exec, %" PRIu64 " fork, %" PRIu64
 			" exit events; %" PRIu64 " processes read from /proc; %" PRIu64
 			" mapping events lost\n",

@@ -171,6 +171,8 @@ static void write_counts(struct json_writer *w, const struct run_summary *r, con
 	json__uint(w, st->frames_unmapped);
 	json__key(w, "process_maps_gone");
 	json__uint(w, st->no_maps);
+	json__key(w, "fp_chain_off_stack");
+	json__uint(w, kc[KC_FP_OFF_STACK]);
 	json__end_object(w);
 }
 
