@@ -47,6 +47,21 @@ static enum step_result rejected(struct walker *w, struct walk_frame *f, enum un
 	return STEP_REJECTED;
 }
 
+/* Where a step's return address was, when the code had moved it (sljit's fast calls). */
+static void count_moved(struct walker *w, const struct cached_rules *rules)
+{
+	struct unwind_cache_stats *stats = &w->cache->stats;
+
+	if (!w->may_scan) /* a trial walk's steps are not the stack's */
+		return;
+	if (rules->ra == UNWIND_RA_AT_CFA && rules->ra_offset >= 0)
+		stats->analysis_ra_moved++;
+	else if (rules->ra == UNWIND_RA_REGISTER && ra_from_top_word(w, rules))
+		stats->analysis_ra_top_word++;
+	else if (rules->ra == UNWIND_RA_REGISTER)
+		stats->analysis_ra_register++;
+}
+
 /* The frame's rules by analysis: cached in its slot, or found now (analysis_rules, which
  * also gives the rules of a runtime's stack end: no frame above). None: rejected. */
 enum step_result analysis_step(struct walker *w, struct walk_frame *f)
@@ -81,5 +96,6 @@ enum step_result analysis_step(struct walker *w, struct walk_frame *f)
 		w->same_sp = f->regs.sp;
 	}
 	f->caller_exact = false;
+	count_moved(w, rules);
 	return STEP_FOUND;
 }

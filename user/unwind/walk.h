@@ -206,6 +206,10 @@ struct unwind_cache_stats {
 	/* steps by an analysis's rules whose return address followed no call: rejected, and
 	 * taken because a walk from the return address reached the stack's start */
 	uint64_t analysis_rejected, analysis_ra_by_walk;
+	/* steps by an analysis's rules taken with the return address where the code moved it
+	 * (sljit's fast calls): into the caller's frame (a word at or above the CFA), into a
+	 * register the sample holds, into one it lacks (the word at the CFA taken instead) */
+	uint64_t analysis_ra_moved, analysis_ra_register, analysis_ra_top_word;
 };
 
 struct unwind_cache *unwind_cache__new(void);

@@ -303,6 +303,9 @@ enum unwind_end return_address(const struct walker *w, const struct cached_rules
 enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
 		     const struct frame_regs *regs, bool leaf, struct frame_regs *caller,
 		     bool *ra_undefined, bool *signal);
+/* The rules put the return address in a register the sample lacks: the walk read the word
+ * at the CFA instead (ra_in_register). */
+bool ra_from_top_word(const struct walker *w, const struct cached_rules *rules);
 struct cached_rules *first_rules(struct walker *w, uint64_t id, uint64_t ip);
 bool returns_to_function_start(struct walker *w, uint64_t ra);
 enum step_result cfi_step(struct walker *w, struct walk_frame *f);
