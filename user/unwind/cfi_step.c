@@ -157,8 +157,9 @@ static uint64_t recover_bx(const struct cached_rules *rules, const struct frame_
 }
 
 /* The sampled value of the register whose DWARF number is dwarf: rdi (glibc's __vfork
- * keeps its return address there), rbx, and r10, r12-r15 (and a code analysis's rules may
- * name any of them). False for a register the sample does not hold. */
+ * keeps its return address there), r8 (sljit's fast calls), rbx, rbp, and r10, r12-r15 (a
+ * code analysis's rules may name any of them). False for a register the sample does not
+ * hold. */
 static bool sampled_register(const struct unwind_regs *sampled, int64_t dwarf, uint64_t *value)
 {
 	switch (dwarf) {
@@ -171,6 +172,9 @@ static bool sampled_register(const struct unwind_regs *sampled, int64_t dwarf, u
 	case UNWIND_DWARF_RBP:
 		*value = sampled->bp;
 		return sampled->bp_valid;
+	case UNWIND_DWARF_R8:
+		*value = sampled->r8;
+		return sampled->r8_valid;
 	case UNWIND_DWARF_R10:
 	case UNWIND_DWARF_R12:
 	case UNWIND_DWARF_R13:

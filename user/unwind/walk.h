@@ -27,6 +27,9 @@ struct unwind_regs {
 	 * epilogue keeps its CFA in one (indexed by DWARF number - UNWIND_DWARF_R10). */
 	bool drap_valid;
 	uint64_t drap[6];
+	/* r8: only the first frame's, where sljit's fast calls keep a return address */
+	bool r8_valid;
+	uint64_t r8;
 };
 
 /* User memory from base to base + len, copied at sample time, and more memory copied

@@ -152,8 +152,12 @@ struct walker {
 	 * it saved nothing on the stack, so r12-r15, callee-saved, still hold their sampled
 	 * values there; 0: no such caller. */
 	uint64_t drap_caller_sp;
-	/* the last sp an analysis's step found a caller at without moving up, 0 if none */
+#define SAME_SP_FRAMES 4 /* frames at one sp: a fast call's caller and callees (sljit's) */
+	/* the last sp an analysis's step found a caller at without moving up, 0 if none, and
+	 * the pcs of the frames at it (analysis_step.c: another_at_same_sp) */
 	uint64_t same_sp;
+	uint64_t same_sp_pcs[SAME_SP_FRAMES];
+	uint32_t nr_same_sp;
 	/* The walk loop itself (walk_loop.c), for the trial walks a scan or an analysis's
 	 * unchecked return address makes: the steps lie below the loop, which lends itself. */
 	walk_from_fn walk_from;
