@@ -73,7 +73,7 @@ static void count_moved(struct walker *w, const struct cached_rules *rules)
 {
 	struct unwind_cache_stats *stats = &w->cache->stats;
 
-	if (!w->may_scan) /* a trial walk's steps are not the stack's */
+	if (w->first_is_return) /* a trial walk (trial_walk): its steps are not the stack's */
 		return;
 	if (rules->ra == UNWIND_RA_AT_CFA && rules->ra_offset >= 0)
 		stats->analysis_ra_moved++;
