@@ -97,6 +97,10 @@ enum step_result analysis_step(struct walker *w, struct walk_frame *f)
 			return STEP_REJECTED;
 		f->rules = rules;
 	}
+	/* a return address in a register: only the sampled frame's registers are known (a
+	 * frame a signal interrupted gets no rules, as a return address does: analysis_rules) */
+	if (rules->ra == UNWIND_RA_REGISTER && !f->leaf)
+		return STEP_REJECTED;
 	f->analysed = true;
 	end = step(w, rules, &f->regs, f->leaf, &f->caller, &ra_undefined, &signal);
 	if (f->leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&

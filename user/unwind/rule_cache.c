@@ -157,8 +157,10 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 	}
 	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
 		return NULL;
+	/* a return address in a register (its value at ip) is known at the sampled pc only */
 	if (!w->space->code.analyze ||
-	    w->space->code.analyze(w->space->ctx, ip, &code) != CODE_OK) {
+	    w->space->code.analyze(w->space->ctx, ip, &code) != CODE_OK ||
+	    (code.ra_in_register && !exact)) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
 					       .found = UNWIND_FOUND_FRAME_POINTER,
