@@ -124,7 +124,8 @@ static void check_site(const struct text *t, const struct unwind_table *table, u
 							&rules);
 
 		tl->us[tl->timed++] = (double)(now_ns() - t0) / 1000.0;
-		if (fail != CODE_OK)
+		/* a register's value at a return address is no one's: the walk takes none */
+		if (fail != CODE_OK || rules.ra_in_register)
 			tl->failed[mode]++;
 		else if (agrees(&rules, &cfi))
 			tl->agree[mode]++;

@@ -82,6 +82,8 @@ enum fp_end {
 					    * mapping of the stack sp is on (a runtime that runs
 					    * code on a stack of its own, entered from the
 					    * thread's: SBCL): no window was copied there */
+#define SAMPLE_NO_R8 (1u << 11) /* userspace only: read from a capture that predates user_r8
+				 * (version 6), which holds 0 */
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -158,9 +160,13 @@ struct hprof_sample {
 	 * the copy's ceiling. */
 	__u64 interrupted_sp;
 	__u64 interrupted_holes; /* the interrupted copy's unreadable pages */
+	/* r8, where sljit's fast calls (PCRE2's JIT) keep a callee's return address: its UTF
+	 * helpers pop it there and return with push %r8; ret. Not in captures older than
+	 * version 7 (SAMPLE_NO_R8). */
+	__u64 user_r8;
 	__u8 data[];
 };
-_Static_assert(sizeof(struct hprof_sample) == 168, "hprof_sample layout is shared with BPF");
+_Static_assert(sizeof(struct hprof_sample) == 176, "hprof_sample layout is shared with BPF");
 
 #define HPROF_PY_MAX_BYTES (HPROF_PY_MAX_FRAMES * sizeof(struct hprof_py_frame))
 #define HPROF_SAMPLE_MAX_SIZE                                                              \

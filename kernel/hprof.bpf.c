@@ -133,6 +133,7 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 		s->user_r13 = ctx->regs.r13;
 		s->user_r14 = ctx->regs.r14;
 		s->user_r15 = ctx->regs.r15;
+		s->user_r8 = ctx->regs.r8;
 		return true;
 	}
 	s->flags |= SAMPLE_IN_KERNEL;
@@ -151,6 +152,7 @@ static __always_inline bool read_user_regs(struct bpf_perf_event_data *ctx,
 	s->user_r13 = saved.r13;
 	s->user_r14 = saved.r14;
 	s->user_r15 = saved.r15;
+	s->user_r8 = saved.r8;
 	return s->user_ip != 0;
 }
 

@@ -305,6 +305,9 @@ static void count_nocfi(struct session *s)
 	n->widened = code->widened;
 	n->analysis_rejected = walk.analysis_rejected;
 	n->analysis_ra_by_walk = walk.analysis_ra_by_walk;
+	n->ra_moved = walk.analysis_ra_moved;
+	n->ra_register = walk.analysis_ra_register;
+	n->ra_top_word = walk.analysis_ra_top_word;
 	n->frame_pointer_frames = walk.nocfi_frames[UNWIND_FOUND_FRAME_POINTER];
 	n->scan_frames = walk.nocfi_frames[UNWIND_FOUND_SCAN];
 	n->scan_rejected_code = walk.scan_rejected_code;

@@ -25,9 +25,10 @@
 import struct
 import sys
 
-# struct hprof_sample (168 bytes): timestamp, ip, sp, bp, bx, di, r10, r12-r15, pid, tid, ...
-SAMPLE_HDR = struct.Struct("<QQQQQQQQQQQIIIIHHIBBHIQQ16sQQ")
-assert SAMPLE_HDR.size == 168
+# struct hprof_sample (176 bytes): timestamp, ip, sp, bp, bx, di, r10, r12-r15, pid, tid, ...,
+# r8 (capture version 7)
+SAMPLE_HDR = struct.Struct("<QQQQQQQQQQQIIIIHHIBBHIQQ16sQQQ")
+assert SAMPLE_HDR.size == 176
 PID, NR_USER, NR_KERNEL, STACK_LEN = 11, 15, 16, 17
 
 
@@ -151,7 +152,7 @@ def delta_record(tid, seq, base_seq, now, prev):
     region += payload
     hdr = SAMPLE_HDR.pack(1, 0x401000, 0x7ffd0000, 0, 0, 0, 0, 0, 0, 0, 0, 100, tid, 0,
                           SAMPLE_STACK_DELTA | 10,
-                          2, 0, len(region), 0, 0, 0, 0, 0, 0, b"seed", 0, 0)
+                          2, 0, len(region), 0, 0, 0, 0, 0, 0, b"seed", 0, 0, 0)
     return hdr + struct.pack("<QQ", 0x401000, 0x401100) + region
 
 

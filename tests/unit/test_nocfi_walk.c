@@ -21,6 +21,8 @@ struct nocfi_model {
 	uint64_t unnamed_from; /* with symbols: the chain's functions from this one have none */
 	uint32_t analyses;
 	const struct code_rules *fixed; /* the analysis's rules for every pc, when set */
+	bool r8_valid;                  /* the sample holds r8, at r8 */
+	uint64_t r8;
 };
 
 static int find_map(void *ctx, uint64_t pc, struct unwind_map *map)
@@ -90,7 +92,8 @@ struct walk {
 static void walk(struct nocfi_model *m, const struct chain_build *b, const struct sim_stack *s,
 		 uint64_t ip, bool no_scan, struct walk *w)
 {
-	const struct unwind_regs regs = { .ip = ip, .sp = s->sp, .bp = s->bp, .bp_valid = true };
+	const struct unwind_regs regs = { .ip = ip, .sp = s->sp, .bp = s->bp, .bp_valid = true,
+					  .r8_valid = m->r8_valid, .r8 = m->r8 };
 	const struct stack_copy copy = {
 		.bytes = s->bytes + (s->sp - sim_base()), .base = s->sp, .len = SIM_STACK_TOP - s->sp,
 	};
@@ -302,6 +305,46 @@ static void test_return_address_in_caller(void)
 	      unwind_end__name(w.result.end));
 }
 
+/* A callee that popped its return address into a register (sljit's fast calls: pop %r8,
+ * or PCRE2's reload into rax before push %rax; ret) runs with its caller's rsp: CFA = rsp
+ * + 0, the return address in the register. leaf is taken to be one, called by c. The
+ * sampled register is read where the sample holds it; else the word at the CFA (the
+ * caller's top word, where the reload read it from) is taken, checked as any caller. */
+static void test_return_address_in_register(void)
+{
+	const struct code_rules in_r8 = { .cfa = UNWIND_CFA_SP_OFFSET, .cfa_offset = 0,
+					  .ra_in_register = true, .ra_register = UNWIND_DWARF_R8,
+					  .rbp = UNWIND_RBP_UNCHANGED, .rbx = UNWIND_RBX_UNCHANGED };
+	struct nocfi_model m = { .analyze = true, .nocfi_from = CHAIN_LEAF, .fixed = &in_r8 };
+	const struct chain_build *b = &CHAIN_NOFP;
+	struct sim_stack s;
+	uint64_t want[8];
+	uint32_t n = true_frames(b, want);
+	struct walk w;
+
+	sim_main_path_to_leaf(&s, b, NULL);
+	s.sp += LOCALS_LEAF + 8; /* c's sp */
+	sim_store(&s, s.sp, 0x1234); /* c's top word: no return address */
+	m.r8_valid = true;
+	m.r8 = at(b->ra_c);
+	walk(&m, b, &s, at(PC_LEAF_LOOP), true, &w);
+	check(w.result.end == UNWIND_END_COMPLETE && frames_are(w.frames, w.result.nr_frames, want, n) &&
+		      w.stats.analysis_ra_register == 1 && w.stats.analysis_ra_top_word == 0,
+	      "return address in r8, sampled: the caller at the same sp, then every frame (%s; %lu read)",
+	      frames_text(w.frames, w.result.nr_frames), (unsigned long)w.stats.analysis_ra_register);
+	m.r8_valid = false; /* a capture older than r8 */
+	walk(&m, b, &s, at(PC_LEAF_LOOP), true, &w);
+	check(w.result.end != UNWIND_END_COMPLETE && w.result.nr_frames == 1,
+	      "return address in a register the sample lacks, no return address in the top word: no caller (%s)",
+	      unwind_end__name(w.result.end));
+	sim_store(&s, s.sp, at(b->ra_c));
+	walk(&m, b, &s, at(PC_LEAF_LOOP), true, &w);
+	check(w.result.end == UNWIND_END_COMPLETE && frames_are(w.frames, w.result.nr_frames, want, n) &&
+		      w.stats.analysis_ra_top_word == 1,
+	      "return address in a register the sample lacks: the caller's top word taken (%s; %lu so)",
+	      frames_text(w.frames, w.result.nr_frames), (unsigned long)w.stats.analysis_ra_top_word);
+}
+
 int main(void)
 {
 	size_t len;
@@ -325,5 +368,6 @@ int main(void)
 	test_scan_trial();
 	test_scan_stale();
 	test_return_address_in_caller();
+	test_return_address_in_register();
 	return failures ? 1 : 0;
 }

@@ -37,10 +37,10 @@ int main(void)
 	uint64_t full = sampler__max_record_size(131072, false);
 	uint64_t none = sampler__max_record_size(0, false);
 
-	/* 8-byte ring header + 168 fixed + (256 + 127) * 8 ips + 24 + 32 delta header and map
+	/* 8-byte ring header + 176 fixed + (256 + 127) * 8 ips + 24 + 32 delta header and map
 	 * + 131072 copy + 512 FP tail window */
-	check(full == 134880, "128-KiB copies: records up to 134880 bytes (got %" PRIu64 ")", full);
-	check(none == 8 + 168 + 383 * 8, "--no-dwarf: no copy, no tail window (got %" PRIu64 ")",
+	check(full == 134888, "128-KiB copies: records up to 134888 bytes (got %" PRIu64 ")", full);
+	check(none == 8 + 176 + 383 * 8, "--no-dwarf: no copy, no tail window (got %" PRIu64 ")",
 	      none);
 	check(sampler__max_record_size(131072, true) == full + 131072,
 	      "delta verification sends the copy twice");

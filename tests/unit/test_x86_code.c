@@ -208,9 +208,13 @@ static void test_lea_nop(void)
  *   0x3000: pop (%rsp)  0x3003: add $1,%rax  0x3007: mov (%rsp),%rax  0x300b: push %rax
  *   0x300c: ret
  *   0x3010: pop (%rsp)  0x3013: nop  0x3014: push (%rsp)  0x3017: ret
- *   0x3020: mov %rax,(%rsp)  0x3024: ret      (a return address overwritten: unknown)
+ *   0x3020: mov %rax,(%rsp)  0x3024: ret      (a return address overwritten: rax's value)
  *   0x3030: mov (%rsp),%rcx  0x3034: mov %rcx,0x8(%rsp)  0x3039: pop %rax  0x303a: ret
- *                                            (its own return address, copied up a word) */
+ *                                            (its own return address, copied up a word)
+ *   0x3040: add $1,%rax  0x3044: mov %rax,(%rsp)  0x3048: ret
+ *                                            (overwritten by a value it cannot name)
+ *   0x3050: pop %r8  0x3052: nop  0x3053: push %r8  0x3055: ret
+ *                                            (sljit's fast call into a register) */
 static void test_moved_return(void)
 {
 	static const uint8_t moved[] = {
@@ -218,7 +222,9 @@ static void test_moved_return(void)
 		0xcc, 0xcc, 0x8f, 0x04, 0x24, 0x90, 0xff, 0x34, 0x24, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc,
 		0xcc, 0xcc, 0xcc, 0xcc, 0x48, 0x89, 0x04, 0x24, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
 		0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x48, 0x8b, 0x0c, 0x24, 0x48, 0x89, 0x4c, 0x24,
-		0x08, 0x58, 0xc3,
+		0x08, 0x58, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x89,
+		0x04, 0x24, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0x41, 0x58, 0x90, 0x41,
+		0x50, 0xc3,
 	};
 	const struct code_window w = { moved, 0x3000, sizeof(moved) };
 	struct code_rules r;
@@ -239,8 +245,28 @@ static void test_moved_return(void)
 		      r.ra_offset == 0,
 	      "fast call returning by push (%%rsp); ret: the same (%s, %+d, %+d)", code_fail__name(fail),
 	      r.cfa_offset, r.ra_offset);
-	check(x86_code__analyze(&w, 0x3020, 0, 0, &r) == CODE_STACK_LOST,
+	fail = x86_code__analyze(&w, 0x300b, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 0 &&
+		      r.ra_in_register && r.ra_register == 0,
+	      "fast call at push %%rax; ret: the caller's rsp is rsp, the return address rax's value (%s, %+d, %d %u)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_in_register, r.ra_register);
+	fail = x86_code__analyze(&w, 0x3020, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 8 &&
+		      r.ra_in_register && r.ra_register == 0,
+	      "a return address overwritten by rax: rax's value at pc, CFA rsp+8 (%s, %+d, %d %u)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_in_register, r.ra_register);
+	check(x86_code__analyze(&w, 0x3040, 0, 0, &r) == CODE_STACK_LOST,
 	      "a return address overwritten by a value the analysis cannot name: stack lost");
+	fail = x86_code__analyze(&w, 0x3050, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 8 &&
+		      r.ra_offset == -8 && !r.ra_in_register,
+	      "fast call into a register, at its entry: CFA rsp+8, return address at CFA-8 (%s, %+d, %+d)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_offset);
+	fail = x86_code__analyze(&w, 0x3052, 0, 0, &r);
+	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 0 &&
+		      r.ra_in_register && r.ra_register == 8,
+	      "fast call into a register, past pop %%r8: the caller's rsp is rsp, the return address r8's value (%s, %+d, %d %u)",
+	      code_fail__name(fail), r.cfa_offset, r.ra_in_register, r.ra_register);
 	fail = x86_code__analyze(&w, 0x3030, 0, 0, &r);
 	check(fail == CODE_OK && r.cfa == UNWIND_CFA_SP_OFFSET && r.cfa_offset == 16 &&
 		      r.ra_offset == -16,

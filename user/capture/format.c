@@ -16,7 +16,14 @@ struct capture_reader {
 	size_t pos;
 	uint32_t last_type; /* a whole capture ends with its CAPTURE_INFO record */
 	bool mapped;        /* data is a mapping of the file, not the heap's */
+	uint32_t version;
+	uint8_t *converted; /* a version 6 sample in this version's layout (CAPTURE_MAX_RECORD) */
 };
+
+/* The header of a sample in captures of version 6: struct hprof_sample up to user_r8. */
+#define SAMPLE_V6_HEADER offsetof(struct hprof_sample, user_r8)
+_Static_assert(sizeof(struct hprof_sample) == SAMPLE_V6_HEADER + 8,
+	       "version 7 added user_r8 at the end of the header, and nothing else");
 
 /* Reads len bytes of fd into buf; returns 0, or -1 when the file ends before them. */
 static int read_all(int fd, uint8_t *buf, size_t len)
@@ -321,10 +328,16 @@ int capture_reader__open(const char *path, struct capture_reader **out, char *er
 		goto cleanup;
 	}
 	memcpy(&version, r->data + 8, sizeof(version));
-	if (version != CAPTURE_VERSION) {
-		snprintf(err, errlen, "%s: written by %s hprof (capture version %u; this hprof reads version %u)",
+	if (version < CAPTURE_VERSION_OLDEST || version > CAPTURE_VERSION) {
+		snprintf(err, errlen, "%s: written by %s hprof (capture version %u; this hprof reads versions %u to %u)",
 			 path, version > CAPTURE_VERSION ? "a newer" : "an older", version,
-			 CAPTURE_VERSION);
+			 CAPTURE_VERSION_OLDEST, CAPTURE_VERSION);
+		goto cleanup;
+	}
+	r->version = version;
+	if (version < CAPTURE_VERSION && !(r->converted = malloc(CAPTURE_MAX_RECORD))) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "%s: %s", path, strerror(ENOMEM));
 		goto cleanup;
 	}
 	r->pos = 16;
@@ -333,6 +346,26 @@ int capture_reader__open(const char *path, struct capture_reader **out, char *er
 cleanup:
 	capture_reader__free(r);
 	return ret;
+}
+
+/* A version 6 sample in this version's layout: user_r8 (0) inserted after its header,
+ * flagged SAMPLE_NO_R8. One too short for the header is left as it is (the reader of the
+ * record refuses it); -1 for one the buffer cannot hold. */
+static int convert_v6_sample(struct capture_reader *r, const uint8_t **payload, uint32_t *len)
+{
+	struct hprof_sample *s = (struct hprof_sample *)r->converted;
+
+	if (*len < SAMPLE_V6_HEADER)
+		return 0;
+	if (*len > CAPTURE_MAX_RECORD - 8)
+		return -1;
+	memcpy(r->converted, *payload, SAMPLE_V6_HEADER);
+	s->user_r8 = 0;
+	s->flags |= SAMPLE_NO_R8;
+	memcpy(r->converted + sizeof(*s), *payload + SAMPLE_V6_HEADER, *len - SAMPLE_V6_HEADER);
+	*payload = r->converted;
+	*len += 8;
+	return 0;
 }
 
 int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t **payload,
@@ -369,6 +402,12 @@ int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t
 	*type = r->last_type = header[0];
 	*len = header[1];
 	*payload = r->data + r->pos + sizeof(header);
+	if (r->version < CAPTURE_VERSION && *type == CAPTURE_SAMPLE &&
+	    convert_v6_sample(r, payload, len) != 0) {
+		snprintf(err, errlen, "%s: offset %zu: a sample of %u bytes, more than hprof writes",
+			 r->path, r->pos, header[1]);
+		return -EINVAL;
+	}
 	r->pos += sizeof(header) + padded;
 	return 1;
 }
@@ -387,6 +426,7 @@ void capture_reader__free(struct capture_reader *r)
 		munmap(r->data, r->size);
 	else
 		free(r->data);
+	free(r->converted);
 	free(r->path);
 	free(r);
 }

@@ -20,8 +20,11 @@
  * stack a signal interrupted, and their copies' holes. 4: samples carry rbx and rdi.
  * 5: r10 and r12-r15. 6: copies of up to 128 KiB, their maps of holes 64 bits; later,
  * CAPTURE_CODE, _PERF_MAP, _BEAM_EXIT, _GDB_JIT_*, _JITDUMP, _PYTHON_MEMORY and _KSYMS
- * records, which an hprof that predates them refuses as unknown types. */
-#define CAPTURE_VERSION 6
+ * records, which an hprof that predates them refuses as unknown types. 7: r8, at the end of
+ * the sample's header; a version 6 capture is still read (capture_reader__next gives its
+ * samples in this layout, r8 0 and flagged SAMPLE_NO_R8). */
+#define CAPTURE_VERSION 7
+#define CAPTURE_VERSION_OLDEST 6
 /* Largest record accepted when reading: a sample or a maps file. */
 #define CAPTURE_MAX_RECORD (4u << 20)
 
@@ -125,7 +128,8 @@ int capture_reader__open(const char *path, struct capture_reader **out, char *er
 			 size_t errlen);
 /* The next record: 1 with type, payload and len set, 0 at the end, or -EINVAL (message in
  * err, saying "truncated" and where) for a record that runs past the end of the file or a
- * capture that ends before its closing CAPTURE_INFO record. */
+ * capture that ends before its closing CAPTURE_INFO record. A sample of a version 6 capture
+ * comes in this version's layout, in a buffer of the reader's that the next call reuses. */
 int capture_reader__next(struct capture_reader *r, uint32_t *type, const uint8_t **payload,
 			 uint32_t *len, char *err, size_t errlen);
 void capture_reader__free(struct capture_reader *r);

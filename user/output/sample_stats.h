@@ -21,6 +21,11 @@ struct nocfi_stats {
 					    * was tried instead) */
 	uint64_t analysis_ra_by_walk;      /* ... taken all the same: a walk from the return
 					    * address reached the stack's start */
+	uint64_t ra_moved;                 /* steps by an analysis with the return address
+					    * moved into the caller's frame (sljit) */
+	uint64_t ra_register;              /* ... in a register the sample holds */
+	uint64_t ra_top_word;              /* ... in one it lacks: the caller's top word
+					    * taken (the word at the CFA) */
 	uint64_t frame_pointer_frames;     /* frames found by a frame record */
 	uint64_t scan_frames;              /* frames found by scanning */
 	uint64_t scan_rejected_code;       /* scan candidates with no call before them, or a

@@ -29,12 +29,15 @@ static void print_nocfi(const struct nocfi_stats *n, FILE *out)
 			n->failed[f]);
 	fprintf(out, "), %" PRIu64 " unreadable, %" PRIu64
 			" steps rejected (no call before the return address), %" PRIu64
-			" taken so (a walk from it reached the start); frames found by frame records %" PRIu64
+			" taken so (a walk from it reached the start); return addresses the code moved"
+			" (sljit): %" PRIu64 " into the caller's frame, %" PRIu64 " into a sampled register, %" PRIu64
+			" into another (the caller's top word taken); frames found by frame records %" PRIu64
 			", by scanning %" PRIu64 " (candidates rejected: %" PRIu64 " by their code, %" PRIu64
 			" by a walk, %" PRIu64 " as stale; %" PRIu64
 			" scans passed over one for a later candidate whose callers all called their callees;"
 			" %" PRIu64 " taken after a call of a function that jumped to the code, in its frame)\n",
-		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->frame_pointer_frames,
+		n->unreadable, n->analysis_rejected, n->analysis_ra_by_walk, n->ra_moved,
+		n->ra_register, n->ra_top_word, n->frame_pointer_frames,
 		n->scan_frames, n->scan_rejected_code, n->scan_rejected_walk, n->scan_rejected_stale,
 		n->scan_passed_over, n->scan_through_jumps);
 }

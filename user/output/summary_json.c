@@ -85,6 +85,12 @@ static void json_nocfi(struct json_writer *w, const struct nocfi_stats *n)
 	json__uint(w, n->analysis_rejected);
 	json__key(w, "analysis_return_addresses_by_walk");
 	json__uint(w, n->analysis_ra_by_walk);
+	json__key(w, "return_addresses_moved_to_caller_frame");
+	json__uint(w, n->ra_moved);
+	json__key(w, "return_addresses_in_sampled_register");
+	json__uint(w, n->ra_register);
+	json__key(w, "return_addresses_from_caller_top_word");
+	json__uint(w, n->ra_top_word);
 	json__key(w, "frames_by_frame_pointer");
 	json__uint(w, n->frame_pointer_frames);
 	json__key(w, "frames_by_scan");

@@ -47,6 +47,42 @@ static enum step_result rejected(struct walker *w, struct walk_frame *f, enum un
 	return STEP_REJECTED;
 }
 
+/* A caller at its callee's sp (a return address moved up into the caller's frame or
+ * popped into a register: sljit's fast calls, nested as deep as SAME_SP_FRAMES - 1) is
+ * taken while its pc is none of the frames' at that sp: frames there could otherwise name
+ * each other forever. */
+static bool another_at_same_sp(struct walker *w, const struct walk_frame *f)
+{
+	if (w->same_sp != f->regs.sp) {
+		w->same_sp = f->regs.sp;
+		w->same_sp_pcs[0] = f->regs.ip;
+		w->nr_same_sp = 1;
+	}
+	for (uint32_t i = 0; i < w->nr_same_sp; i++) {
+		if (w->same_sp_pcs[i] == f->caller.ip)
+			return false;
+	}
+	if (w->nr_same_sp == SAME_SP_FRAMES)
+		return false;
+	w->same_sp_pcs[w->nr_same_sp++] = f->caller.ip;
+	return true;
+}
+
+/* Where a step's return address was, when the code had moved it (sljit's fast calls). */
+static void count_moved(struct walker *w, const struct cached_rules *rules)
+{
+	struct unwind_cache_stats *stats = &w->cache->stats;
+
+	if (w->first_is_return) /* a trial walk (trial_walk): its steps are not the stack's */
+		return;
+	if (rules->ra == UNWIND_RA_AT_CFA && rules->ra_offset >= 0)
+		stats->analysis_ra_moved++;
+	else if (rules->ra == UNWIND_RA_REGISTER && ra_from_top_word(w, rules))
+		stats->analysis_ra_top_word++;
+	else if (rules->ra == UNWIND_RA_REGISTER)
+		stats->analysis_ra_register++;
+}
+
 /* The frame's rules by analysis: cached in its slot, or found now (analysis_rules, which
  * also gives the rules of a runtime's stack end: no frame above). None: rejected. */
 enum step_result analysis_step(struct walker *w, struct walk_frame *f)
@@ -61,6 +97,10 @@ enum step_result analysis_step(struct walker *w, struct walk_frame *f)
 			return STEP_REJECTED;
 		f->rules = rules;
 	}
+	/* a return address in a register: only the sampled frame's registers are known (a
+	 * frame a signal interrupted gets no rules, as a return address does: analysis_rules) */
+	if (rules->ra == UNWIND_RA_REGISTER && !f->leaf)
+		return STEP_REJECTED;
 	f->analysed = true;
 	end = step(w, rules, &f->regs, f->leaf, &f->caller, &ra_undefined, &signal);
 	if (f->leaf && end == UNWIND_END_COMPLETE && rules->cfa == UNWIND_CFA_SP_OFFSET &&
@@ -71,15 +111,11 @@ enum step_result analysis_step(struct walker *w, struct walk_frame *f)
 	if (end != UNWIND_END_COMPLETE ||
 	    !caller_fits(w, f, rules, &f->caller, UNWIND_FOUND_ANALYSIS))
 		return rejected(w, f, end);
-	/* a caller at its callee's sp (a return address moved up into the caller's frame)
-	 * once at any sp: two frames there could name each other forever */
-	if (f->caller.sp == f->regs.sp) {
-		if (w->same_sp == f->regs.sp) {
-			f->end = UNWIND_END_BAD_FRAME;
-			return STEP_STOP;
-		}
-		w->same_sp = f->regs.sp;
+	if (f->caller.sp == f->regs.sp && !another_at_same_sp(w, f)) {
+		f->end = UNWIND_END_BAD_FRAME;
+		return STEP_STOP;
 	}
 	f->caller_exact = false;
+	count_moved(w, rules);
 	return STEP_FOUND;
 }

@@ -156,10 +156,65 @@ static uint64_t recover_bx(const struct cached_rules *rules, const struct frame_
 	}
 }
 
+/* The sampled value of the register whose DWARF number is dwarf: rdi (glibc's __vfork
+ * keeps its return address there), r8 (sljit's fast calls), rbx, rbp, and r10, r12-r15 (a
+ * code analysis's rules may name any of them). False for a register the sample does not
+ * hold. */
+static bool sampled_register(const struct unwind_regs *sampled, int64_t dwarf, uint64_t *value)
+{
+	switch (dwarf) {
+	case UNWIND_DWARF_RDI:
+		*value = sampled->di;
+		return sampled->di_valid;
+	case UNWIND_DWARF_RBX:
+		*value = sampled->bx;
+		return sampled->bx_valid;
+	case UNWIND_DWARF_RBP:
+		*value = sampled->bp;
+		return sampled->bp_valid;
+	case UNWIND_DWARF_R8:
+		*value = sampled->r8;
+		return sampled->r8_valid;
+	case UNWIND_DWARF_R10:
+	case UNWIND_DWARF_R12:
+	case UNWIND_DWARF_R13:
+	case UNWIND_DWARF_R14:
+	case UNWIND_DWARF_R15:
+		*value = sampled->drap[dwarf - UNWIND_DWARF_R10];
+		return sampled->drap_valid;
+	default:
+		return false;
+	}
+}
+
+/* The return address in a register, in the first frame (leaf): the sampled register's
+ * value, or, by an analysis's rules, for a register the sample lacks (sljit's fast calls
+ * reload it into rax from their caller's top word before push %rax; ret, and pop it into
+ * r8 for a call of their own), the word at the CFA: the caller's top word, where such a
+ * callee keeps it otherwise (ra_from_top_word). */
+static enum unwind_end ra_in_register(const struct walker *w, const struct cached_rules *rules,
+				      uint64_t cfa, bool leaf, uint64_t *ra)
+{
+	if (!leaf)
+		return UNWIND_END_UNSUPPORTED;
+	if (sampled_register(w->sampled, rules->ra_offset, ra))
+		return UNWIND_END_COMPLETE;
+	if (rules->found != UNWIND_FOUND_ANALYSIS)
+		return UNWIND_END_UNSUPPORTED;
+	return read_u64(w->view, cfa, ra) ? UNWIND_END_COMPLETE : UNWIND_END_COPY_SHORT;
+}
+
+bool ra_from_top_word(const struct walker *w, const struct cached_rules *rules)
+{
+	uint64_t unused;
+
+	return rules->ra == UNWIND_RA_REGISTER && rules->found == UNWIND_FOUND_ANALYSIS &&
+	       !sampled_register(w->sampled, rules->ra_offset, &unused);
+}
+
 /* The return address, for the rules at regs->ip with the CFA computed. *in_register says
  * it was in a register: no stack slot held it, so the CFA may equal sp. Only the first
- * frame's registers besides rsp and rbp are known (leaf), and of them only rdi, where
- * glibc's __vfork keeps it. */
+ * frame's registers besides rsp and rbp are known (leaf). */
 enum unwind_end return_address(const struct walker *w, const struct cached_rules *rules,
 				      const struct frame_regs *regs, uint64_t cfa, bool leaf,
 				      uint64_t *ra, bool *in_register)
@@ -175,11 +230,8 @@ enum unwind_end return_address(const struct walker *w, const struct cached_rules
 		ra_addr = regs->sp + rules->ra_offset;
 		break;
 	case UNWIND_RA_REGISTER:
-		if (!leaf || rules->ra_offset != UNWIND_DWARF_RDI || !w->sampled->di_valid)
-			return UNWIND_END_UNSUPPORTED;
-		*ra = w->sampled->di;
 		*in_register = true;
-		return UNWIND_END_COMPLETE;
+		return ra_in_register(w, rules, cfa, leaf, ra);
 	default:
 		return UNWIND_END_UNSUPPORTED;
 	}
@@ -221,7 +273,7 @@ enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
 	ra_in_caller = rules->ra == UNWIND_RA_AT_CFA && rules->ra_offset >= 0;
 	if (!*signal && (in_register || ra_in_caller ? cfa < regs->sp : cfa <= regs->sp))
 		return UNWIND_END_BAD_FRAME;
-	if (ra_in_caller && cfa == regs->sp && caller->ip == regs->ip)
+	if ((ra_in_caller || in_register) && cfa == regs->sp && caller->ip == regs->ip)
 		return UNWIND_END_BAD_FRAME;
 	return UNWIND_END_COMPLETE;
 }

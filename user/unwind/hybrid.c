@@ -248,6 +248,7 @@ struct unwind_regs hybrid__sample_regs(const struct hprof_sample *sample)
 		.drap_valid = true,
 		.drap = { sample->user_r10, 0, sample->user_r12, sample->user_r13, sample->user_r14,
 			  sample->user_r15 },
+		.r8_valid = !(sample->flags & SAMPLE_NO_R8), .r8 = sample->user_r8,
 	};
 }
 

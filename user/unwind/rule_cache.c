@@ -157,8 +157,10 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 	}
 	if (rules && rules->found == UNWIND_FOUND_FRAME_POINTER)
 		return NULL;
+	/* a return address in a register (its value at ip) is known at the sampled pc only */
 	if (!w->space->code.analyze ||
-	    w->space->code.analyze(w->space->ctx, ip, &code) != CODE_OK) {
+	    w->space->code.analyze(w->space->ctx, ip, &code) != CODE_OK ||
+	    (code.ra_in_register && !exact)) {
 		*slot = (struct cached_rules){ .space = id, .pc = lookup, .next = slot,
 					       .cfa = UNWIND_CFA_END,
 					       .found = UNWIND_FOUND_FRAME_POINTER,
@@ -168,7 +170,8 @@ struct cached_rules *analysis_rules(struct walker *w, uint64_t id, uint64_t ip, 
 	*slot = (struct cached_rules){
 		.space = id, .pc = lookup, .next = slot,
 		.cfa = code.cfa, .cfa_offset = code.cfa_offset, .cfa_addend = code.cfa_addend,
-		.ra = UNWIND_RA_AT_CFA, .ra_offset = code.ra_offset,
+		.ra = code.ra_in_register ? UNWIND_RA_REGISTER : UNWIND_RA_AT_CFA,
+		.ra_offset = code.ra_in_register ? code.ra_register : code.ra_offset,
 		.rbp = code.rbp, .rbp_offset = code.rbp_offset,
 		.rbx = code.rbx, .rbx_offset = code.rbx_offset,
 		.found = UNWIND_FOUND_ANALYSIS,

@@ -27,6 +27,9 @@ struct unwind_regs {
 	 * epilogue keeps its CFA in one (indexed by DWARF number - UNWIND_DWARF_R10). */
 	bool drap_valid;
 	uint64_t drap[6];
+	/* r8: only the first frame's, where sljit's fast calls keep a return address */
+	bool r8_valid;
+	uint64_t r8;
 };
 
 /* User memory from base to base + len, copied at sample time, and more memory copied
@@ -206,6 +209,10 @@ struct unwind_cache_stats {
 	/* steps by an analysis's rules whose return address followed no call: rejected, and
 	 * taken because a walk from the return address reached the stack's start */
 	uint64_t analysis_rejected, analysis_ra_by_walk;
+	/* steps by an analysis's rules taken with the return address where the code moved it
+	 * (sljit's fast calls): into the caller's frame (a word at or above the CFA), into a
+	 * register the sample holds, into one it lacks (the word at the CFA taken instead) */
+	uint64_t analysis_ra_moved, analysis_ra_register, analysis_ra_top_word;
 };
 
 struct unwind_cache *unwind_cache__new(void);

@@ -152,8 +152,12 @@ struct walker {
 	 * it saved nothing on the stack, so r12-r15, callee-saved, still hold their sampled
 	 * values there; 0: no such caller. */
 	uint64_t drap_caller_sp;
-	/* the last sp an analysis's step found a caller at without moving up, 0 if none */
+#define SAME_SP_FRAMES 4 /* frames at one sp: a fast call's caller and callees (sljit's) */
+	/* the last sp an analysis's step found a caller at without moving up, 0 if none, and
+	 * the pcs of the frames at it (analysis_step.c: another_at_same_sp) */
 	uint64_t same_sp;
+	uint64_t same_sp_pcs[SAME_SP_FRAMES];
+	uint32_t nr_same_sp;
 	/* The walk loop itself (walk_loop.c), for the trial walks a scan or an analysis's
 	 * unchecked return address makes: the steps lie below the loop, which lends itself. */
 	walk_from_fn walk_from;
@@ -303,6 +307,9 @@ enum unwind_end return_address(const struct walker *w, const struct cached_rules
 enum unwind_end step(const struct walker *w, const struct cached_rules *rules,
 		     const struct frame_regs *regs, bool leaf, struct frame_regs *caller,
 		     bool *ra_undefined, bool *signal);
+/* The rules put the return address in a register the sample lacks: the walk read the word
+ * at the CFA instead (ra_in_register). */
+bool ra_from_top_word(const struct walker *w, const struct cached_rules *rules);
 struct cached_rules *first_rules(struct walker *w, uint64_t id, uint64_t ip);
 bool returns_to_function_start(struct walker *w, uint64_t ra);
 enum step_result cfi_step(struct walker *w, struct walk_frame *f);

@@ -166,7 +166,7 @@ static void find_return_address(struct state *s)
 	if (ra == s->sp.off)
 		return;
 	s->ra_moved = true;
-	s->ra_lost = ra == WORD_UNKNOWN || ra < 0;
+	s->ra_lost = ra == WORD_UNKNOWN || (ra < 0 && !WORD_IS_REGISTER(ra));
 	s->ra_at = s->ra_lost ? WORD_UNKNOWN : ra;
 }
 
@@ -412,6 +412,16 @@ static enum code_fail deref_cfa(const struct state *s, struct val cfa, struct co
 	return CODE_OK;
 }
 
+/* A general register's DWARF number, from its index in state.gpr (Zydis's order: rax,
+ * rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8-r15). */
+static uint8_t dwarf_number(int32_t gpr)
+{
+	static const uint8_t dwarf[NR_GPRS] = { 0, 2, 1, 3, 7, 6, 4, 5,
+						8, 9, 10, 11, 12, 13, 14, 15 };
+
+	return dwarf[gpr & (NR_GPRS - 1)];
+}
+
 /* Tracing forward: at the return, rsp is SP0 or BP0 + off and the return address is
  * there. */
 static enum code_fail rules_at_return(const struct state *s, struct code_rules *out)
@@ -422,8 +432,8 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 		return CODE_STACK_LOST;
 	if (cfa.base == BASE_DEREF)
 		return deref_cfa(s, cfa, out);
-	/* a return address the code moved up into its caller's top word (sljit) leaves the
-	 * caller's rsp where the callee's is */
+	/* a return address the code moved up into its caller's top word, or into a register
+	 * (sljit), leaves the caller's rsp where the callee's is */
 	if (cfa.base == BASE_SP0 ? !offset_sane(cfa.off) && !(s->ra_moved && cfa.off == 0)
 				 : cfa.off <= -CODE_MAX_FRAME || cfa.off >= CODE_MAX_FRAME)
 		return CODE_STACK_LOST;
@@ -435,8 +445,17 @@ static enum code_fail rules_at_return(const struct state *s, struct code_rules *
 		out->cfa = cfa.base == BASE_R0 ? UNWIND_CFA_R10_OFFSET
 					       : UNWIND_CFA_R12_OFFSET + (cfa.base - BASE_R0 - 2);
 	out->cfa_offset = (int32_t)cfa.off;
-	/* moved: the return reads it from a word the code stored it to (s->sp is SP0-based) */
-	out->ra_offset = s->ra_moved ? (int32_t)(s->ra_at - cfa.off) : -8;
+	if (s->ra_moved && WORD_IS_REGISTER(s->ra_at)) {
+		if (cfa.base != BASE_SP0)
+			return CODE_STACK_LOST; /* with its CFA known in the sampled frame only */
+		out->ra_in_register = true;
+		out->ra_register = dwarf_number(s->ra_at - WORD_REGISTER(0));
+		out->ra_offset = 0;
+	} else {
+		/* moved: the return reads it from a word the code stored it to (s->sp is
+		 * SP0-based) */
+		out->ra_offset = s->ra_moved ? (int32_t)(s->ra_at - cfa.off) : -8;
+	}
 	saved_rule(&s->bp, (struct val){ BASE_BP0, 0 }, cfa, &out->rbp, &out->rbp_offset, true);
 	saved_rule(&s->bx, (struct val){ BASE_BX0, 0 }, cfa, &out->rbx, &out->rbx_offset, false);
 	out->from_start = false;
@@ -461,7 +480,7 @@ static enum code_fail analyze_from(struct tracer *t, uint64_t pc, uint64_t start
 	s.pc = pc;
 	s.sp = (struct val){ BASE_SP0, 0 };
 	for (unsigned i = 0; i < NR_GPRS; i++)
-		s.gpr[i] = WORD_UNKNOWN;
+		s.gpr[i] = WORD_REGISTER(i);
 	s.forgotten = INT32_MIN;
 	s.bp.val = (struct val){ BASE_BP0, 0 };
 	s.bx.val = (struct val){ BASE_BX0, 0 };

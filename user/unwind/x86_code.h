@@ -30,8 +30,14 @@ struct code_rules {
 	 * realigned frame that keeps the caller's rsp less its pushes in memory); 0 otherwise */
 	int32_t cfa_addend;
 	/* the return address is at CFA + ra_offset: -8, except where the code moved it (a
-	 * callee of sljit's fast calls keeps it in its caller's top word: 0) */
+	 * callee of sljit's fast calls keeps it in its caller's top word: 0); unless
+	 * ra_in_register */
 	int32_t ra_offset;
+	/* tracing forward, the return address is the value at pc of the register whose DWARF
+	 * number is ra_register (a callee of sljit's fast calls that popped it into one; CFA
+	 * then rsp-based, ra_offset 0) */
+	bool ra_in_register;
+	uint8_t ra_register;
 	/* with CODE_NO_EXIT: a path ran past the end of the code read, so more code after it
 	 * may hold the return (a JIT kernel of 100 KiB has one, at its end) */
 	bool past_window;

@@ -43,10 +43,15 @@ enum base {
 #define NR_GPRS 16
 #define WORD_UNKNOWN INT32_MIN
 #define CODE_MAX_WORD (1 << 24)
+/* A general register's value at pc (rax..r15 by Zydis's order), as a word or a register
+ * holds it: sljit's fast calls also pop the return address into a register and return
+ * with push %reg; ret. Below every word's offset (CODE_MAX_WORD). */
+#define WORD_REGISTER(i) (INT32_MIN + 1 + (int32_t)(i))
+#define WORD_IS_REGISTER(v) ((v) > WORD_UNKNOWN && (v) <= WORD_REGISTER(NR_GPRS - 1))
 
 struct word {
 	int32_t at;    /* SP0 + at */
-	int32_t holds; /* the word at SP0 + holds at pc, or WORD_UNKNOWN */
+	int32_t holds; /* the word at SP0 + holds at pc, a WORD_REGISTER, or WORD_UNKNOWN */
 };
 
 struct val {
@@ -68,13 +73,15 @@ struct state {
 	struct val deref; /* BASE_DEREF's word: SP0 or BP0 + an offset */
 	bool from_start; /* tracing from the function's start, not forward from pc */
 	/* tracing forward: rax..r15 (by Zydis's order; rsp's unused) as the word at SP0 + n
-	 * at pc they were loaded from, else WORD_UNKNOWN; the words stored to since pc */
+	 * at pc they were loaded from, a register's value at pc (WORD_REGISTER: their own
+	 * until written), else WORD_UNKNOWN; the words stored to since pc */
 	int32_t gpr[NR_GPRS];
 	struct word words[NR_WORDS];
 	uint8_t nr_words;
 	int32_t forgotten; /* words at or below SP0 + forgotten may have been stored to */
-	/* at a return: the return address is at SP0 + ra_at (ra_moved), else at rsp; nowhere
-	 * the analysis can name (ra_lost) */
+	/* at a return: the return address is at SP0 + ra_at (ra_moved), or register ra_at's
+	 * value at pc (ra_moved, WORD_IS_REGISTER(ra_at)), else at rsp; nowhere the analysis
+	 * can name (ra_lost) */
 	bool ra_moved, ra_lost;
 	/* the exit is a jump out of the function, taken for a tail call, not a return */
 	bool tail_jump;
