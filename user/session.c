@@ -160,6 +160,14 @@ void session__set_go_hook(struct session *s, go_proc_hook_fn fn, void *ctx)
 	go_procs__set_hook(s->go, fn, ctx);
 }
 
+int session__look_go_command(struct session *s, uint32_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	return go_procs__look_file(s->go, pid, path);
+}
+
 const struct go_proc_stats *session__go_stats(const struct session *s)
 {
 	return go_procs__stats(s->go);
@@ -247,7 +255,7 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC) {
 		if (s->python)
 			python_procs__gone(s->python, e->pid);
-		go_procs__gone(s->go, e->pid);
+		go_procs__gone(s->go, e->pid, e->type == MAP_EVENT_EXEC);
 		python_stack__process_gone(&s->python_stack, e->pid);
 		python_memory__forget_pid(s->python_memory, e->pid);
 		module_registry__reload_jit(s->modules, e->pid);

@@ -44,6 +44,8 @@ void session__set_python_hook(struct session *s, python_proc_hook_fn fn, void *c
 /* Go processes' layouts, for the kernel to read their stack switches (go/process.h). */
 void session__set_go_hook(struct session *s, go_proc_hook_fn fn, void *ctx);
 const struct go_proc_stats *session__go_stats(const struct session *s);
+/* The command pid hprof just started: its executable looked at for Go now. 0 or -ENOMEM. */
+int session__look_go_command(struct session *s, uint32_t pid);
 enum session_python {
 	SESSION_PYTHON_ON,     /* Python frames in place of the evaluator's (the default) */
 	SESSION_PYTHON_NATIVE, /* ... keeping the interpreter's frames between them */

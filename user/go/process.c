@@ -1,6 +1,7 @@
 #include "go/process.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -10,8 +11,10 @@
 struct entry {
 	uint32_t pid;
 	uint64_t space_id; /* the mappings last looked at */
+	bool looked;       /* space_id is set */
 	bool decided;      /* a Go executable was found and counted: it stays what it is */
 	bool told;         /* the kernel holds an entry for pid */
+	bool command;      /* decided by go_procs__look_file before the exec was handled */
 	UT_hash_handle hh;
 };
 
@@ -57,45 +60,85 @@ static enum go_layout_reason find_go(struct process *proc, const struct resolver
 	return GO_LAYOUT_NOT_GO;
 }
 
+/* pid's entry, made when there is none; NULL only when out of memory. */
+static struct entry *entry_of(struct go_procs *t, uint32_t pid)
+{
+	struct entry *e;
+
+	HASH_FIND(hh, t->by_pid, &pid, sizeof(pid), e);
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->pid = pid;
+	HASH_ADD(hh, t->by_pid, pid, sizeof(e->pid), e);
+	return e;
+}
+
+/* Counts what was found of e's process and tells the kernel a layout it can read. */
+static void decide(struct go_procs *t, struct entry *e, enum go_layout_reason r,
+		   const struct hprof_go_proc *kernel, const char *version)
+{
+	if (r == GO_LAYOUT_NOT_GO)
+		return;
+	e->decided = true;
+	t->stats.processes[r]++;
+	if (r == GO_LAYOUT_UNKNOWN_VERSION)
+		snprintf(t->stats.last_unknown, sizeof(t->stats.last_unknown), "%s", version);
+	if (r == GO_LAYOUT_OK && t->hook) {
+		t->hook(t->hook_ctx, e->pid, kernel);
+		e->told = true;
+	}
+}
+
 int go_procs__look(struct go_procs *t, struct process *proc, const struct resolver *resolver)
 {
 	struct hprof_go_proc kernel;
 	enum go_layout_reason r;
 	char version[32];
-	struct entry *e;
+	struct entry *e = entry_of(t, proc->pid);
 
-	HASH_FIND(hh, t->by_pid, &proc->pid, sizeof(proc->pid), e);
-	if (!e) {
-		e = calloc(1, sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		e->pid = proc->pid;
-		HASH_ADD(hh, t->by_pid, pid, sizeof(e->pid), e);
-	} else if (e->decided || e->space_id == proc->space_id) {
+	if (!e)
+		return -ENOMEM;
+	if (e->decided || (e->looked && e->space_id == proc->space_id))
 		return 0;
-	}
+	e->looked = true;
 	e->space_id = proc->space_id;
 	r = find_go(proc, resolver, &kernel, version, sizeof(version));
-	if (r == GO_LAYOUT_NOT_GO)
-		return 0;
-	e->decided = true;
-	t->stats.processes[r]++;
-	if (r == GO_LAYOUT_UNKNOWN_VERSION)
-		memcpy(t->stats.last_unknown, version, sizeof(version));
-	if (r == GO_LAYOUT_OK && t->hook) {
-		t->hook(t->hook_ctx, e->pid, &kernel);
-		e->told = true;
-	}
+	decide(t, e, r, &kernel, version);
 	return 0;
 }
 
-void go_procs__gone(struct go_procs *t, uint32_t pid)
+int go_procs__look_file(struct go_procs *t, uint32_t pid, const char *path)
+{
+	struct hprof_go_proc kernel;
+	enum go_layout_reason r;
+	char version[32];
+	struct entry *e = entry_of(t, pid);
+
+	if (!e)
+		return -ENOMEM;
+	if (e->decided)
+		return 0;
+	r = go_layout__from_file(path, &kernel, version, sizeof(version));
+	decide(t, e, r, &kernel, version);
+	e->command = e->decided;
+	return 0;
+}
+
+void go_procs__gone(struct go_procs *t, uint32_t pid, bool exec)
 {
 	struct entry *e;
 
 	HASH_FIND(hh, t->by_pid, &pid, sizeof(pid), e);
 	if (!e)
 		return;
+	/* the exec that go_procs__look_file already looked at */
+	if (exec && e->command) {
+		e->command = false;
+		return;
+	}
 	if (e->told && t->hook)
 		t->hook(t->hook_ctx, pid, NULL);
 	HASH_DEL(t->by_pid, e);

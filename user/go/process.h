@@ -5,6 +5,7 @@
 #ifndef HPROF_GO_PROCESS_H
 #define HPROF_GO_PROCESS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "go.h"
@@ -27,8 +28,13 @@ int go_procs__new(struct go_procs **out);
 void go_procs__set_hook(struct go_procs *t, go_proc_hook_fn fn, void *ctx);
 /* Looks at proc when its mappings changed since the last call: 0, or -ENOMEM. */
 int go_procs__look(struct go_procs *t, struct process *proc, const struct resolver *resolver);
-/* pid exited or exec'd: forgotten, and the kernel told. */
-void go_procs__gone(struct go_procs *t, uint32_t pid);
+/* Looks at pid's executable at path now, before its mappings are known (a command hprof
+ * just started: its first collections come before its mapping events are handled). 0, or
+ * -ENOMEM. */
+int go_procs__look_file(struct go_procs *t, uint32_t pid, const char *path);
+/* pid exited or exec'd (exec: an exec, which go_procs__look_file may have seen already):
+ * forgotten, and the kernel told. */
+void go_procs__gone(struct go_procs *t, uint32_t pid, bool exec);
 const struct go_proc_stats *go_procs__stats(const struct go_procs *t);
 void go_procs__free(struct go_procs *t);
 

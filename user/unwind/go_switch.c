@@ -125,11 +125,13 @@ enum go_switch_outcome go_switch__join(struct candidate_tools *t, const struct h
 		return GO_SWITCH_COUNT;
 	if (go.status != HPROF_GO_OK)
 		return from_status(go.status);
-	if (!complete || *n == 0)
+	if (!complete || *n == 0) {
 		return GO_SWITCH_G0_TRUNCATED;
+	}
 	kind = switch_kind(space, out[*n - 1].pc);
-	if (kind == SWITCH_NONE || !at_g0_base(g0_stack, &go, kind, out[*n - 1].pc))
+	if (kind == SWITCH_NONE || !at_g0_base(g0_stack, &go, kind, out[*n - 1].pc)) {
 		return GO_SWITCH_NOT_AT_SWITCH;
+	}
 	window = (struct stack_copy){ .bytes = hprof_sample__go_stack(sample),
 				      .base = go.sched_sp, .len = go.len };
 	if (!goroutine_regs(space, &go, &window, kind, &regs))
@@ -147,4 +149,16 @@ enum go_switch_outcome go_switch__join(struct candidate_tools *t, const struct h
 		out[*n + i].depth = UNWIND_DEPTH_UNKNOWN;
 	*n += result.nr_frames;
 	return GO_SWITCH_JOINED;
+}
+
+/* How far below g0's sched.sp a switch's frame on g0 lies at most: mcall's, 8 bytes. */
+#define SWITCH_FRAME_BELOW 64
+
+void go_switch__g0_base(const struct hprof_sample *sample, uint64_t *base)
+{
+	struct hprof_go_switch go;
+
+	if (hprof_sample__go_switch(sample, &go) && go.status == HPROF_GO_OK && *base &&
+	    *base < go.g0_sched_sp && go.g0_sched_sp - *base <= SWITCH_FRAME_BELOW)
+		*base = go.g0_sched_sp;
 }

@@ -250,6 +250,7 @@ struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space
 		h->stats.fp_tails_learned += c.finish == FINISH_LEARNED;
 		h->stats.gaps_crossed += c.crossed_gap;
 	}
+	go_switch__g0_base(sample, &c.lesson.base);
 	learn_thread(h, sample, stack.method, stack.reason, &c.lesson);
 	join_goroutine(h, &j, &stack, out);
 	return stack;
