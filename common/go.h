@@ -46,7 +46,9 @@ enum hprof_go_status {
  * stack from sched_sp (unaligned). */
 struct hprof_go_switch {
 	__u64 sched_sp, sched_pc, sched_bp; /* curg.sched */
-	__u64 g0_sched_sp; /* where the switch set rsp on g0: its frame's sp lies just below */
+	/* where a switch sets rsp on g0: its frame's sp lies just below (also with
+	 * HPROF_GO_NO_CURG) */
+	__u64 g0_sched_sp;
 	__u32 len;         /* bytes of stack after this header (HPROF_GO_STACK_MAX at most) */
 	__u32 status;      /* enum hprof_go_status; len is 0 unless HPROF_GO_OK */
 };

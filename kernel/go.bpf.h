@@ -51,12 +51,16 @@ static __always_inline void go_read_switch(const struct hprof_go_proc *proc, __u
 		go->status = HPROF_GO_NOT_G0;
 		return;
 	}
+	/* where the switches set rsp: also where a g0 stack that ends at one ends */
+	if (!go_read_word(g0 + proc->g_sched, &go->g0_sched_sp)) {
+		go->status = HPROF_GO_READ_FAILED;
+		return;
+	}
 	if (curg == 0) {
 		go->status = HPROF_GO_NO_CURG;
 		return;
 	}
-	if (!go_read_word(g0 + proc->g_sched, &go->g0_sched_sp) ||
-	    !go_read_word(curg + proc->g_sched, &go->sched_sp) ||
+	if (!go_read_word(curg + proc->g_sched, &go->sched_sp) ||
 	    !go_read_word(curg + proc->g_sched + 8, &go->sched_pc) ||
 	    !go_read_word(curg + proc->g_sched + proc->gobuf_bp, &go->sched_bp) ||
 	    !go_read_word(curg + proc->g_stack_hi, &hi)) {

@@ -1,6 +1,8 @@
 #include "unwind/go_switch.h"
 
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static const char *const outcome_names[GO_SWITCH_COUNT] = {
 	[GO_SWITCH_JOINED] = "joined",
@@ -125,13 +127,11 @@ enum go_switch_outcome go_switch__join(struct candidate_tools *t, const struct h
 		return GO_SWITCH_COUNT;
 	if (go.status != HPROF_GO_OK)
 		return from_status(go.status);
-	if (!complete || *n == 0) {
+	if (!complete || *n == 0)
 		return GO_SWITCH_G0_TRUNCATED;
-	}
 	kind = switch_kind(space, out[*n - 1].pc);
-	if (kind == SWITCH_NONE || !at_g0_base(g0_stack, &go, kind, out[*n - 1].pc)) {
+	if (kind == SWITCH_NONE || !at_g0_base(g0_stack, &go, kind, out[*n - 1].pc))
 		return GO_SWITCH_NOT_AT_SWITCH;
-	}
 	window = (struct stack_copy){ .bytes = hprof_sample__go_stack(sample),
 				      .base = go.sched_sp, .len = go.len };
 	if (!goroutine_regs(space, &go, &window, kind, &regs))
@@ -151,14 +151,16 @@ enum go_switch_outcome go_switch__join(struct candidate_tools *t, const struct h
 	return GO_SWITCH_JOINED;
 }
 
-/* How far below g0's sched.sp a switch's frame on g0 lies at most: mcall's, 8 bytes. */
-#define SWITCH_FRAME_BELOW 64
+/* A base this far below g0's sched.sp is taken for one on the same g0 stack (Go gives a
+ * thread's g0 16 KiB unless it is the thread's own stack). */
+#define G0_BASE_BELOW 65536
 
 void go_switch__g0_base(const struct hprof_sample *sample, uint64_t *base)
 {
 	struct hprof_go_switch go;
 
-	if (hprof_sample__go_switch(sample, &go) && go.status == HPROF_GO_OK && *base &&
-	    *base < go.g0_sched_sp && go.g0_sched_sp - *base <= SWITCH_FRAME_BELOW)
+	if (hprof_sample__go_switch(sample, &go) &&
+	    (go.status == HPROF_GO_OK || go.status == HPROF_GO_NO_CURG) && *base &&
+	    *base < go.g0_sched_sp && go.g0_sched_sp - *base <= G0_BASE_BELOW)
 		*base = go.g0_sched_sp;
 }

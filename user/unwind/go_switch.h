@@ -37,10 +37,11 @@ enum go_switch_outcome go_switch__join(struct candidate_tools *t, const struct h
 				       const struct stack_copy *g0_stack, bool complete,
 				       struct unwind_frame *out, uint32_t *n, uint32_t max);
 
-/* A g0 stack that ended at a switch's frame teaches its thread's base (lesson.base) as
- * g0's sched.sp, where every switch set rsp, not its own frame's sp: mcall's frame lies 8
- * bytes below systemstack's, and a copy to mcall's would end short of the return address
- * into systemstack. Leaves *base as it is otherwise. */
+/* A g0 stack teaches its thread's base (lesson.base) no lower than g0's sched.sp, where
+ * every switch set rsp: a walk that ended at a switch's frame ends just below it (mcall's
+ * frame lies 8 bytes below the return address into systemstack, which a copy to mcall's
+ * would leave out), and one that ended at a vDSO call on g0 (nanotime1) ends deep in the
+ * stack. Leaves *base as it is otherwise (a scheduler's stack ends above it). */
 void go_switch__g0_base(const struct hprof_sample *sample, uint64_t *base);
 
 #endif
