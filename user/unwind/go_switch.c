@@ -1,8 +1,6 @@
 #include "unwind/go_switch.h"
 
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 static const char *const outcome_names[GO_SWITCH_COUNT] = {
 	[GO_SWITCH_JOINED] = "joined",
