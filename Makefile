@@ -122,12 +122,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
               $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode \
-              $(BUILD)/tools/replay_case $(BUILD)/tools/inline_chain
+              $(BUILD)/tools/replay_case $(BUILD)/tools/inline_chain $(BUILD)/tools/golayout
 all: $(TOOLS)
 
 # tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh);
-# tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh).
-$(BUILD)/tools/pylayout $(BUILD)/tools/pycode: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
+# tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh);
+# tests/tools/golayout.c prints hprof's Go layout of a binary (tests/t_go.sh).
+$(BUILD)/tools/pylayout $(BUILD)/tools/pycode $(BUILD)/tools/golayout: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

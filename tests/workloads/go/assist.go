@@ -5,7 +5,7 @@
 // The Makefile builds it as go_frames is built: go_assist stripped, go_assist_debug as
 // go build leaves it, go_assist_pie stripped and position-independent.
 //
-// Usage: go_assist SECONDS
+// Usage: go_assist ROUNDS
 package main
 
 import (
@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
-	"time"
 )
 
 type node struct {
@@ -45,9 +44,9 @@ func churn(rounds int) *node {
 }
 
 //go:noinline
-func worker(until time.Time) int {
+func worker(rounds int) int {
 	n := 0
-	for time.Now().Before(until) {
+	for r := 0; r < rounds; r++ {
 		if churn(4096) != nil {
 			n++
 		}
@@ -57,33 +56,38 @@ func worker(until time.Time) int {
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: go_assist SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: go_assist ROUNDS")
 		os.Exit(2)
 	}
-	seconds, err := strconv.ParseFloat(os.Args[1], 64)
+	rounds, err := strconv.Atoi(os.Args[1])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "go_assist: SECONDS must be a number")
+		fmt.Fprintln(os.Stderr, "go_assist: ROUNDS must be a number")
 		os.Exit(2)
 	}
-	// a collection whenever the heap grows by a tenth: assists all the time
-	debug.SetGCPercent(10)
+	// the live heap and the goroutines made with the collector off (main allocates nothing
+	// after, and assists nothing), then a collection whenever the heap grows by a tenth:
+	// the workers assist all the time
+	debug.SetGCPercent(-1)
 	for i := 0; i < 1<<18; i++ {
 		live = append(live, &node{})
 	}
-	until := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	var wg sync.WaitGroup
-	total := 0
 	var mu sync.Mutex
+	start := make(chan struct{})
+	total := 0
 	for id := 0; id < 4; id++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := worker(until)
+			<-start
+			n := worker(rounds)
 			mu.Lock()
 			total += n
 			mu.Unlock()
 		}()
 	}
+	debug.SetGCPercent(10)
+	close(start)
 	wg.Wait()
 	fmt.Println(total&1, len(live)&1)
 }
