@@ -35,7 +35,6 @@ int go_layout__for_minor(uint32_t minor, struct hprof_go_proc *out)
 	if (minor < GO_FIRST_MINOR || minor > GO_LAST_MINOR)
 		return -ENOTSUP;
 	*out = (struct hprof_go_proc){
-		.tls_g = out->tls_g,
 		.g_m = 48,
 		.g_sched = 56,
 		.gobuf_bp = 48,

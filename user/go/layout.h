@@ -22,8 +22,8 @@ enum go_layout_reason {
 
 const char *go_layout__reason_name(enum go_layout_reason r);
 
-/* The offsets of the fields the kernel reads, for Go 1.minor. 0, or -ENOTSUP for a release
- * without a table (before 1.17, after 1.23). */
+/* The offsets of the fields the kernel reads, for Go 1.minor (tls_g 0: the binary's, not
+ * the version's). 0, or -ENOTSUP for a release without a table (before 1.17, after 1.23). */
 int go_layout__for_minor(uint32_t minor, struct hprof_go_proc *out);
 
 /* The minor release of a version string as runtime.buildVersion holds it ("go1.19.8" is
