@@ -18,8 +18,18 @@ struct entry {
 	UT_hash_handle hh;
 };
 
+/* What a binary (a module: one file for the registry's life) was found to be, read once. */
+struct binary {
+	uint32_t module;
+	enum go_layout_reason reason;
+	struct hprof_go_proc kernel;
+	char version[32];
+	UT_hash_handle hh;
+};
+
 struct go_procs {
 	struct entry *by_pid;
+	struct binary *by_module;
 	go_proc_hook_fn hook;
 	void *hook_ctx;
 	struct go_proc_stats stats;
@@ -37,27 +47,50 @@ void go_procs__set_hook(struct go_procs *t, go_proc_hook_fn fn, void *ctx)
 	t->hook_ctx = ctx;
 }
 
+/* What mod's file is, read on first sight (its pinned copy where there is one). NULL only
+ * when out of memory. */
+static const struct binary *binary_of(struct go_procs *t, const struct module *mod)
+{
+	struct binary *b;
+
+	HASH_FIND(hh, t->by_module, &mod->id, sizeof(mod->id), b);
+	if (b)
+		return b;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->module = mod->id;
+	b->reason = go_layout__from_file(mod->load_path[0] ? mod->load_path : mod->path,
+					 &b->kernel, b->version, sizeof(b->version));
+	HASH_ADD(hh, t->by_module, module, sizeof(b->module), b);
+	return b;
+}
+
 /* The first file of proc's mappings that is a Go program (the executable: Go maps it
- * first), with the reason its switches can or cannot be read; GO_LAYOUT_NOT_GO for none. */
-static enum go_layout_reason find_go(struct process *proc, const struct resolver *resolver,
-				     struct hprof_go_proc *kernel, char *version, size_t size)
+ * first), GO_LAYOUT_NOT_GO in *found for none. -ENOMEM, or 0. */
+static int find_go(struct go_procs *t, struct process *proc, const struct resolver *resolver,
+		   const struct binary **found)
 {
 	size_t n = address_space__count(proc->as);
 	uint32_t last = UINT32_MAX;
 
+	*found = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct mapping *m = address_space__at(proc->as, i);
 		struct module *mod = resolver__module(resolver, proc, m);
-		enum go_layout_reason r;
+		const struct binary *b;
 
 		if (!mod || mod->anon_code || m->bias_err || mod->id == last)
 			continue;
 		last = mod->id;
-		r = go_layout__from_file(mod->path, kernel, version, size);
-		if (r != GO_LAYOUT_NOT_GO)
-			return r;
+		if (!(b = binary_of(t, mod)))
+			return -ENOMEM;
+		if (b->reason != GO_LAYOUT_NOT_GO) {
+			*found = b;
+			return 0;
+		}
 	}
-	return GO_LAYOUT_NOT_GO;
+	return 0;
 }
 
 /* pid's entry, made when there is none; NULL only when out of memory. */
@@ -94,10 +127,8 @@ static void decide(struct go_procs *t, struct entry *e, enum go_layout_reason r,
 
 int go_procs__look(struct go_procs *t, struct process *proc, const struct resolver *resolver)
 {
-	struct hprof_go_proc kernel;
-	enum go_layout_reason r;
-	char version[32];
 	struct entry *e = entry_of(t, proc->pid);
+	const struct binary *b;
 
 	if (!e)
 		return -ENOMEM;
@@ -105,8 +136,10 @@ int go_procs__look(struct go_procs *t, struct process *proc, const struct resolv
 		return 0;
 	e->looked = true;
 	e->space_id = proc->space_id;
-	r = find_go(proc, resolver, &kernel, version, sizeof(version));
-	decide(t, e, r, &kernel, version);
+	if (find_go(t, proc, resolver, &b) != 0)
+		return -ENOMEM;
+	if (b)
+		decide(t, e, b->reason, &b->kernel, b->version);
 	return 0;
 }
 
@@ -153,12 +186,17 @@ const struct go_proc_stats *go_procs__stats(const struct go_procs *t)
 void go_procs__free(struct go_procs *t)
 {
 	struct entry *e, *tmp;
+	struct binary *b, *btmp;
 
 	if (!t)
 		return;
 	HASH_ITER(hh, t->by_pid, e, tmp) {
 		HASH_DEL(t->by_pid, e);
 		free(e);
+	}
+	HASH_ITER(hh, t->by_module, b, btmp) {
+		HASH_DEL(t->by_module, b);
+		free(b);
 	}
 	free(t);
 }

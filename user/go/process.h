@@ -1,7 +1,7 @@
 /* Which processes run Go code whose stack switches the kernel reads (common/go.h): the Go
- * executable a process maps, looked at again whenever its mappings change, its layout read
- * (go/layout.h) and told to the kernel through a hook. Each process is counted under the
- * reason its switches are or are not read. */
+ * executable a process maps (each binary read once), looked at again whenever its mappings
+ * change, its layout read (go/layout.h) and told to the kernel through a hook. Each process
+ * is counted under the reason its switches are or are not read. */
 #ifndef HPROF_GO_PROCESS_H
 #define HPROF_GO_PROCESS_H
 
