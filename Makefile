@@ -60,7 +60,8 @@ WL_LLD_C   := $(wildcard tests/workloads/lld_*.c)
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_FP_C) $(WL_NOFP_C) $(WL_LLD_C)) \
               $(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WL_NOFP_CC)) \
               $(BUILD)/workloads/go_frames $(BUILD)/workloads/go_frames_debug \
-              $(BUILD)/workloads/go_frames_pie
+              $(BUILD)/workloads/go_frames_pie $(BUILD)/workloads/go_assist \
+              $(BUILD)/workloads/go_assist_debug $(BUILD)/workloads/go_assist_pie
 WL_CFLAGS  := -g -Itests/workloads -Wall -Wextra -Werror -fno-inline -fno-optimize-sibling-calls -pthread
 # Libraries the workloads dlopen: maps_lib.c built twice under different names.
 WL_LIBS    := $(BUILD)/workloads/libmaps_a.so $(BUILD)/workloads/libmaps_b.so
@@ -121,12 +122,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJS)
 TOOLS      := $(BUILD)/tools/xcheck $(BUILD)/tools/symbolize $(BUILD)/tools/pin \
               $(BUILD)/tools/livestack $(BUILD)/tools/capgrep \
               $(BUILD)/tools/deltaproj $(BUILD)/tools/pylayout $(BUILD)/tools/pycode \
-              $(BUILD)/tools/replay_case $(BUILD)/tools/inline_chain
+              $(BUILD)/tools/replay_case $(BUILD)/tools/inline_chain $(BUILD)/tools/golayout
 all: $(TOOLS)
 
 # tests/tools/pylayout.c prints hprof's CPython layouts (tests/t_python_layout.sh);
-# tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh).
-$(BUILD)/tools/pylayout $(BUILD)/tools/pycode: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
+# tests/tools/pycode.c reads live CPython processes with them (tests/t_python_code.sh);
+# tests/tools/golayout.c prints hprof's Go layout of a binary (tests/t_go.sh).
+$(BUILD)/tools/pylayout $(BUILD)/tools/pycode $(BUILD)/tools/golayout: $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -196,15 +198,16 @@ $(BUILD)/workloads/nofp_regs: WL_LDFLAGS := -Wl,-init=entry_probe
 # go_frames_pie stripped and position-independent (its table is .data.rel.ro.gopclntab).
 # The build cache stays in the build folder (no $$HOME needed).
 GO_BUILD := GOCACHE=$(abspath $(BUILD))/gocache GO111MODULE=off GOFLAGS= CGO_ENABLED=0 go build
-$(BUILD)/workloads/go_frames: tests/workloads/go/frames.go | $(DEPS_STAMP)
+# go_assist (tests/workloads/go/assist.go) is built the same three ways.
+$(BUILD)/workloads/go_%: tests/workloads/go/%.go | $(DEPS_STAMP)
 	$(call msg,GO-WL,$@)
 	$(Q)mkdir -p $(@D) && $(GO_BUILD) -ldflags='-s -w' -o $@ $<
 
-$(BUILD)/workloads/go_frames_debug: tests/workloads/go/frames.go | $(DEPS_STAMP)
+$(BUILD)/workloads/go_%_debug: tests/workloads/go/%.go | $(DEPS_STAMP)
 	$(call msg,GO-WL,$@)
 	$(Q)mkdir -p $(@D) && $(GO_BUILD) -o $@ $<
 
-$(BUILD)/workloads/go_frames_pie: tests/workloads/go/frames.go | $(DEPS_STAMP)
+$(BUILD)/workloads/go_%_pie: tests/workloads/go/%.go | $(DEPS_STAMP)
 	$(call msg,GO-WL,$@)
 	$(Q)mkdir -p $(@D) && $(GO_BUILD) -buildmode=pie -ldflags='-s -w' -o $@ $<
 

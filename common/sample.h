@@ -5,6 +5,7 @@
 
 #include "types.h"
 #include "python.h"
+#include "go.h"
 
 #define HPROF_COMM_LEN 16
 
@@ -82,8 +83,14 @@ enum fp_end {
 					    * mapping of the stack sp is on (a runtime that runs
 					    * code on a stack of its own, entered from the
 					    * thread's: SBCL): no window was copied there */
-#define SAMPLE_NO_R8 (1u << 11) /* userspace only: read from a capture that predates user_r8
+#define SAMPLE_NO_R8 (1u << 15) /* userspace only: read from a capture that predates user_r8
 				 * (version 6), which holds 0 */
+#define SAMPLE_GO_SWITCH (1u << 14) /* a Go thread on its g0 stack: the record ends with a
+				     * struct hprof_go_switch and its goroutine's stack (go.h) */
+/* bits 11-13 hold the Python status (python.h, HPROF_PY_STATUS_SHIFT) */
+_Static_assert(((SAMPLE_NO_R8 | SAMPLE_GO_SWITCH | SAMPLE_FP_TAIL_OFF_STACK) &
+		(HPROF_PY_STATUS_MASK << HPROF_PY_STATUS_SHIFT)) == 0,
+	       "flags clear of the Python status");
 
 /* What userspace has learned of a thread's stack (BPF map thread_stacks, by tid). */
 struct hprof_thread_stack {
@@ -118,7 +125,8 @@ _Static_assert(sizeof(struct hprof_thread_stack) == 32, "thread_stacks value is 
  * __u8 stack[stack_len] (user memory from user_sp upwards); __u8
  * interrupted[interrupted_len] (a second copy: user memory from interrupted_sp upwards); __u8
  * tail[tail_len] (user memory from fp_tail_frame upwards); struct hprof_py_frame
- * python[nr_python] (innermost first, unaligned). user_ips[0] is user_ip. Read it
+ * python[nr_python] (innermost first, unaligned); with SAMPLE_GO_SWITCH, struct
+ * hprof_go_switch go and __u8 go_stack[go.len]. user_ips[0] is user_ip. Read it
  * through the hprof_sample__* accessors below, never by computing offsets.
  *
  * A map of holes marks the pages of a copy that could not be read (never touched, or
@@ -171,7 +179,7 @@ _Static_assert(sizeof(struct hprof_sample) == 176, "hprof_sample layout is share
 #define HPROF_PY_MAX_BYTES (HPROF_PY_MAX_FRAMES * sizeof(struct hprof_py_frame))
 #define HPROF_SAMPLE_MAX_SIZE                                                              \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
-	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES)
+	 HPROF_MAX_STACK_COPY + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES + HPROF_GO_MAX_BYTES)
 _Static_assert(HPROF_FP_TAIL_WINDOW < 65536, "tail_len is 16 bits");
 
 /* Delta copies. A copy to the thread's learned base is cut into HPROF_DELTA_CHUNK-byte
@@ -220,7 +228,7 @@ _Static_assert(sizeof(struct hprof_stack_delta) == 24, "hprof_stack_delta is sha
 	(sizeof(struct hprof_stack_delta) + HPROF_DELTA_MAP_WORDS * 8 + 2 * HPROF_MAX_STACK_COPY)
 #define HPROF_SAMPLE_MAX_WIRE_SIZE                                                         \
 	(sizeof(struct hprof_sample) + (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + \
-	 HPROF_MAX_STACK_WIRE + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES)
+	 HPROF_MAX_STACK_WIRE + HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES + HPROF_GO_MAX_BYTES)
 
 /* Chunks tracked in a copy of full_len bytes. */
 static inline __u32 hprof_delta__nr_chunks(__u64 full_len)
@@ -258,6 +266,22 @@ static inline __u32 hprof_delta__slot(__u32 tid)
 }
 
 #ifndef __bpf__
+/* A record of size bytes whose parts before its Go section take at bytes: true when it is
+ * that long, and with SAMPLE_GO_SWITCH holds the section whole. */
+static inline int hprof_sample__go_fits(const struct hprof_sample *s, __u64 size, __u64 at)
+{
+	struct hprof_go_switch go;
+
+	if (size < at)
+		return 0;
+	if (!(s->flags & SAMPLE_GO_SWITCH))
+		return 1;
+	if (size - at < sizeof(go))
+		return 0;
+	__builtin_memcpy(&go, (const __u8 *)s + at, sizeof(go));
+	return go.len <= HPROF_GO_STACK_MAX && size - at - sizeof(go) >= go.len;
+}
+
 /* A record of size bytes is well formed when its counts are within their limits and its
  * data holds everything they describe. Every other accessor assumes this. */
 static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 size)
@@ -269,9 +293,10 @@ static inline int hprof_sample__well_formed(const struct hprof_sample *s, __u64 
 	    s->interrupted_len > HPROF_MAX_STACK_COPY - s->stack_len ||
 	    s->tail_len > HPROF_FP_TAIL_WINDOW || s->nr_python > HPROF_PY_MAX_FRAMES)
 		return 0;
-	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
-			       s->interrupted_len + s->tail_len +
-			       s->nr_python * (__u64)sizeof(struct hprof_py_frame);
+	return hprof_sample__go_fits(s, size, sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull +
+						      s->stack_len + s->interrupted_len +
+						      s->tail_len +
+						      s->nr_python * (__u64)sizeof(struct hprof_py_frame));
 }
 
 /* Frame addresses may be unaligned in the ring buffer: copy them out. */
@@ -317,6 +342,35 @@ static inline enum hprof_py_status hprof_sample__python_status(const struct hpro
 	return (enum hprof_py_status)((s->flags >> HPROF_PY_STATUS_SHIFT) & HPROF_PY_STATUS_MASK);
 }
 
+/* The Go section (SAMPLE_GO_SWITCH) of a well-formed record: its header, false without one. */
+static inline int hprof_sample__go_switch(const struct hprof_sample *s, struct hprof_go_switch *go)
+{
+	if (!(s->flags & SAMPLE_GO_SWITCH))
+		return 0;
+	__builtin_memcpy(go, hprof_sample__tail(s) + s->tail_len +
+				     s->nr_python * (__u64)sizeof(struct hprof_py_frame),
+			 sizeof(*go));
+	return 1;
+}
+
+/* The goroutine's stack bytes of the Go section: go->len of them from go->sched_sp. */
+static inline const __u8 *hprof_sample__go_stack(const struct hprof_sample *s)
+{
+	return hprof_sample__tail(s) + s->tail_len +
+	       s->nr_python * (__u64)sizeof(struct hprof_py_frame) + sizeof(struct hprof_go_switch);
+}
+
+/* Bytes after the tail: the Python frames and the Go section. */
+static inline __u64 hprof_sample__after_tail_len(const struct hprof_sample *s)
+{
+	struct hprof_go_switch go;
+	__u64 len = s->nr_python * (__u64)sizeof(struct hprof_py_frame);
+
+	if (hprof_sample__go_switch(s, &go))
+		len += sizeof(go) + go.len;
+	return len;
+}
+
 /* All the user memory the record carries, from hprof_sample__stack on: the stack, the
  * interrupted stack and the window at the FP chain's end, one after the other. */
 static inline __u64 hprof_sample__user_memory_len(const struct hprof_sample *s)
@@ -354,7 +408,7 @@ static inline int hprof_sample__split_copy(struct hprof_sample *s, __u64 *size, 
 		return 0;
 	__builtin_memmove(stack + first, stack + s->stack_len - window, window);
 	__builtin_memmove(stack + first + window, hprof_sample__tail(s),
-			  s->tail_len + s->nr_python * (__u64)sizeof(struct hprof_py_frame));
+			  s->tail_len + hprof_sample__after_tail_len(s));
 	*size -= s->stack_len - first - window;
 	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, first);
 	s->stack_len = first;
@@ -385,7 +439,7 @@ static inline void hprof_sample__limit_copy(struct hprof_sample *s, __u64 *size,
 	}
 	__builtin_memmove(stack + stack_len, hprof_sample__interrupted(s) + skip, interrupted_len);
 	__builtin_memmove(stack + stack_len + interrupted_len, hprof_sample__tail(s),
-			  s->tail_len + s->nr_python * (__u64)sizeof(struct hprof_py_frame));
+			  s->tail_len + hprof_sample__after_tail_len(s));
 	s->stack_holes = hprof_sample__holes_within(s->stack_holes, s->user_sp, stack_len);
 	s->interrupted_holes =
 		hprof_sample__holes_within(s->interrupted_holes, s->interrupted_sp, interrupted_len);
@@ -419,9 +473,10 @@ static inline int hprof_sample__wire_well_formed(const struct hprof_sample *s, _
 	    s->stack_len > HPROF_MAX_STACK_WIRE || s->interrupted_len != 0 ||
 	    s->tail_len > HPROF_FP_TAIL_WINDOW || s->nr_python > HPROF_PY_MAX_FRAMES)
 		return 0;
-	return size >= sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull + s->stack_len +
-			       s->interrupted_len + s->tail_len +
-			       s->nr_python * (__u64)sizeof(struct hprof_py_frame);
+	return hprof_sample__go_fits(s, size, sizeof(*s) + (s->nr_user + s->nr_kernel) * 8ull +
+						      s->stack_len + s->interrupted_len +
+						      s->tail_len +
+						      s->nr_python * (__u64)sizeof(struct hprof_py_frame));
 }
 
 /* The parts of a delta's stack region (see struct hprof_stack_delta). */

@@ -9,6 +9,7 @@
 
 #include "sample.h"
 #include "python.bpf.h"
+#include "go.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -361,9 +362,15 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if (python_frames && (s->flags & SAMPLE_USER_REGS))
 		read_python_frames(s, s->data + off);
+	off += s->nr_python * (__u32)sizeof(struct hprof_py_frame);
+	if (off > (HPROF_MAX_FP_DEPTH + HPROF_MAX_KERNEL_DEPTH) * 8 + HPROF_MAX_STACK_WIRE +
+			  HPROF_FP_TAIL_WINDOW + HPROF_PY_MAX_BYTES)
+		return 0;
+	if (s->flags & SAMPLE_USER_REGS)
+		off += read_go_switch(s, s->data + off);
 
 	wakeup = reader_wakeup(s);
-	size = sizeof(*s) + (__u64)off + s->nr_python * (__u64)sizeof(struct hprof_py_frame);
+	size = sizeof(*s) + (__u64)off;
 	if (size > HPROF_SAMPLE_MAX_WIRE_SIZE)
 		return 0;
 	if (bpf_ringbuf_output(&samples, s, size, wakeup))

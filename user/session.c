@@ -11,6 +11,7 @@
 #include "binary/modules.h"
 #include "proc/processes.h"
 #include "proc/resolver.h"
+#include "go/process.h"
 #include "python/process.h"
 #include "python/stack.h"
 #include "unwind/code_cache.h"
@@ -43,6 +44,7 @@ struct session {
 	struct python_procs *python;     /* NULL: Python frames are not placed (--python=off) */
 	struct python_memory *python_memory; /* CPython processes' memory, as read */
 	struct python_stack python_stack;
+	struct go_procs *go; /* Go processes whose stack switches the kernel reads */
 	struct fetch_debug_report debug_files; /* session__fetch_debug_files's */
 	uint64_t anon_code_sampled_ns;   /* session__anon_code_sampled_ns */
 };
@@ -107,6 +109,8 @@ int session__new_with_ksyms(bool dwarf, struct ksyms *ksyms, struct session **ou
 		err = python_stack__init(&s->python_stack, s->modules, s->python_memory);
 	if (!err)
 		err = python_procs__new(s->python_memory, &s->python);
+	if (!err)
+		err = go_procs__new(&s->go);
 	if (err)
 		goto cleanup;
 	*out = s;
@@ -149,6 +153,24 @@ void session__set_python(struct session *s, enum session_python mode)
 		s->python = NULL;
 	}
 	s->python_stack.keep_interpreter = mode == SESSION_PYTHON_NATIVE;
+}
+
+void session__set_go_hook(struct session *s, go_proc_hook_fn fn, void *ctx)
+{
+	go_procs__set_hook(s->go, fn, ctx);
+}
+
+int session__look_go_command(struct session *s, uint32_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	return go_procs__look_file(s->go, pid, path);
+}
+
+const struct go_proc_stats *session__go_stats(const struct session *s)
+{
+	return go_procs__stats(s->go);
 }
 
 const struct python_stats *session__python_stats(const struct session *s)
@@ -211,6 +233,14 @@ int session__load_maps(struct session *s, uint32_t pid, const char *text, size_t
 	return process_table__load_maps(s->processes, pid, text, len);
 }
 
+/* What pid runs of Go, looked at anew when its mappings changed. 0 or -ENOMEM. */
+static int session__look_go(struct session *s, uint32_t pid)
+{
+	struct process *proc = process_table__get(s->processes, pid);
+
+	return proc ? go_procs__look(s->go, proc, &s->resolver) : -ENOMEM;
+}
+
 int session__handle_map_event(struct session *s, const struct map_event *e, const char *path)
 {
 	int err;
@@ -225,6 +255,7 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	if (e->type == MAP_EVENT_EXIT || e->type == MAP_EVENT_EXEC) {
 		if (s->python)
 			python_procs__gone(s->python, e->pid);
+		go_procs__gone(s->go, e->pid, e->type == MAP_EVENT_EXEC);
 		python_stack__process_gone(&s->python_stack, e->pid);
 		python_memory__forget_pid(s->python_memory, e->pid);
 		module_registry__reload_jit(s->modules, e->pid);
@@ -238,6 +269,9 @@ int session__handle_map_event(struct session *s, const struct map_event *e, cons
 	if (!err && s->python && e->type == MAP_EVENT_MMAP && (e->prot & PROT_EXEC) &&
 	    python_file__maybe(path) && !session__python_proc(s, e->pid))
 		err = -ENOMEM;
+	/* a Go executable's first samples on g0 already need the kernel to read its switches */
+	if (!err && e->type == MAP_EVENT_MMAP && (e->prot & PROT_EXEC))
+		err = session__look_go(s, e->pid);
 	return err;
 }
 
@@ -417,7 +451,7 @@ int session__handle_sample(struct session *s, const struct hprof_sample *sample,
 		return count_sample(s, NULL, sample, comm, NULL, frames, n);
 	}
 	proc = find_process(s, sample);
-	if (!proc)
+	if (!proc || go_procs__look(s->go, proc, &s->resolver) != 0)
 		return -ENOMEM;
 	if (!proc->seeded)
 		s->stats.no_maps++;
@@ -546,6 +580,7 @@ struct run_summary session__summary(struct session *s, double duration_s, unsign
 		.kernel_counters = kernel_counters,
 		.sideband_lost = sideband_lost,
 		.python = s->python ? &s->python_stack.stats : NULL,
+		.go = go_procs__stats(s->go),
 		.debug_files = &s->debug_files,
 	};
 }
@@ -568,6 +603,7 @@ void session__free(struct session *s)
 		return;
 	process_table__free(s->processes);
 	python_procs__free(s->python);
+	go_procs__free(s->go);
 	python_stack__fini(&s->python_stack);
 	python_memory__free(s->python_memory);
 	profile__free(s->profile);

@@ -13,6 +13,7 @@
 #include "output/profile.h"
 #include "output/sample_stats.h"
 #include "output/summary.h"
+#include "go/process.h"
 #include "python/process.h"
 #include "python/stack.h"
 #include "sample.h"
@@ -40,6 +41,11 @@ int session__add_python_memory(struct session *s, uint32_t pid, uint64_t addr,
 			       const void *bytes, size_t len);
 /* Called with what the kernel needs to read each CPython process's frames. */
 void session__set_python_hook(struct session *s, python_proc_hook_fn fn, void *ctx);
+/* Go processes' layouts, for the kernel to read their stack switches (go/process.h). */
+void session__set_go_hook(struct session *s, go_proc_hook_fn fn, void *ctx);
+const struct go_proc_stats *session__go_stats(const struct session *s);
+/* The command pid hprof just started: its executable looked at for Go now. 0 or -ENOMEM. */
+int session__look_go_command(struct session *s, uint32_t pid);
 enum session_python {
 	SESSION_PYTHON_ON,     /* Python frames in place of the evaluator's (the default) */
 	SESSION_PYTHON_NATIVE, /* ... keeping the interpreter's frames between them */

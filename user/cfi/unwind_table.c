@@ -284,6 +284,16 @@ bool unwind_table__switches_stack(const struct unwind_table *t, uint64_t pc)
 	       go_pclntab__func_at(&t->lazy->go, pc, &f) && (f.flag & GO_FUNC_SPWRITE);
 }
 
+const char *unwind_table__go_function(const struct unwind_table *t, uint64_t pc)
+{
+	struct go_func f;
+
+	if (!t || !t->lazy || !t->lazy->has_go || t->lazy->changed ||
+	    !go_pclntab__func_at(&t->lazy->go, pc, &f))
+		return NULL;
+	return go_pclntab__name(&t->lazy->go, &f);
+}
+
 int unwind_table__function_start(const struct unwind_table *t, uint64_t pc, uint64_t *start)
 {
 	size_t lo = 0, hi;

@@ -94,6 +94,10 @@ const struct unwind_row *unwind_table__find(const struct unwind_table *table, ui
  * ends there. Only lazily opened tables know (they read .gopclntab). */
 bool unwind_table__switches_stack(const struct unwind_table *table, uint64_t pc);
 
+/* The name .gopclntab gives the Go function holding pc ("runtime.systemstack"), NULL where
+ * there is none. Only lazily opened tables know. */
+const char *unwind_table__go_function(const struct unwind_table *table, uint64_t pc);
+
 /* The start of the FDE covering pc (the function holding it, for code without symbols).
  * Returns 0, or -ENOENT when no FDE covers pc. Of overlapping FDEs the later one holds
  * the overlap, as for unwind_table__find. */

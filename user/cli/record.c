@@ -652,6 +652,9 @@ int cmd_record(int argc, char **argv)
 	install_signal_handlers();
 	if (child.pid) {
 		err = child__release(&child, o.command[0]);
+		/* a Go command collects within milliseconds: before its exec is handled */
+		if (!err)
+			err = session__look_go_command(session, (uint32_t)child.pid);
 		if (err)
 			goto cleanup;
 	}

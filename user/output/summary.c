@@ -157,6 +157,37 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
 		(double)m->modules.gdb_jit_bytes / mib, m->modules.perf_maps);
 }
 
+/* Go processes by whether the kernel reads their stack switches, and the samples on g0
+ * by what became of the goroutine read with them (unwind/go_switch.h); nothing without
+ * either. */
+static void print_go(const struct go_proc_stats *go, const uint64_t *switches, FILE *out)
+{
+	uint64_t procs = 0, samples = 0;
+
+	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
+		procs += go->processes[i];
+	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
+		samples += switches[i];
+	if (!procs && !samples)
+		return;
+	fprintf(out, "hprof: Go stack switches: %" PRIu64 " samples on g0 joined to their"
+		     " goroutine by g.m.curg.sched (not joined:", switches[GO_SWITCH_JOINED]);
+	for (unsigned i = GO_SWITCH_JOINED + 1; i < GO_SWITCH_COUNT; i++)
+		fprintf(out, " %s %" PRIu64 "%s", go_switch__outcome_name(i), switches[i],
+			i + 1 < GO_SWITCH_COUNT ? "," : ")");
+	if (go && procs) {
+		fprintf(out, "; Go processes:");
+		for (unsigned i = 0; i < GO_LAYOUT_REASON_COUNT; i++)
+			if (go->processes[i])
+				fprintf(out, " %s %" PRIu64 "%s%s%s", go_layout__reason_name(i),
+					go->processes[i],
+					i == GO_LAYOUT_UNKNOWN_VERSION ? " (last " : "",
+					i == GO_LAYOUT_UNKNOWN_VERSION ? go->last_unknown : "",
+					i == GO_LAYOUT_UNKNOWN_VERSION ? ")" : "");
+	}
+	fprintf(out, "\n");
+}
+
 void summary__print(const struct run_summary *r, FILE *out)
 {
 	static const uint64_t no_counters[KC_NR];
@@ -236,6 +267,7 @@ void summary__print(const struct run_summary *r, FILE *out)
 	if (r->deltas)
 		print_deltas(r->deltas, out);
 	summary__print_python(r->python, out);
+	print_go(r->go, st->unwind.go_switches, out);
 	summary__print_debug_files(r->debug_files, true, out);
 	summary__print_inline(r->profile, out);
 }

@@ -14,6 +14,7 @@
 #include "binary/modules.h"
 #include "output/profile.h"
 #include "output/sample_stats.h"
+#include "go/process.h"
 #include "proc/processes.h"
 #include "python/stack.h"
 
@@ -37,6 +38,7 @@ struct run_summary {
 	uint64_t received_bytes;
 	const struct stack_delta_stats *deltas;
 	const struct python_stats *python; /* NULL: Python frames were off */
+	const struct go_proc_stats *go;    /* NULL: none (a report) */
 	const struct fetch_debug_report *debug_files; /* NULL: none tried */
 };
 

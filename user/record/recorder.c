@@ -307,6 +307,11 @@ static void learn_stack_base(void *ctx, uint32_t tid, uint64_t base, uint64_t fp
 	sampler__set_thread_stack(ctx, tid, base, fp_tail, fp_tail_ip);
 }
 
+static void learn_go_proc(void *ctx, uint32_t pid, const struct hprof_go_proc *proc)
+{
+	sampler__set_go_proc(ctx, pid, proc);
+}
+
 static void learn_python_proc(void *ctx, uint32_t pid, const struct hprof_python_proc *proc)
 {
 	sampler__set_python_proc(ctx, pid, proc);
@@ -358,6 +363,7 @@ int recorder__open(const struct recorder_opts *o, struct session *session,
 		session__set_stack_base_hook(session, learn_stack_base, r->sampler);
 	if (o->sampler.python_frames)
 		session__set_python_hook(session, learn_python_proc, r->sampler);
+	session__set_go_hook(session, learn_go_proc, r->sampler);
 	for (size_t i = 0; !err && i < o->nr_pids; i++)
 		err = sampler__add_pid(r->sampler, o->pids[i]);
 	if (!err)

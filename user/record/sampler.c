@@ -321,6 +321,18 @@ void sampler__set_python_proc(struct sampler *s, uint32_t pid,
 		bpf_map__delete_elem(s->skel->maps.python_procs, &pid, sizeof(pid), 0);
 }
 
+void sampler__set_go_proc(struct sampler *s, uint32_t pid, const struct hprof_go_proc *proc)
+{
+	if (proc) {
+		bpf_map__update_elem(s->skel->maps.go_procs, &pid, sizeof(pid), proc,
+				     sizeof(*proc), BPF_ANY);
+		/* from now on the kernel looks each sample's process up in go_procs */
+		s->skel->bss->go_procs_known = true;
+	} else {
+		bpf_map__delete_elem(s->skel->maps.go_procs, &pid, sizeof(pid), 0);
+	}
+}
+
 /* Zeroes the thread's slot: whichever thread holds it now sends its next copy whole. */
 void sampler__forget_stack_delta(struct sampler *s, uint32_t tid)
 {

@@ -71,6 +71,9 @@ void sampler__set_thread_stack(struct sampler *s, uint32_t tid, uint64_t base, u
 			       uint64_t fp_tail_ip);
 /* Tells the kernel where pid's CPython keeps its frames (common/python.h); NULL: it has
  * none (it exited or exec'd). */
+/* Tells the kernel the layout of pid's Go runtime (NULL: none now), whose stack switches
+ * its samples then carry (common/go.h). */
+void sampler__set_go_proc(struct sampler *s, uint32_t pid, const struct hprof_go_proc *proc);
 void sampler__set_python_proc(struct sampler *s, uint32_t pid,
 			      const struct hprof_python_proc *proc);
 /* Forgets the chunk hashes kept for a thread's deltas: its next copy is sent whole. */

@@ -196,13 +196,13 @@ static size_t build_record(struct stack_delta *d, const struct hprof_sample *rec
 {
 	struct hprof_sample *out = (struct hprof_sample *)d->out;
 	uint64_t head = hprof_sample__head_len(rec);
-	uint64_t after = rec->tail_len + rec->nr_python * (uint64_t)sizeof(struct hprof_py_frame);
+	uint64_t after = rec->tail_len + hprof_sample__after_tail_len(rec);
 
 	memcpy(out, rec, head);
 	out->flags = flags;
 	out->stack_len = stack_len;
 	memcpy(hprof_sample__stack_to_fill(out), d->stack, stack_len);
-	/* the tail and the Python frames after it */
+	/* the tail, the Python frames and the Go section after it */
 	memcpy(hprof_sample__stack_to_fill(out) + stack_len, hprof_sample__tail(rec), after);
 	return head + stack_len + after;
 }

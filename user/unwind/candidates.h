@@ -42,6 +42,8 @@ struct hybrid_space {
 	/* The return address pc is in libc's start-up routines, by symbol (frame pointers
 	 * only: there is no copy to walk from a chain's end). */
 	bool (*in_start_routine)(void *ctx, uint64_t pc);
+	/* The name of the Go function holding pc (its .gopclntab's), NULL where none does. */
+	const char *(*go_function)(void *ctx, uint64_t pc);
 	uint32_t pid; /* for traces */
 };
 

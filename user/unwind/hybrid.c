@@ -206,6 +206,21 @@ static enum stack_method nocfi_method(const struct unwind_frame *frames, uint32_
 	return method;
 }
 
+/* A Go thread's g0 stack with the goroutine it ran for under it (unwind/go_switch.h). */
+static void join_goroutine(struct hybrid *h, const struct job *j, struct user_stack *stack,
+			   struct unwind_frame *out)
+{
+	enum go_switch_outcome o;
+
+	if (!(j->sample->flags & SAMPLE_GO_SWITCH) || !h->tools.dwarf)
+		return;
+	o = go_switch__join(&h->tools, j->space, j->sample, &j->stack,
+			    stack->method != METHOD_TRUNCATED, out, &stack->nr_frames,
+			    HYBRID_MAX_FRAMES);
+	if (o < GO_SWITCH_COUNT)
+		h->stats.go_switches[o]++;
+}
+
 struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space *space,
 				     const struct hprof_sample *sample, struct unwind_frame *out)
 {
@@ -235,7 +250,9 @@ struct user_stack hybrid__user_stack(struct hybrid *h, const struct hybrid_space
 		h->stats.fp_tails_learned += c.finish == FINISH_LEARNED;
 		h->stats.gaps_crossed += c.crossed_gap;
 	}
+	go_switch__g0_base(sample, &c.lesson.base);
 	learn_thread(h, sample, stack.method, stack.reason, &c.lesson);
+	join_goroutine(h, &j, &stack, out);
 	return stack;
 }
 

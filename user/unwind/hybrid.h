@@ -16,6 +16,7 @@
 
 #include "sample.h"
 #include "unwind/candidates.h"
+#include "unwind/go_switch.h"
 #include "unwind/walk.h"
 
 struct hybrid_stats {
@@ -23,6 +24,8 @@ struct hybrid_stats {
 	uint64_t fp_tails;         /* FP chains finished by a DWARF walk from their end */
 	uint64_t fp_tails_learned; /* FP chains finished with the frames learned for the thread */
 	uint64_t gaps_crossed;     /* deep stacks' walks that crossed their copy's gap */
+	/* samples of Go threads on g0 the kernel read the goroutine of, by what became of them */
+	uint64_t go_switches[GO_SWITCH_COUNT];
 };
 
 /* Called with what walks have taught about a thread: where its stack ends (0: not known)

@@ -148,6 +148,16 @@ bool process_space__is_stack_end(void *ctx, uint64_t ra)
 		returns_into_stack_switch(c, ra));
 }
 
+const char *process_space__go_function(void *ctx, uint64_t pc)
+{
+	struct process_view *c = ctx;
+	struct unwind_map map;
+
+	if (process_space__find_map(c, pc, &map) != 0)
+		return NULL;
+	return unwind_table__go_function(map.table, pc - map.bias);
+}
+
 /* Where a stack starts: the ELF entry's code, or a runtime's stack end. Entry code stays
  * code rather than rows with the return address undefined: the walk asks only once every
  * frame step found nothing there (a row would be found first, before the analysis and the

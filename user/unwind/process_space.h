@@ -14,6 +14,7 @@
 int process_space__find_map(void *ctx, uint64_t pc, struct unwind_map *map);
 bool process_space__is_mapped(void *ctx, uint64_t pc);
 bool process_space__is_stack_end(void *ctx, uint64_t ra);
+const char *process_space__go_function(void *ctx, uint64_t pc);
 bool process_space__is_entry_code(void *ctx, uint64_t pc, bool caller);
 bool process_space__is_function_entry(void *ctx, uint64_t pc);
 bool process_space__in_start_routine(void *ctx, uint64_t pc);
@@ -34,6 +35,7 @@ static inline struct hybrid_space process_view__space(struct process_view *c)
 			  .no_scan = c->no_scan, .scan_only = c->scan_only },
 		.is_mapped = process_space__is_mapped,
 		.in_start_routine = process_space__in_start_routine,
+		.go_function = process_space__go_function,
 		.pid = c->proc->pid,
 	};
 }

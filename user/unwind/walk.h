@@ -87,6 +87,9 @@ enum unwind_found {
 	UNWIND_FOUND_SCAN,
 	UNWIND_FOUND_FP_CHAIN,
 	UNWIND_FOUND_LEARNED, /* a return address the thread's earlier walks found at that sp */
+	/* the first frame of a Go goroutine under the runtime work its thread's g0 stack ran
+	 * for it: where the stack switch left it, by its g.sched (unwind/go_switch.h) */
+	UNWIND_FOUND_GO_SCHED,
 	UNWIND_FOUND_COUNT,
 };
 

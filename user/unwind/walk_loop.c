@@ -34,6 +34,7 @@ static const char *const found_names[UNWIND_FOUND_COUNT] = {
 	[UNWIND_FOUND_SCAN] = "scan",
 	[UNWIND_FOUND_FP_CHAIN] = "fp chain",
 	[UNWIND_FOUND_LEARNED] = "learned",
+	[UNWIND_FOUND_GO_SCHED] = "go sched",
 };
 
 const char *unwind_found__name(enum unwind_found found)
