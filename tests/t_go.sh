@@ -108,8 +108,8 @@ done
 gc_total=0
 for name in go_assist go_assist_debug go_assist_pie; do
 	bin="$WL/$name"
-	if ! "$HPROF" -v -F 4999 --folded "$TMP/$name.folded" -- "$bin" 400 >/dev/null \
-		2>"$TMP/$name.err"; then
+	if ! "$HPROF" -v -F 4999 --folded "$TMP/$name.folded" --json "$TMP/$name.json" -- "$bin" 400 \
+		>/dev/null 2>"$TMP/$name.err"; then
 		fail "$name: hprof or the program failed: $(tail -1 "$TMP/$name.err")"
 		continue
 	fi
@@ -125,6 +125,9 @@ for name in go_assist go_assist_debug go_assist_pie; do
 	fi
 	check "$name: -v counts the joins" grep -qE "^hprof: Go stack switches: [1-9][0-9]* samples" \
 		"$TMP/$name.err"
+	joined=$(sed -n 's/^hprof: Go stack switches: \([0-9]*\) samples.*/\1/p' "$TMP/$name.err")
+	check "$name: the JSON summary's Go joins are -v's (${joined:-none})" \
+		[ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["go"]["stack_switches"]["joined"])' "$TMP/$name.json")" = "${joined:-none}" ]
 done
 check "GC work under systemstack: >= 10,000 samples in all ($gc_total)" [ "$gc_total" -ge 10000 ]
 

@@ -7,6 +7,7 @@
 
 #include "binary/inline_frames.h"
 #include "binary/modules.h"
+#include "go/layout.h"
 #include "output/json.h"
 #include "output/outputs.h"
 #include "output/stack_set.h"
@@ -328,6 +329,34 @@ static int write_top(struct json_writer *w, const char *key, const struct stack_
 	return 0;
 }
 
+/* The Go line of -v: processes by whether the kernel reads their stack switches, samples
+ * on g0 by what became of the goroutine read with them; absent without either. */
+static void write_go(struct json_writer *w, const struct go_proc_stats *go,
+		     const uint64_t *switches)
+{
+	uint64_t procs = 0, samples = 0;
+
+	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
+		procs += go->processes[i];
+	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
+		samples += switches[i];
+	if (!procs && !samples)
+		return;
+	json__key(w, "go");
+	json__begin_object(w);
+	json__key(w, "stack_switches");
+	json__begin_object(w);
+	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
+		json__key_uint(w, go_switch__outcome_name(i), switches[i]);
+	json__end_object(w);
+	json__key(w, "processes");
+	json__begin_object(w);
+	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
+		json__key_uint(w, go_layout__reason_name(i), go->processes[i]);
+	json__end_object(w);
+	json__end_object(w);
+}
+
 int summary__write_json(const struct run_summary *r, FILE *out)
 {
 	static const uint64_t no_counters[KC_NR];
@@ -350,6 +379,7 @@ int summary__write_json(const struct run_summary *r, FILE *out)
 	write_counts(&w, r, kc);
 	write_transport(&w, r, kc);
 	summary__json_python(&w, r->python);
+	write_go(&w, r->go, r->stats->unwind.go_switches);
 	summary__json_inline(&w, r->profile);
 	err = write_top(&w, "top_self", set, true);
 	if (!err)
