@@ -407,6 +407,51 @@ static void check_bound_and_speed(void)
 	python_code_cache__free(c);
 }
 
+/* A code object freed while it is read, its strings with it: pymalloc keeps its free
+ * list's link in the object's reference count, and their memory may be made anew before
+ * the strings are read. read_then_free frees it (link) after the first read (the head). */
+static uint64_t dying_code;
+static unsigned reads_until_free;
+
+static bool read_then_free(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	bool ok = read_image(ctx, addr, buf, len);
+
+	if (dying_code && reads_until_free && --reads_until_free == 0)
+		put64(dying_code, 0x7f3a5c001040ull); /* the pool's next free block */
+	return ok;
+}
+
+static void check_died_while_read(int minor)
+{
+	struct python_layout l = layout(minor);
+	struct python_code_cache *c;
+	struct python_frame_name n;
+	struct hprof_py_frame f;
+	uint64_t code = make_code(&l, "outer_1", "outer_1", make_str(&l, "<gen>"), 3, 4);
+	int rc;
+
+	python_code_cache__new(1u << 20, &c);
+	f = frame_of(&l, code, unit(&l, 0));
+	dying_code = code;
+	reads_until_free = 1;
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &f, read_then_free, NULL, &n);
+	check(rc != 0, "code died while read 3.%d: no name taken from its strings (%d)", minor, rc);
+	dying_code = 0;
+	put64(code, 1);
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &f, read_image, NULL, &n);
+	check(rc == 0 && !strcmp(n.qualname, "outer_1"),
+	      "code died while read 3.%d: the failure not kept, a live one there named (%d)", minor, rc);
+	python_code_cache__free(c);
+
+	python_code_cache__new(1u << 20, &c);
+	put64(code, 0); /* freed, the last block of its pool's free list */
+	rc = python_code_cache__name(c, 3, &l, CODE_TYPE, &f, read_image, NULL, &n);
+	check(rc != 0, "code freed 3.%d: its reference count 0, refused (%d)", minor, rc);
+	put64(code, 1);
+	python_code_cache__free(c);
+}
+
 int main(void)
 {
 	image = calloc(1, IMAGE_SIZE);
@@ -421,6 +466,8 @@ int main(void)
 	check_template(11);
 	check_template(12);
 	check_template(13);
+	for (int minor = 10; minor <= 13; minor++)
+		check_died_while_read(minor);
 	check_bound_and_speed();
 	free(image);
 	return failures ? 1 : 0;

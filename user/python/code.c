@@ -331,6 +331,40 @@ void python_code__module(const char *filename, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* A live object's reference count. Freed, pymalloc keeps its free list's link in that
+ * word (an address, or 0 at the end of the pool's list) and leaves the rest of the object
+ * as it was; static and immortal objects count below 2^32. */
+static bool refcount_live(uint64_t refcnt)
+{
+	return refcnt > 0 && refcnt <= UINT32_MAX;
+}
+
+/* The words of a code object's head that read_code takes: the same in two reads of a live
+ * object (its reference count and its caches change; these do not). */
+static bool code_head_same(const struct python_layout *l, const uint8_t *a, const uint8_t *b)
+{
+	const uint32_t fields[] = { l->object_type, l->code_check, l->code_name,
+				    l->code_qualname, l->code_filename, l->code_linetable };
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if ((i == 0 || fields[i]) && u64_at(a, fields[i]) != u64_at(b, fields[i]))
+			return false;
+	}
+	return (!l->check_name || u64_at(a, l->check_name) == u64_at(b, l->check_name)) &&
+	       u32_at(a, l->code_firstlineno) == u32_at(b, l->code_firstlineno);
+}
+
+/* The code object whose head is head is still alive at addr, with that head: its strings
+ * and line table, read after the head, were its own (it holds them) and not the bytes of
+ * objects freed with it and made anew at their addresses. */
+static bool code_still_alive(const struct reader *r, uint64_t addr, const uint8_t *head)
+{
+	uint8_t again[PYTHON_CODE_HEADER_MAX];
+
+	return get(r, addr, again, r->l->code_header) && refcount_live(u64_at(again, 0)) &&
+	       code_head_same(r->l, head, again);
+}
+
 /* Reads the code object at addr into a new entry (*out); with an error, nothing. */
 static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		     struct entry **out)
@@ -348,7 +382,7 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 		return -EINVAL;
 	if (!get(r, addr, head, l->code_header))
 		return -EFAULT;
-	if (u64_at(head, l->object_type) != code_type)
+	if (u64_at(head, l->object_type) != code_type || !refcount_live(u64_at(head, 0)))
 		return -EINVAL;
 	/* the check's word as the kernel folds it (common/python.h) */
 	check_word = u64_at(head, l->code_check);
@@ -367,6 +401,8 @@ static int read_code(const struct reader *r, uint64_t code_type, uint64_t addr,
 	if (!err)
 		err = read_bytes(r, u64_at(head, l->code_linetable), PYTHON_LINETABLE_MAX,
 				 &table, &table_len);
+	if (!err && !code_still_alive(r, addr, head))
+		err = -EAGAIN;
 	if (err)
 		goto out;
 	python_code__module(file, module, sizeof(module));
@@ -528,7 +564,9 @@ int python_code_cache__name(struct python_code_cache *c, uint32_t pid,
 		drop(c, e);
 	if (err) {
 		c->stats.failed++;
-		if (remember_failure(c, &key, f->check, err))
+		/* one that died while it was read is not remembered: another made at its
+		 * address may have its check, and be read */
+		if (err != -EAGAIN && remember_failure(c, &key, f->check, err))
 			return -ENOMEM;
 		return err;
 	}
