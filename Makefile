@@ -48,7 +48,7 @@ HPROF      := $(BUILD)/hprof
 
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_SRCS := $(filter-out %.bpf.c,$(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 # Workloads: fp_* keep frame pointers, nofp_* omit them (the DWARF fallback's targets),
@@ -171,6 +171,18 @@ $(BUILD)/tools/deltaproj: $(BUILD)/obj/tests/tools/deltaproj.o $(BUILD)/obj/test
 $(BUILD)/tools/replay_case: $(BUILD)/obj/tests/tools/replay_case.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# bench/bpf_floor.bpf.c: this machine's cost of a bpf_loop iteration and of a helper call
+# (bench/bench_bpf_floor.c, bench/b_python.sh).
+$(BUILD)/bench/bpf_floor.bpf.o: bench/bpf_floor.bpf.c $(VMLINUX_H) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/bpf_floor.skel.h: $(BUILD)/bench/bpf_floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name bpf_floor > $@
+
+$(BUILD)/obj/bench/bench_bpf_floor.o: $(BUILD)/bench/bpf_floor.skel.h
 
 $(BUILD)/bench/bench_unwind: $(BUILD)/obj/tests/tools/walkers.o
 

@@ -12,6 +12,9 @@
 # 4. hprof's memory on a CPython exec'ing freshly compiled code in a loop for EXEC_SECONDS
 #    (default 60; 0 skips it): RSS and heap from HPROF_DEBUG=memory:5 lines, the first
 #    against the last. Goal: flat (the code cache is bounded; names are interned by content).
+# 0. This machine's floor (build/bench/bench_bpf_floor): a bpf_loop iteration, the walk's
+#    step per frame, and a helper call; where the CPU's mitigations make each call and
+#    return dear, the walk's share of the ratio grows with them.
 # PYTHON (default /usr/bin/python3.11, else python3). Timings on a shared machine are
 # noisy: read the ratios, taken in the same run.
 source "$(dirname "$0")/../tests/lib.sh"
@@ -104,6 +107,9 @@ profile() {
 		"$PYTHON" "$TMP/deep.py" "$DEPTH" "$RUN_SECONDS" >/dev/null 2>"$out.err" ||
 		{ echo "hprof $* failed: $(tail -1 "$out.err")"; return 1; }
 }
+
+echo "== 0. this machine's floor: a BPF call and return (bench_bpf_floor)"
+build/bench/bench_bpf_floor || echo "(not measured)"
 
 echo "== 1-2. BPF time and bytes per sample: $PYTHON, $DEPTH frames deep, $FREQ Hz, $ROUNDS rounds"
 printf '%-5s | %8s %8s %6s | %7s %7s %8s %9s\n' round "on ns" "off ns" ratio "on B" "off B" "py/smp" "B/pyframe"

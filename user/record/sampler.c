@@ -31,6 +31,27 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
+/* HPROF_DEBUG_LIBBPF=stats: the verifier's statistics of the sample handler (instructions
+ * it processed, of its limit of a million): how much room a change to the BPF program left.
+ * Only these are asked for, so that a program that loads leaves no long log; a failure's
+ * whole log is HPROF_DEBUG_LIBBPF=1's (libbpf asks for it again). */
+static char verifier_log[4096];
+
+static void verifier_stats_on(struct bpf_program *prog)
+{
+	bpf_program__set_log_buf(prog, verifier_log, sizeof(verifier_log));
+	bpf_program__set_log_level(prog, 4); /* BPF_LOG_STATS */
+}
+
+static void print_verifier_stats(const struct bpf_program *prog)
+{
+	const char *line = strstr(verifier_log, "processed ");
+
+	if (line)
+		fprintf(stderr, "hprof: verifier, %s: %.*s\n", bpf_program__name(prog),
+			(int)strcspn(line, "\n"), line);
+}
+
 static int open_cpu_clock_event(int cpu, unsigned frequency)
 {
 	struct perf_event_attr attr = {
@@ -146,6 +167,8 @@ static unsigned ring_size(const struct sampler_opts *o)
 
 static int load(struct sampler *s, const struct sampler_opts *o)
 {
+	const char *debug = getenv("HPROF_DEBUG_LIBBPF");
+	bool stats = debug && strcmp(debug, "stats") == 0;
 	int err;
 
 	libbpf_set_print(libbpf_print);
@@ -171,7 +194,11 @@ static int load(struct sampler *s, const struct sampler_opts *o)
 	s->skel->rodata->ringbuf_wakeup_bytes = bpf_map__max_entries(s->skel->maps.samples) / 4;
 	if (o->lazy_wakeups)
 		s->skel->rodata->base_wakeup_every_ns = 0;
+	if (stats)
+		verifier_stats_on(s->skel->progs.on_cpu_sample);
 	err = hprof_bpf__load(s->skel);
+	if (stats)
+		print_verifier_stats(s->skel->progs.on_cpu_sample);
 	if (err)
 		fprintf(stderr, "hprof: cannot load the BPF program: %s (is BPF enabled in this kernel?)\n",
 			strerror(-err));
