@@ -162,13 +162,9 @@ void summary__print_memory(const struct memory_stats *m, FILE *out)
  * either. */
 static void print_go(const struct go_proc_stats *go, const uint64_t *switches, FILE *out)
 {
-	uint64_t procs = 0, samples = 0;
+	uint64_t procs = summary__go_processes(go);
 
-	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
-		procs += go->processes[i];
-	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
-		samples += switches[i];
-	if (!procs && !samples)
+	if (!summary__go_seen(go, switches))
 		return;
 	fprintf(out, "hprof: Go stack switches: %" PRIu64 " samples on g0 joined to their"
 		     " goroutine by g.m.curg.sched (not joined:", switches[GO_SWITCH_JOINED]);

@@ -60,6 +60,26 @@ static inline uint64_t summary__lost_samples(const struct sample_stats *st, cons
 	return kc[KC_DROP_RINGBUF_FULL] + kc[KC_DROP_NO_SCRATCH] + st->malformed;
 }
 
+/* Go processes by whether the kernel reads their stack switches (go NULL: none). */
+static inline uint64_t summary__go_processes(const struct go_proc_stats *go)
+{
+	uint64_t procs = 0;
+
+	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
+		procs += go->processes[i];
+	return procs;
+}
+
+/* Whether the summary has a Go line: a Go process seen, or a sample on g0. */
+static inline bool summary__go_seen(const struct go_proc_stats *go, const uint64_t *switches)
+{
+	uint64_t samples = 0;
+
+	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
+		samples += switches[i];
+	return summary__go_processes(go) || samples;
+}
+
 /* What hprof holds while it runs: the structures that grow with processes, threads,
  * binaries and distinct stacks (HPROF_DEBUG=memory). */
 struct memory_stats {

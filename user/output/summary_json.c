@@ -334,13 +334,7 @@ static int write_top(struct json_writer *w, const char *key, const struct stack_
 static void write_go(struct json_writer *w, const struct go_proc_stats *go,
 		     const uint64_t *switches)
 {
-	uint64_t procs = 0, samples = 0;
-
-	for (unsigned i = 0; go && i < GO_LAYOUT_REASON_COUNT; i++)
-		procs += go->processes[i];
-	for (unsigned i = 0; i < GO_SWITCH_COUNT; i++)
-		samples += switches[i];
-	if (!procs && !samples)
+	if (!summary__go_seen(go, switches))
 		return;
 	json__key(w, "go");
 	json__begin_object(w);
