@@ -1,10 +1,14 @@
-/* Five hot functions with fixed shares of the work, for hprof diff: per round work_a does
- * 10 units on average, work_b 15, work_c 20, work_d 25, work_e 30, so their shares of
- * samples are 10/15/20/25/30%. Naming one of them makes it do 1.5x its work (work_e: from
- * 30% to 45/115 = 39.1%). Each call's length is drawn at random around its mean, so rounds
- * (~0.4 ms) never fall into step with the sampling period, which would bias the shares.
- * Runs for SECONDS of its own CPU time, so a loaded machine gives the same number of
- * samples, only later. Usage: nofp_five [SECONDS] [work_a|...|work_e]. No frame pointers. */
+/* Five hot functions with fixed shares of the work, for hprof diff: work_a does 10% of it,
+ * work_b 15%, work_c 20%, work_d 25%, work_e 30%, so those are their shares of samples.
+ * Naming one of them makes it do 1.5x its work (work_e: from 30% to 45/115 = 39.1%). The
+ * work comes in short calls (~16 us), each of a function drawn at random by its share, its
+ * length drawn around its mean: what runs when one sample is taken says nothing of what
+ * runs at the next (~60 calls later), so a run's shares vary as independent draws do, which
+ * is what hprof diff's test assumes. (Calls in a fixed order, a round at a time, kept
+ * samples a round apart in step: runs then differed by more than that, and unchanged reruns
+ * failed the gate.) Runs for SECONDS of its own CPU time, so a loaded machine gives the
+ * same number of samples, only later. Usage: nofp_five [SECONDS] [work_a|...|work_e]. No
+ * frame pointers. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,13 +66,23 @@ static uint64_t next_random(uint64_t *state)
 	return *state;
 }
 
-/* Each call does between 1/2 and 3/2 of its mean number of units (in 1/16 units). */
-static HOT uint64_t round_of_work(uint64_t x, const unsigned *units, uint64_t *rng)
-{
-	for (size_t i = 0; i < NR_HOT; i++) {
-		unsigned sixteenths = units[i] * 8 + (unsigned)(next_random(rng) % (units[i] * 16 + 1));
+/* Calls a round makes between two looks at the clock (a system call) */
+#define CALLS_PER_ROUND 25
+/* A call's mean length, in 1/16 units (4 units: ~16 us) */
+#define CALL_SIXTEENTHS 64
 
-		x = hot[i].fn(x, sixteenths);
+/* CALLS_PER_ROUND calls, each of hot function i with probability hot[i].units / 100, for
+ * between 1/2 and 3/2 of CALL_SIXTEENTHS times stretch[i] (3/2 for the slowed one). */
+static HOT uint64_t round_of_work(uint64_t x, const unsigned *stretch_halves, uint64_t *rng)
+{
+	for (int call = 0; call < CALLS_PER_ROUND; call++) {
+		unsigned pick = (unsigned)(next_random(rng) % 100), i = 0, below = hot[0].units;
+		unsigned sixteenths;
+
+		while (pick >= below && i + 1 < NR_HOT)
+			below += hot[++i].units;
+		sixteenths = CALL_SIXTEENTHS / 2 + (unsigned)(next_random(rng) % (CALL_SIXTEENTHS + 1));
+		x = hot[i].fn(x, sixteenths * stretch_halves[i] / 2);
 	}
 	return x;
 }
@@ -84,16 +98,16 @@ static double cpu_seconds(void)
 int main(int argc, char **argv)
 {
 	double seconds = workload_seconds(argc, argv, 2.0), end;
-	/* units of work per round, by function */
-	unsigned units[NR_HOT];
+	/* each function's calls' length, in halves: 2, or 3 for the one slowed */
+	unsigned stretch_halves[NR_HOT];
 	uint64_t x = 88172645463325252ull, rng = 0x9e3779b97f4a7c15ull, rounds = 0;
 	bool slowed = argc <= 2;
 
 	for (size_t i = 0; i < NR_HOT; i++) {
-		units[i] = hot[i].units;
+		stretch_halves[i] = 2;
 		/* 1.5x the work: its share grows from u/100 to 1.5u/(100 + 0.5u) */
 		if (argc > 2 && strcmp(argv[2], hot[i].name) == 0) {
-			units[i] = hot[i].units * 3 / 2;
+			stretch_halves[i] = 3;
 			slowed = true;
 		}
 	}
@@ -103,7 +117,7 @@ int main(int argc, char **argv)
 	}
 	end = cpu_seconds() + seconds;
 	while (cpu_seconds() < end) {
-		x = round_of_work(x, units, &rng);
+		x = round_of_work(x, stretch_halves, &rng);
 		rounds++;
 	}
 	sink = x;
