@@ -172,9 +172,9 @@ $(BUILD)/tools/replay_case: $(BUILD)/obj/tests/tools/replay_case.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# bench/bpf_floor.bpf.c: this machine's cost of a bpf_loop iteration and of a helper call
+# bench/bpf_floor.bpf.c: this machine's cost of a bpf_loop iteration, a helper call and a user read
 # (bench/bench_bpf_floor.c, bench/b_python.sh).
-$(BUILD)/bench/bpf_floor.bpf.o: bench/bpf_floor.bpf.c $(VMLINUX_H) | $(DEPS_STAMP)
+$(BUILD)/bench/bpf_floor.bpf.o: bench/bpf_floor.bpf.c bench/bpf_floor.h $(VMLINUX_H) | $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -182,7 +182,7 @@ $(BUILD)/bench/bpf_floor.skel.h: $(BUILD)/bench/bpf_floor.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bpf_floor > $@
 
-$(BUILD)/obj/bench/bench_bpf_floor.o: $(BUILD)/bench/bpf_floor.skel.h
+$(BUILD)/obj/bench/bench_bpf_floor.o: $(BUILD)/bench/bpf_floor.skel.h bench/bpf_floor.h
 
 $(BUILD)/bench/bench_unwind: $(BUILD)/obj/tests/tools/walkers.o
 

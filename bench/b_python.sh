@@ -12,9 +12,10 @@
 # 4. hprof's memory on a CPython exec'ing freshly compiled code in a loop for EXEC_SECONDS
 #    (default 60; 0 skips it): RSS and heap from HPROF_DEBUG=memory:5 lines, the first
 #    against the last. Goal: flat (the code cache is bounded; names are interned by content).
-# 0. This machine's floor (build/bench/bench_bpf_floor): a bpf_loop iteration, the walk's
-#    step per frame, and a helper call; where the CPU's mitigations make each call and
-#    return dear, the walk's share of the ratio grows with them.
+# 0. This machine's floor (build/bench/bench_bpf_floor): a bpf_loop iteration (the floor
+#    of the walk's step per frame), a helper call, and a read of user memory (a word, a
+#    block); where the CPU's mitigations make each call and return dear, the walk's share
+#    of the ratio grows with them.
 # PYTHON (default /usr/bin/python3.11, else python3). Timings on a shared machine are
 # noisy: read the ratios, taken in the same run.
 source "$(dirname "$0")/../tests/lib.sh"
@@ -108,7 +109,7 @@ profile() {
 		{ echo "hprof $* failed: $(tail -1 "$out.err")"; return 1; }
 }
 
-echo "== 0. this machine's floor: a BPF call and return (bench_bpf_floor)"
+echo "== 0. this machine's floor: a BPF call and return, a user read (bench_bpf_floor)"
 build/bench/bench_bpf_floor || echo "(not measured)"
 
 echo "== 1-2. BPF time and bytes per sample: $PYTHON, $DEPTH frames deep, $FREQ Hz, $ROUNDS rounds"
