@@ -322,6 +322,17 @@ static __always_inline void store_frame(__u8 *dst, __u32 n, __u64 code, __u32 in
 _Static_assert((HPROF_PY_MAX_FRAMES & (HPROF_PY_MAX_FRAMES - 1)) == 0,
 	       "a frame's index is masked with HPROF_PY_MAX_FRAMES - 1");
 
+/* hprof_py_frame.instr of a frame running code at instr (f_lasti, or the instruction
+ * pointer), its entry byte entry. */
+static __always_inline __u32 frame_instr_word(__u32 kind, __u64 code, __u64 instr, __u8 entry)
+{
+	if (kind == HPROF_PY_FRAME_OBJECT)
+		return ((__u32)instr & HPROF_PY_INSTR_MASK) | HPROF_PY_ENTRY;
+	if (kind == HPROF_PY_FRAME_IS_ENTRY && entry)
+		return ((__u32)(instr - code) & HPROF_PY_INSTR_MASK) | HPROF_PY_ENTRY;
+	return (__u32)(instr - code) & HPROF_PY_INSTR_MASK;
+}
+
 static __always_inline void mark_last_entry(const struct py_walk_ctx *c, const struct py_walk *w)
 {
 	__u32 n = w->n;
@@ -357,7 +368,7 @@ static __always_inline void py_fast_frames(const struct py_walk_ctx *c, struct p
 #pragma unroll
 	for (int k = 0; k < PY_FAST_FRAMES; k++) {
 		__u64 at = frame - lo, code, instr;
-		__u32 check, entry_flag = 0;
+		__u32 check;
 		__u8 entry;
 
 		if (frame == 0 || frame == mark || until <= 1 || n >= HPROF_PY_MAX_FRAMES ||
@@ -369,11 +380,8 @@ static __always_inline void py_fast_frames(const struct py_walk_ctx *c, struct p
 		entry = buf_entry(proc, buf, at);
 		if (kind == HPROF_PY_FRAME_CSTACK_SHIM && entry == HPROF_PY_OWNED_BY_CSTACK)
 			break;
-		if (kind == HPROF_PY_FRAME_IS_ENTRY && entry)
-			entry_flag = HPROF_PY_ENTRY;
 		instr = buf_word(buf, at, proc->frame_instr);
-		store_frame(c->dst, n, code, ((__u32)(instr - code) & HPROF_PY_INSTR_MASK) | entry_flag,
-			    check);
+		store_frame(c->dst, n, code, frame_instr_word(kind, code, instr, entry), check);
 		n++;
 		until--;
 		last = frame;
@@ -392,7 +400,7 @@ static __always_inline long py_general_step(const struct py_walk_ctx *c, struct 
 	const struct hprof_python_proc *proc = c->proc;
 	struct py_frame_buf *buf = c->buf;
 	__u64 code, instr;
-	__u32 n = w->n, check, instr_word;
+	__u32 n = w->n, check;
 	long at;
 	__u8 entry;
 
@@ -432,15 +440,7 @@ static __always_inline long py_general_step(const struct py_walk_ctx *c, struct 
 		w->status = HPROF_PY_READ_FAILED;
 		return 1;
 	}
-	if (proc->kind == HPROF_PY_FRAME_OBJECT) {
-		instr_word = (__u32)instr & HPROF_PY_INSTR_MASK;
-		instr_word |= HPROF_PY_ENTRY;
-	} else {
-		instr_word = (__u32)(instr - code) & HPROF_PY_INSTR_MASK;
-		if (proc->kind == HPROF_PY_FRAME_IS_ENTRY && entry)
-			instr_word |= HPROF_PY_ENTRY;
-	}
-	store_frame(c->dst, n, code, instr_word, check);
+	store_frame(c->dst, n, code, frame_instr_word(proc->kind, code, instr, entry), check);
 	w->n = n + 1;
 	return 0;
 }
